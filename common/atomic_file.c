@@ -1,0 +1,93 @@
+// common/atomic_file.c: see atomic_file.h.
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+
+int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
+  const char *slash = strrchr(path, '/');
+  int dir_len = slash ? (int)(slash - path + 1) : 0;  // keeps the trailing '/'
+  const char *base = slash ? slash + 1 : path;
+  if (base[0] == '\0') {
+    error_set("%s: not a file name (it ends with '/')", path);
+    return -1;
+  }
+  int n = snprintf(tmp_path, capacity, "%.*s.%s.tmp.%ld", dir_len, path, base, (long)getpid());
+  if (n < 0 || (size_t)n >= capacity) {
+    error_set("%s: path too long (at most %zu characters)", path, capacity - 32);
+    return -1;
+  }
+  return 0;
+}
+
+// fsync of a path opened read-only: makes a finished file or a rename durable.
+static int fsync_path(const char *path, int flags) {
+  int fd = open(path, flags);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  // Some file systems refuse fsync on directories (EINVAL): durability is best effort there.
+  if (rc != 0 && (errno == EINVAL || errno == EROFS)) rc = 0;
+  close(fd);
+  return rc;
+}
+
+int atomic_file_publish(const char *tmp_path, const char *path) {
+  if (fsync_path(tmp_path, O_RDONLY) != 0) {
+    error_set("%s: cannot flush to disk: %s", tmp_path, strerror(errno));
+    unlink(tmp_path);
+    return -1;
+  }
+  if (rename(tmp_path, path) != 0) {
+    error_set("%s: cannot rename %s into place: %s", path, tmp_path, strerror(errno));
+    unlink(tmp_path);
+    return -1;
+  }
+  char dir[ATOMIC_PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (slash) {
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + 1), path);
+  } else {
+    snprintf(dir, sizeof dir, ".");
+  }
+  fsync_path(dir, O_RDONLY | O_DIRECTORY);  // the rename itself; failure here loses nothing written
+  return 0;
+}
+
+FILE *atomic_file_open(AtomicFile *af, const char *path) {
+  memset(af, 0, sizeof *af);
+  if (strlen(path) >= sizeof af->path) {
+    error_set("%s: path too long", path);
+    return NULL;
+  }
+  strcpy(af->path, path);
+  if (atomic_file_temp_path(path, af->tmp_path, sizeof af->tmp_path) != 0) return NULL;
+  af->stream = fopen(af->tmp_path, "wb");
+  if (!af->stream) {
+    error_set("%s: cannot create file: %s", path, strerror(errno));
+    return NULL;
+  }
+  return af->stream;
+}
+
+int atomic_file_commit(AtomicFile *af) {
+  int write_failed = ferror(af->stream);
+  int close_failed = fclose(af->stream) != 0;
+  af->stream = NULL;
+  if (write_failed || close_failed) {
+    error_set("%s: write failed: %s", af->path, strerror(errno));
+    unlink(af->tmp_path);
+    return -1;
+  }
+  return atomic_file_publish(af->tmp_path, af->path);
+}
+
+void atomic_file_abort(AtomicFile *af) {
+  if (af->stream) fclose(af->stream);
+  af->stream = NULL;
+  if (af->tmp_path[0]) unlink(af->tmp_path);
+}

@@ -1,0 +1,35 @@
+// common/atomic_file.h: write a file under a temporary name, then rename it into place.
+//
+// A reader (or a resumed run) sees either the old file or the complete new one, never a torn
+// one: the data is written to "DIR/.NAME.tmp.PID", flushed and fsync'ed, renamed over NAME, and
+// the directory is fsync'ed. On any failure the temporary file is removed and NAME is untouched.
+// Used for every output: checkpoints, market data, metrics, reports.
+// Depends on error.h.
+#ifndef PPO_COMMON_ATOMIC_FILE_H
+#define PPO_COMMON_ATOMIC_FILE_H
+
+#include <stdio.h>
+
+#define ATOMIC_PATH_MAX 4096
+
+typedef struct {
+  char path[ATOMIC_PATH_MAX];      // the final name
+  char tmp_path[ATOMIC_PATH_MAX];  // where the data goes until commit
+  FILE *stream;                    // open on tmp_path (atomic_file_open only)
+} AtomicFile;
+
+// The temporary name for `path`, in the same directory (rename stays on one file system).
+// Returns 0, or -1 and sets the error message when the name does not fit.
+int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity);
+
+// Moves a finished temporary file into place: fsync(tmp), rename(tmp, path), fsync(dir).
+// Returns 0, or -1, removes tmp_path and sets the error message.
+int atomic_file_publish(const char *tmp_path, const char *path);
+
+// Stdio flavour: opens a temporary stream for `path` ("wb"). Returns the stream, or NULL and sets
+// the error message. The caller writes to af->stream, then calls exactly one of commit / abort.
+FILE *atomic_file_open(AtomicFile *af, const char *path);
+int atomic_file_commit(AtomicFile *af);   // fclose (checking write errors) + publish; 0, or -1 and the error message
+void atomic_file_abort(AtomicFile *af);   // fclose + remove the temporary file; `path` untouched
+
+#endif

@@ -1,0 +1,379 @@
+// test/test_common.c: calendar arithmetic, error messages, logging, atomic files and HDF5 helpers.
+//
+// Calendar values were taken from Python's datetime (UTC), not from this code.
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/h5io.h"
+#include "common/log.h"
+#include "common/time_utc.h"
+
+// --- helpers --------------------------------------------------------------------------------------------
+
+// A fresh empty directory per test (Criterion runs each test in its own process).
+static void make_temp_dir(char *dir, size_t capacity) {
+  snprintf(dir, capacity, "/tmp/ppo_test_common_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+// Number of entries in `dir` other than . and .. (to prove no temporary file was left).
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static void remove_tree(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static void read_whole(const char *path, char *out, size_t capacity) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  size_t n = fread(out, 1, capacity - 1, f);
+  out[n] = '\0';
+  fclose(f);
+}
+
+// --- calendar -------------------------------------------------------------------------------------------
+
+typedef struct {
+  const char *text;
+  int64_t seconds;
+  int weekday;  // Monday = 0
+} CalendarCase;
+
+static const CalendarCase calendar_cases[] = {
+    {"1970-01-01", 0, 3},
+    {"2000-03-01", 951868800, 2},
+    {"2006-03-20 00:00", 1142812800, 0},  // XAUUSD's first bar
+    {"2019-02-25 23:00", 1551135600, 0},  // XAUUSD's last bar
+    {"1900-02-28", -2203977600, 2},
+    {"2400-02-29 12:34:56", 13574608496, 1},
+    {"1969-12-31 23:59:59", -1, 2},
+};
+
+Test(time_utc, known_dates_from_python) {
+  for (size_t i = 0; i < sizeof calendar_cases / sizeof calendar_cases[0]; i++) {
+    int64_t t = 12345;
+    cr_assert(utc_parse_iso(calendar_cases[i].text, &t), "cannot parse %s", calendar_cases[i].text);
+    cr_assert_eq(t, calendar_cases[i].seconds, "%s: %lld", calendar_cases[i].text, (long long)t);
+    cr_assert_eq(utc_weekday(t), calendar_cases[i].weekday, "%s weekday", calendar_cases[i].text);
+  }
+}
+
+Test(time_utc, round_trip_over_a_million_days) {
+  for (int64_t days = -800000; days <= 800000; days += 7) {
+    int64_t t = days * 86400 + (days % 86400 + 86400) % 86400;
+    CivilTime c = utc_to_civil(t);
+    cr_assert(utc_civil_valid(&c));
+    cr_assert_eq(utc_from_civil(&c), t, "day %lld", (long long)days);
+  }
+}
+
+Test(time_utc, rejects_impossible_and_malformed_dates) {
+  const char *bad[] = {"2019-02-29", "2100-02-29", "2019-13-01", "2019-00-10", "2019-04-31", "2019-01-01 24:00",
+                       "2019-01-01 10:60", "2019-1-01", "20190101", "2019-01-01x", "", "2019-01-01 10", "abcd-ef-gh"};
+  int64_t t;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) cr_assert_not(utc_parse_iso(bad[i], &t), "accepted '%s'", bad[i]);
+  cr_assert(utc_parse_iso("2016-02-29", &t));
+  cr_assert(utc_parse_iso("2000-02-29T23:59:59", &t));
+}
+
+Test(time_utc, formats) {
+  char buf[32];
+  cr_assert_str_eq(utc_format(1142812800 + 3600 * 5 + 60 * 7, false, buf, sizeof buf), "2006-03-20 05:07");
+  cr_assert_str_eq(utc_format(-1, true, buf, sizeof buf), "1969-12-31");
+}
+
+// --- errors and logging ------------------------------------------------------------------------------------
+
+Test(error, set_prepend_clear) {
+  error_set("bad value %d", 7);
+  cr_assert_str_eq(error_message(), "bad value 7");
+  error_prepend("file.ini:%d: ", 3);
+  cr_assert_str_eq(error_message(), "file.ini:3: bad value 7");
+  error_clear();
+  cr_assert_str_eq(error_message(), "");
+}
+
+Test(error, long_messages_are_truncated_not_overflowed) {
+  char big[3 * ERROR_MESSAGE_MAX];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  error_set("%s", big);
+  cr_assert_eq(strlen(error_message()), ERROR_MESSAGE_MAX - 1);
+  error_prepend("%s", big);
+  cr_assert_eq(strlen(error_message()), ERROR_MESSAGE_MAX - 1);
+}
+
+Test(log, levels_filter_and_format, .init = cr_redirect_stderr) {
+  log_set_level(LOG_LEVEL_WARN);
+  log_info("hidden %d", 1);
+  log_warn("shown %d", 2);
+  log_error("also shown");
+  log_progress("progress is for terminals only");  // stderr is a pipe here
+  log_progress_end();
+  fflush(stderr);
+  cr_assert_stderr_eq_str("[warn] shown 2\n[error] also shown\n");
+}
+
+Test(log, parses_level_names) {
+  cr_assert_eq(log_level_parse("debug"), LOG_LEVEL_DEBUG);
+  cr_assert_eq(log_level_parse("error"), LOG_LEVEL_ERROR);
+  cr_assert_eq(log_level_parse("verbose"), -1);
+}
+
+// --- atomic files ----------------------------------------------------------------------------------------
+
+Test(atomic_file, commit_replaces_and_leaves_no_temporary) {
+  char dir[64], path[128], text[64];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  AtomicFile af;
+  FILE *f = atomic_file_open(&af, path);
+  cr_assert_not_null(f, "%s", error_message());
+  fputs("first", f);
+  cr_assert_eq(access(path, F_OK), -1, "the final name must not exist before commit");
+  cr_assert_eq(atomic_file_commit(&af), 0, "%s", error_message());
+  read_whole(path, text, sizeof text);
+  cr_assert_str_eq(text, "first");
+
+  f = atomic_file_open(&af, path);
+  fputs("second", f);
+  read_whole(path, text, sizeof text);
+  cr_assert_str_eq(text, "first", "old content visible until commit");
+  cr_assert_eq(atomic_file_commit(&af), 0);
+  read_whole(path, text, sizeof text);
+  cr_assert_str_eq(text, "second");
+  cr_assert_eq(count_entries(dir), 1);
+  remove_tree(dir);
+}
+
+Test(atomic_file, abort_keeps_the_old_file) {
+  char dir[64], path[128], text[64];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  AtomicFile af;
+  fputs("kept", atomic_file_open(&af, path));
+  cr_assert_eq(atomic_file_commit(&af), 0);
+  fputs("lost", atomic_file_open(&af, path));
+  atomic_file_abort(&af);
+  read_whole(path, text, sizeof text);
+  cr_assert_str_eq(text, "kept");
+  cr_assert_eq(count_entries(dir), 1);
+  remove_tree(dir);
+}
+
+Test(atomic_file, missing_directory_is_a_clear_error) {
+  AtomicFile af;
+  cr_assert_null(atomic_file_open(&af, "/nonexistent-dir-ppo/out.txt"));
+  cr_assert(strstr(error_message(), "/nonexistent-dir-ppo/out.txt: cannot create file"), "%s", error_message());
+}
+
+// --- HDF5 -----------------------------------------------------------------------------------------------
+
+Test(h5io, round_trip_every_type_rank_and_compression) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/data.h5", dir);
+  enum { ROWS = 1000, COLS = 3 };
+  static double f64[ROWS * COLS];
+  static float f32[ROWS * COLS];
+  static int64_t i64[ROWS * COLS];
+  static uint8_t u8[ROWS * COLS];
+  static uint64_t u64[ROWS * COLS];
+  for (int i = 0; i < ROWS * COLS; i++) {
+    f64[i] = sin(i) * 1e3;
+    f32[i] = (float)cos(i);
+    i64[i] = (int64_t)i * -123456789;
+    u8[i] = (uint8_t)(i * 7);
+    u64[i] = 0xfedcba9876543210ull ^ (uint64_t)i;
+  }
+  f64[5] = NAN;
+  f64[6] = -INFINITY;
+  hsize_t dims2[2] = {ROWS, COLS}, dims1[1] = {ROWS * COLS}, empty[1] = {0};
+  H5ioWriter w;
+  cr_assert_eq(h5io_create(&w, path), 0, "%s", error_message());
+  for (int compress = 0; compress <= 1; compress++) {
+    char name[64];
+    snprintf(name, sizeof name, "c%d/f64", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_FLOAT64, 2, dims2, f64, compress * 6), 0, "%s", error_message());
+    snprintf(name, sizeof name, "c%d/deep/f32", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_FLOAT32, 2, dims2, f32, compress * 6), 0);
+    snprintf(name, sizeof name, "c%d/i64", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_INT64, 1, dims1, i64, compress * 6), 0);
+    snprintf(name, sizeof name, "c%d/u8", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_UINT8, 1, dims1, u8, compress * 6), 0);
+    snprintf(name, sizeof name, "c%d/u64", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_UINT64, 1, dims1, u64, compress * 6), 0);
+    snprintf(name, sizeof name, "c%d/empty", compress);
+    cr_assert_eq(h5io_write(w.file, name, H5IO_FLOAT64, 1, empty, NULL, compress * 6), 0, "%s", error_message());
+  }
+  cr_assert_eq(h5io_attr_write_string(w.file, "/", "symbol", "XAUUSD"), 0);
+  cr_assert_eq(h5io_attr_write_int64(w.file, "c0", "bar_seconds", 3600), 0);
+  cr_assert_eq(h5io_attr_write_double(w.file, "meta/info", "scale", 65536.0), 0, "%s", error_message());
+  cr_assert_eq(h5io_attr_write_string(w.file, "/", "symbol", "EURUSD"), 0, "attributes can be replaced");
+  cr_assert_eq(access(path, F_OK), -1, "nothing at the final name before commit");
+  cr_assert_eq(h5io_commit(&w), 0, "%s", error_message());
+  cr_assert_eq(count_entries(dir), 1);
+
+  hid_t file = h5io_open_read(path);
+  cr_assert_geq(file, 0, "%s", error_message());
+  static double g64[ROWS * COLS];
+  static float g32[ROWS * COLS];
+  static int64_t gi64[ROWS * COLS];
+  static uint8_t gu8[ROWS * COLS];
+  static uint64_t gu64[ROWS * COLS];
+  for (int compress = 0; compress <= 1; compress++) {
+    char name[64];
+    snprintf(name, sizeof name, "c%d/f64", compress);
+    cr_assert_eq(h5io_read(file, name, H5IO_FLOAT64, 2, dims2, g64), 0, "%s", error_message());
+    cr_assert(memcmp(f64, g64, sizeof f64) == 0, "%s differs", name);
+    snprintf(name, sizeof name, "c%d/deep/f32", compress);
+    cr_assert_eq(h5io_read(file, name, H5IO_FLOAT32, 2, dims2, g32), 0);
+    cr_assert(memcmp(f32, g32, sizeof f32) == 0);
+    snprintf(name, sizeof name, "c%d/i64", compress);
+    cr_assert_eq(h5io_read(file, name, H5IO_INT64, 1, dims1, gi64), 0);
+    cr_assert(memcmp(i64, gi64, sizeof i64) == 0);
+    snprintf(name, sizeof name, "c%d/u8", compress);
+    cr_assert_eq(h5io_read(file, name, H5IO_UINT8, 1, dims1, gu8), 0);
+    cr_assert(memcmp(u8, gu8, sizeof u8) == 0);
+    snprintf(name, sizeof name, "c%d/u64", compress);
+    cr_assert_eq(h5io_read(file, name, H5IO_UINT64, 1, dims1, gu64), 0);
+    cr_assert(memcmp(u64, gu64, sizeof u64) == 0);
+    snprintf(name, sizeof name, "c%d/empty", compress);
+    hsize_t shape[4];
+    cr_assert_eq(h5io_shape(file, name, 4, shape), 1);
+    cr_assert_eq(shape[0], 0);
+  }
+  char text[64];
+  int64_t bar_seconds = 0;
+  double scale = 0;
+  cr_assert_eq(h5io_attr_read_string(file, "/", "symbol", text, sizeof text), 0, "%s", error_message());
+  cr_assert_str_eq(text, "EURUSD");
+  cr_assert_eq(h5io_attr_read_int64(file, "c0", "bar_seconds", &bar_seconds), 0);
+  cr_assert_eq(bar_seconds, 3600);
+  cr_assert_eq(h5io_attr_read_double(file, "meta/info", "scale", &scale), 0);
+  cr_assert_eq(scale, 65536.0);
+  cr_assert(h5io_exists(file, "c1/deep/f32"));
+  cr_assert_not(h5io_exists(file, "c1/nothing/here"));
+  h5io_close(file);
+  remove_tree(dir);
+}
+
+Test(h5io, compression_shrinks_repetitive_data) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/z.h5", dir);
+  enum { N = 200000 };
+  static int64_t ts[N];
+  for (int i = 0; i < N; i++) ts[i] = 1142812800 + 3600 * (int64_t)i;
+  hsize_t dims[1] = {N};
+  H5ioWriter w;
+  cr_assert_eq(h5io_create(&w, path), 0);
+  cr_assert_eq(h5io_write(w.file, "ts", H5IO_INT64, 1, dims, ts, 6), 0);
+  cr_assert_eq(h5io_commit(&w), 0);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_lt(st.st_size, (off_t)(N * sizeof(int64_t) / 10), "compressed size %lld", (long long)st.st_size);
+  remove_tree(dir);
+}
+
+Test(h5io, reader_errors_name_file_and_dataset) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/e.h5", dir);
+  double x[4] = {1, 2, 3, 4};
+  hsize_t dims[1] = {4};
+  H5ioWriter w;
+  cr_assert_eq(h5io_create(&w, path), 0);
+  cr_assert_eq(h5io_write(w.file, "bars/close", H5IO_FLOAT64, 1, dims, x, 0), 0);
+  cr_assert_eq(h5io_commit(&w), 0);
+
+  hid_t file = h5io_open_read(path);
+  double y[8];
+  hsize_t wrong[1] = {5};
+  cr_assert_eq(h5io_read(file, "bars/close", H5IO_FLOAT64, 1, wrong, y), -1);
+  cr_assert(strstr(error_message(), "e.h5: dataset bars/close has shape (4) but (5) was expected"), "%s",
+            error_message());
+  int64_t ints[4];
+  cr_assert_eq(h5io_read(file, "bars/close", H5IO_INT64, 1, dims, ints), -1);
+  cr_assert(strstr(error_message(), "holds floating-point numbers but int64 was expected"), "%s", error_message());
+  cr_assert_eq(h5io_read(file, "bars/open", H5IO_FLOAT64, 1, dims, y), -1);
+  cr_assert(strstr(error_message(), "dataset bars/open is missing"), "%s", error_message());
+  cr_assert_eq(h5io_read(file, "nogroup/open", H5IO_FLOAT64, 1, dims, y), -1);
+  int64_t v;
+  cr_assert_eq(h5io_attr_read_int64(file, "bars", "rows", &v), -1);
+  cr_assert(strstr(error_message(), "attribute rows of bars is missing"), "%s", error_message());
+  h5io_close(file);
+
+  cr_assert_lt(h5io_open_read("/nonexistent/x.h5"), 0);
+  cr_assert(strstr(error_message(), "/nonexistent/x.h5: cannot open: No such file or directory"), "%s", error_message());
+  char text_path[128];
+  snprintf(text_path, sizeof text_path, "%s/not.h5", dir);
+  FILE *f = fopen(text_path, "w");
+  fputs("this is a CSV, not HDF5\n", f);
+  fclose(f);
+  cr_assert_lt(h5io_open_read(text_path), 0);
+  cr_assert(strstr(error_message(), "not an HDF5 file"), "%s", error_message());
+  remove_tree(dir);
+}
+
+Test(h5io, abort_and_failed_create_leave_nothing) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/a.h5", dir);
+  H5ioWriter w;
+  cr_assert_eq(h5io_create(&w, path), 0);
+  double x = 1;
+  hsize_t one[1] = {1};
+  cr_assert_eq(h5io_write(w.file, "x", H5IO_FLOAT64, 1, one, &x, 0), 0);
+  cr_assert_eq(h5io_write(w.file, "x", H5IO_FLOAT64, 1, one, &x, 0), -1, "a dataset cannot be written twice");
+  cr_assert(strstr(error_message(), "cannot create dataset x"), "%s", error_message());
+  h5io_abort(&w);
+  cr_assert_eq(count_entries(dir), 0);
+  cr_assert_eq(h5io_create(&w, "/nonexistent-dir-ppo/a.h5"), -1);
+  cr_assert(strstr(error_message(), "cannot create HDF5 file"), "%s", error_message());
+  remove_tree(dir);
+}
+
+Test(h5io, reads_variable_length_string_attributes) {
+  // h5py writes strings as variable-length by default; files made by users' scripts must load.
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/v.h5", dir);
+  hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attr = H5Acreate2(file, "symbol", type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const char *value = "SPY";
+  H5Awrite(attr, type, &value);
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(file);
+  file = h5io_open_read(path);
+  char text[16];
+  cr_assert_eq(h5io_attr_read_string(file, "/", "symbol", text, sizeof text), 0, "%s", error_message());
+  cr_assert_str_eq(text, "SPY");
+  h5io_close(file);
+  remove_tree(dir);
+}
