@@ -25,6 +25,12 @@ int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
   return 0;
 }
 
+// strerror never returns NULL in glibc; the guard keeps GCC's -Wformat-overflow quiet under UBSan.
+static const char *errno_text(void) {
+  const char *text = strerror(errno);
+  return text ? text : "unknown error";
+}
+
 // fsync of a path opened read-only: makes a finished file or a rename durable.
 static int fsync_path(const char *path, int flags) {
   int fd = open(path, flags);
@@ -38,12 +44,12 @@ static int fsync_path(const char *path, int flags) {
 
 int atomic_file_publish(const char *tmp_path, const char *path) {
   if (fsync_path(tmp_path, O_RDONLY) != 0) {
-    error_set("%s: cannot flush to disk: %s", tmp_path, strerror(errno));
+    error_set("%s: cannot flush to disk: %s", tmp_path, errno_text());
     unlink(tmp_path);
     return -1;
   }
   if (rename(tmp_path, path) != 0) {
-    error_set("%s: cannot rename %s into place: %s", path, tmp_path, strerror(errno));
+    error_set("%s: cannot rename %s into place: %s", path, tmp_path, errno_text());
     unlink(tmp_path);
     return -1;
   }
@@ -68,7 +74,7 @@ FILE *atomic_file_open(AtomicFile *af, const char *path) {
   if (atomic_file_temp_path(path, af->tmp_path, sizeof af->tmp_path) != 0) return NULL;
   af->stream = fopen(af->tmp_path, "wb");
   if (!af->stream) {
-    error_set("%s: cannot create file: %s", path, strerror(errno));
+    error_set("%s: cannot create file: %s", path, errno_text());
     return NULL;
   }
   return af->stream;
@@ -79,7 +85,7 @@ int atomic_file_commit(AtomicFile *af) {
   int close_failed = fclose(af->stream) != 0;
   af->stream = NULL;
   if (write_failed || close_failed) {
-    error_set("%s: write failed: %s", af->path, strerror(errno));
+    error_set("%s: write failed: %s", af->path, errno_text());
     unlink(af->tmp_path);
     return -1;
   }
