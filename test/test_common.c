@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/check.h"
 #include "common/error.h"
 #include "common/h5io.h"
 #include "common/log.h"
@@ -49,6 +51,29 @@ static void read_whole(const char *path, char *out, size_t capacity) {
   size_t n = fread(out, 1, capacity - 1, f);
   out[n] = '\0';
   fclose(f);
+}
+
+// Runs fn in a child process with stderr captured; returns the exit status, stderr in out.
+static int run_captured(void (*fn)(void), char *out, size_t capacity) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    fn();
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t used = 0;
+  ssize_t n;
+  while (used + 1 < capacity && (n = read(fds[0], out + used, capacity - 1 - used)) > 0) used += (size_t)n;
+  out[used] = '\0';
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // --- calendar -------------------------------------------------------------------------------------------
@@ -138,6 +163,32 @@ Test(log, parses_level_names) {
   cr_assert_eq(log_level_parse("debug"), LOG_LEVEL_DEBUG);
   cr_assert_eq(log_level_parse("error"), LOG_LEVEL_ERROR);
   cr_assert_eq(log_level_parse("verbose"), -1);
+}
+
+// --- check macros -----------------------------------------------------------------------------------
+
+static void failing_check(void) {
+  int buffers = 0;
+  CHECK(buffers > 0, "set [run] threads to a positive number");
+}
+
+static void failing_check_errno(void) {
+  FILE *f = fopen("/nonexistent-dir-ppo/file", "r");
+  CHECK_ERRNO(f != NULL, "");
+}
+
+static void huge_allocation(void) { CHECK_ALLOC((size_t)1 << 62, "the rollout buffer"); }
+
+Test(check, failure_names_statement_location_and_hint) {
+  char text[1024];
+  cr_assert_eq(run_captured(failing_check, text, sizeof text), EXIT_RUNTIME);
+  cr_assert(strstr(text, "test_common.c:"), "%s", text);
+  cr_assert(strstr(text, "CHECK(buffers > 0) failed"), "%s", text);
+  cr_assert(strstr(text, "hint: set [run] threads to a positive number"), "%s", text);
+  cr_assert_eq(run_captured(failing_check_errno, text, sizeof text), EXIT_RUNTIME);
+  cr_assert(strstr(text, "CHECK(f != NULL) failed: No such file or directory"), "%s", text);
+  cr_assert_eq(run_captured(huge_allocation, text, sizeof text), EXIT_RUNTIME);
+  cr_assert(strstr(text, "out of memory allocating 4611686018427387904 bytes for the rollout buffer"), "%s", text);
 }
 
 // --- atomic files ----------------------------------------------------------------------------------------
