@@ -29,7 +29,7 @@ int atomic_file_publish(const char *tmp_path, const char *path);
 // Stdio flavour: opens a temporary stream for `path` ("wb"). Returns the stream, or NULL and sets
 // the error message. The caller writes to af->stream, then calls exactly one of commit / abort.
 FILE *atomic_file_open(AtomicFile *af, const char *path);
-int atomic_file_commit(AtomicFile *af);   // fclose (checking write errors) + publish; 0, or -1 and the error message
-void atomic_file_abort(AtomicFile *af);   // fclose + remove the temporary file; `path` untouched
+int atomic_file_commit(AtomicFile *af);  // fclose (checking write errors) + publish; 0, or -1 and the error message
+void atomic_file_abort(AtomicFile *af);  // fclose + remove the temporary file; `path` untouched
 
 #endif

@@ -13,21 +13,22 @@
 #include "error.h"
 
 // CHECK(cond, hint): cond must hold; the hint says what the user can do about it.
-#define CHECK(cond, hint)                                                     \
-  do {                                                                        \
-    if (!(cond)) check_fail(#cond, __FILE__, __LINE__, (hint), 0);            \
+#define CHECK(cond, hint)                                          \
+  do {                                                             \
+    if (!(cond)) check_fail(#cond, __FILE__, __LINE__, (hint), 0); \
   } while (0)
 
 // CHECK_ERRNO(cond, hint): like CHECK, for libc calls that set errno on failure.
-#define CHECK_ERRNO(cond, hint)                                               \
-  do {                                                                        \
-    if (!(cond)) check_fail(#cond, __FILE__, __LINE__, (hint), 1);            \
+#define CHECK_ERRNO(cond, hint)                                    \
+  do {                                                             \
+    if (!(cond)) check_fail(#cond, __FILE__, __LINE__, (hint), 1); \
   } while (0)
 
 // CHECK_ALLOC(size, what): malloc that never returns NULL; `what` names the buffer.
 #define CHECK_ALLOC(size, what) check_malloc((size), (what), __FILE__, __LINE__)
 
 _Noreturn void check_fail(const char *stmt, const char *file, int line, const char *hint, int use_errno);
-void *check_malloc(size_t size, const char *what, const char *file, int line); // never NULL; size 0 gives a unique pointer
+void *check_malloc(size_t size, const char *what, const char *file,
+                   int line);  // never NULL; size 0 gives a unique pointer
 
 #endif

@@ -27,9 +27,9 @@ enum {
 #define PPO_PRINTF(fmt_index, first_arg)
 #endif
 
-void error_set(const char *fmt, ...) PPO_PRINTF(1, 2);     // replaces the message (truncated to ERROR_MESSAGE_MAX)
-void error_prepend(const char *fmt, ...) PPO_PRINTF(1, 2); // adds context in front: "FILE: " + old message
-const char *error_message(void);                           // the last message, "" when none
-void error_clear(void);                                    // forgets the message
+void error_set(const char *fmt, ...) PPO_PRINTF(1, 2);      // replaces the message (truncated to ERROR_MESSAGE_MAX)
+void error_prepend(const char *fmt, ...) PPO_PRINTF(1, 2);  // adds context in front: "FILE: " + old message
+const char *error_message(void);                            // the last message, "" when none
+void error_clear(void);                                     // forgets the message
 
 #endif

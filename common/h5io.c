@@ -25,26 +25,40 @@ static const char *h5io_file_name(hid_t loc, char *buf, size_t capacity) {
 
 const char *h5io_type_name(H5ioType type) {
   switch (type) {
-    case H5IO_UINT8: return "uint8";
-    case H5IO_INT32: return "int32";
-    case H5IO_UINT32: return "uint32";
-    case H5IO_INT64: return "int64";
-    case H5IO_UINT64: return "uint64";
-    case H5IO_FLOAT32: return "float32";
-    case H5IO_FLOAT64: return "float64";
+    case H5IO_UINT8:
+      return "uint8";
+    case H5IO_INT32:
+      return "int32";
+    case H5IO_UINT32:
+      return "uint32";
+    case H5IO_INT64:
+      return "int64";
+    case H5IO_UINT64:
+      return "uint64";
+    case H5IO_FLOAT32:
+      return "float32";
+    case H5IO_FLOAT64:
+      return "float64";
   }
   return "?";
 }
 
 static hid_t h5io_memory_type(H5ioType type) {
   switch (type) {
-    case H5IO_UINT8: return H5T_NATIVE_UINT8;
-    case H5IO_INT32: return H5T_NATIVE_INT32;
-    case H5IO_UINT32: return H5T_NATIVE_UINT32;
-    case H5IO_INT64: return H5T_NATIVE_INT64;
-    case H5IO_UINT64: return H5T_NATIVE_UINT64;
-    case H5IO_FLOAT32: return H5T_NATIVE_FLOAT;
-    case H5IO_FLOAT64: return H5T_NATIVE_DOUBLE;
+    case H5IO_UINT8:
+      return H5T_NATIVE_UINT8;
+    case H5IO_INT32:
+      return H5T_NATIVE_INT32;
+    case H5IO_UINT32:
+      return H5T_NATIVE_UINT32;
+    case H5IO_INT64:
+      return H5T_NATIVE_INT64;
+    case H5IO_UINT64:
+      return H5T_NATIVE_UINT64;
+    case H5IO_FLOAT32:
+      return H5T_NATIVE_FLOAT;
+    case H5IO_FLOAT64:
+      return H5T_NATIVE_DOUBLE;
   }
   return H5I_INVALID_HID;
 }
@@ -52,13 +66,20 @@ static hid_t h5io_memory_type(H5ioType type) {
 // Files are always little-endian, whatever machine wrote them.
 static hid_t h5io_file_type(H5ioType type) {
   switch (type) {
-    case H5IO_UINT8: return H5T_STD_U8LE;
-    case H5IO_INT32: return H5T_STD_I32LE;
-    case H5IO_UINT32: return H5T_STD_U32LE;
-    case H5IO_INT64: return H5T_STD_I64LE;
-    case H5IO_UINT64: return H5T_STD_U64LE;
-    case H5IO_FLOAT32: return H5T_IEEE_F32LE;
-    case H5IO_FLOAT64: return H5T_IEEE_F64LE;
+    case H5IO_UINT8:
+      return H5T_STD_U8LE;
+    case H5IO_INT32:
+      return H5T_STD_I32LE;
+    case H5IO_UINT32:
+      return H5T_STD_U32LE;
+    case H5IO_INT64:
+      return H5T_STD_I64LE;
+    case H5IO_UINT64:
+      return H5T_STD_U64LE;
+    case H5IO_FLOAT32:
+      return H5T_IEEE_F32LE;
+    case H5IO_FLOAT64:
+      return H5T_IEEE_F64LE;
   }
   return H5I_INVALID_HID;
 }
@@ -160,6 +181,7 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
+  H5Pset_obj_track_times(dcpl, 0);  // no modification times: the same data gives the same file bytes
   if (compress_level > 0 && total > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
     // Chunks of about 256 KiB along the first axis; the other axes whole.
     hsize_t chunk[H5IO_MAX_RANK];
@@ -207,8 +229,8 @@ int h5io_shape(hid_t loc, const char *name, int max_rank, hsize_t *dims) {
   hid_t space = H5Dget_space(dset);
   int rank = H5Sget_simple_extent_ndims(space);
   if (rank < 0 || rank > max_rank) {
-    error_set("%s: dataset %s has rank %d, at most %d expected", h5io_file_name(loc, file_name, sizeof file_name),
-              name, rank, max_rank);
+    error_set("%s: dataset %s has rank %d, at most %d expected", h5io_file_name(loc, file_name, sizeof file_name), name,
+              rank, max_rank);
     rank = -1;
   } else {
     H5Sget_simple_extent_dims(space, dims, NULL);
@@ -237,8 +259,8 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
     char want[128], got[128];
     h5io_format_dims(want, sizeof want, rank, dims);
     h5io_format_dims(got, sizeof got, stored_rank, stored);
-    error_set("%s: dataset %s has shape %s but %s was expected", h5io_file_name(loc, file_name, sizeof file_name),
-              name, got, want);
+    error_set("%s: dataset %s has shape %s but %s was expected", h5io_file_name(loc, file_name, sizeof file_name), name,
+              got, want);
     return -1;
   }
   hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
@@ -277,7 +299,10 @@ static int h5io_attr_write(hid_t loc, const char *object, const char *attr, hid_
     // Attributes on a group that does not exist yet: create the group.
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t group = H5Gcreate2(loc, object, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_obj_track_times(gcpl, 0);
+    hid_t group = H5Gcreate2(loc, object, lcpl, gcpl, H5P_DEFAULT);
+    H5Pclose(gcpl);
     H5Pclose(lcpl);
     if (group < 0) {
       error_set("%s: cannot create group %s", h5io_file_name(loc, file_name, sizeof file_name), object);
@@ -382,8 +407,8 @@ static int h5io_attr_read_number(hid_t loc, const char *object, const char *attr
     error_set("%s: attribute %s of %s is not %s", h5io_file_name(loc, file_name, sizeof file_name), attr, object,
               want_class == H5T_INTEGER ? "an integer" : "a number");
   } else if (count != 1) {
-    error_set("%s: attribute %s of %s holds %lld values, one expected", h5io_file_name(loc, file_name, sizeof file_name),
-              attr, object, (long long)count);
+    error_set("%s: attribute %s of %s holds %lld values, one expected",
+              h5io_file_name(loc, file_name, sizeof file_name), attr, object, (long long)count);
   } else if (H5Aread(a, mtype, out) < 0) {
     error_set("%s: cannot read attribute %s of %s", h5io_file_name(loc, file_name, sizeof file_name), attr, object);
   } else {

@@ -32,9 +32,9 @@ typedef enum {
 #define H5IO_MAX_RANK 4
 
 typedef struct {
-  hid_t file;                       // the open file (under tmp_path) to write into
-  char path[ATOMIC_PATH_MAX];       // final name
-  char tmp_path[ATOMIC_PATH_MAX];   // temporary name
+  hid_t file;                      // the open file (under tmp_path) to write into
+  char path[ATOMIC_PATH_MAX];      // final name
+  char tmp_path[ATOMIC_PATH_MAX];  // temporary name
 } H5ioWriter;
 
 // --- files ------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ const char *h5io_type_name(H5ioType type);              // "float64", ...
 // 1..9 uses chunked deflate with the shuffle filter (market data, rollouts).
 int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize_t *dims, const void *data,
                int compress_level);
-bool h5io_exists(hid_t loc, const char *name);          // does the dataset or group exist (intermediate groups too)?
+bool h5io_exists(hid_t loc, const char *name);  // does the dataset or group exist (intermediate groups too)?
 // Reads the shape of `name` into dims (at most max_rank entries). Returns the rank, or -1.
 int h5io_shape(hid_t loc, const char *name, int max_rank, hsize_t *dims);
 // Reads `name` into out, converting to `type`. Fails unless the stored rank and shape equal

@@ -20,13 +20,13 @@ typedef enum {
   LOG_LEVEL_DEBUG = 3,
 } LogLevel;
 
-void log_set_level(LogLevel level);      // messages above this level are dropped
-LogLevel log_get_level(void);            // the level in force
-int log_level_parse(const char *name);   // "error".."debug" -> LogLevel, -1 when unknown
-bool log_is_tty(void);                   // is stderr a terminal (progress lines shown)?
+void log_set_level(LogLevel level);     // messages above this level are dropped
+LogLevel log_get_level(void);           // the level in force
+int log_level_parse(const char *name);  // "error".."debug" -> LogLevel, -1 when unknown
+bool log_is_tty(void);                  // is stderr a terminal (progress lines shown)?
 void log_write(LogLevel level, const char *fmt, ...) PPO_PRINTF(2, 3);
 void log_progress(const char *fmt, ...) PPO_PRINTF(1, 2);  // in-place line on a TTY, nothing otherwise
-void log_progress_end(void);             // finishes an in-place line with '\n' (TTY only)
+void log_progress_end(void);                               // finishes an in-place line with '\n' (TTY only)
 
 #define log_error(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_write(LOG_LEVEL_WARN, __VA_ARGS__)

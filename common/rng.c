@@ -4,8 +4,8 @@
 #include <math.h>
 
 void rng_fill_uniform(float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
-  // Element i depends only on (seed, subsequence, offset + i): parallel loops give the same bits.
-  #pragma omp parallel for schedule(static) if (n > 65536)
+// Element i depends only on (seed, subsequence, offset + i): parallel loops give the same bits.
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (size_t i = 0; i < n; i++) out[i] = rng_uniform_from_u32(philox_u32(seed, subsequence, offset + i));
 }
 

@@ -42,7 +42,7 @@ PPO_HD static inline uint32_t philox_mulhilo32(uint32_t a, uint32_t b, uint32_t 
 // The bijection itself: 10 rounds over counter `ctr` with key (key0, key1).
 PPO_HD static inline Philox4x32 philox4x32_10(Philox4x32 ctr, uint32_t key0, uint32_t key1) {
   for (int round = 0; round < 10; round++) {
-    if (round > 0) {                 // the key schedule bumps before rounds 2..10
+    if (round > 0) {  // the key schedule bumps before rounds 2..10
       key0 += 0x9E3779B9u;
       key1 += 0xBB67AE85u;
     }
@@ -90,11 +90,11 @@ typedef struct {
   uint64_t s[4];
 } Rng;  // xoshiro256** state; all-zero is invalid (rng_seed never produces it)
 
-void rng_seed(Rng *rng, uint64_t seed);                  // state from splitmix64(seed); any seed is fine
-uint64_t rng_next_u64(Rng *rng);                         // next 64 random bits
-double rng_uniform(Rng *rng);                            // in [0, 1), 53 random bits
-uint64_t rng_below(Rng *rng, uint64_t bound);            // uniform integer in [0, bound), unbiased (Lemire); bound > 0
-double rng_normal(Rng *rng);                             // standard normal (Box-Muller, one draw per call, no cached spare)
+void rng_seed(Rng *rng, uint64_t seed);        // state from splitmix64(seed); any seed is fine
+uint64_t rng_next_u64(Rng *rng);               // next 64 random bits
+double rng_uniform(Rng *rng);                  // in [0, 1), 53 random bits
+uint64_t rng_below(Rng *rng, uint64_t bound);  // uniform integer in [0, bound), unbiased (Lemire); bound > 0
+double rng_normal(Rng *rng);                   // standard normal (Box-Muller, one draw per call, no cached spare)
 uint64_t rng_stream_seed(uint64_t base_seed, uint64_t stream);  // a seed for stream `stream` of base_seed (e.g. env id)
 
 #ifdef __cplusplus

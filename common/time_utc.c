@@ -8,15 +8,15 @@
 int64_t utc_days_from_civil(int year, int month, int day) {
   int64_t y = (int64_t)year - (month <= 2);
   int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;                                         // [0, 399]
-  int64_t doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1; // [0, 365]
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;                 // [0, 146096]
+  int64_t yoe = y - era * 400;                                             // [0, 399]
+  int64_t doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;  // [0, 365]
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;                     // [0, 146096]
   return era * 146097 + doe - 719468;
 }
 
 int64_t utc_from_civil(const CivilTime *t) {
-  return utc_days_from_civil(t->year, t->month, t->day) * 86400 + (int64_t)t->hour * 3600 +
-         (int64_t)t->minute * 60 + t->second;
+  return utc_days_from_civil(t->year, t->month, t->day) * 86400 + (int64_t)t->hour * 3600 + (int64_t)t->minute * 60 +
+         t->second;
 }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
@@ -46,8 +46,8 @@ bool utc_civil_valid(const CivilTime *t) {
   static const int month_days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (t->month < 1 || t->month > 12 || t->day < 1) return false;
   int days = month_days[t->month - 1] + (t->month == 2 && is_leap(t->year));
-  return t->day <= days && t->hour >= 0 && t->hour <= 23 && t->minute >= 0 && t->minute <= 59 &&
-         t->second >= 0 && t->second <= 59;
+  return t->day <= days && t->hour >= 0 && t->hour <= 23 && t->minute >= 0 && t->minute <= 59 && t->second >= 0 &&
+         t->second <= 59;
 }
 
 int utc_weekday(int64_t seconds) {
@@ -55,8 +55,7 @@ int utc_weekday(int64_t seconds) {
   return (int)(((days % 7) + 7 + 3) % 7);  // 1970-01-01 was a Thursday (3)
 }
 
-// Reads exactly `width` digits; false otherwise.
-static bool read_digits(const char **p, int width, int *out) {
+bool utc_read_digits(const char **p, int width, int *out) {
   int v = 0;
   for (int i = 0; i < width; i++) {
     char c = (*p)[i];
@@ -71,15 +70,15 @@ static bool read_digits(const char **p, int width, int *out) {
 bool utc_parse_iso(const char *text, int64_t *out) {
   CivilTime t = {0, 0, 0, 0, 0, 0};
   const char *p = text;
-  if (!read_digits(&p, 4, &t.year) || *p++ != '-' || !read_digits(&p, 2, &t.month) || *p++ != '-' ||
-      !read_digits(&p, 2, &t.day))
+  if (!utc_read_digits(&p, 4, &t.year) || *p++ != '-' || !utc_read_digits(&p, 2, &t.month) || *p++ != '-' ||
+      !utc_read_digits(&p, 2, &t.day))
     return false;
   if (*p == ' ' || *p == 'T') {
     p++;
-    if (!read_digits(&p, 2, &t.hour) || *p++ != ':' || !read_digits(&p, 2, &t.minute)) return false;
+    if (!utc_read_digits(&p, 2, &t.hour) || *p++ != ':' || !utc_read_digits(&p, 2, &t.minute)) return false;
     if (*p == ':') {
       p++;
-      if (!read_digits(&p, 2, &t.second)) return false;
+      if (!utc_read_digits(&p, 2, &t.second)) return false;
     }
   }
   if (*p != '\0' || !utc_civil_valid(&t)) return false;
