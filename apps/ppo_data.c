@@ -1,0 +1,167 @@
+// apps/ppo_data.c: ppo-data, the market-data tool (thin: parse the command line, call envs/, exit).
+//
+//   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ]
+//   ppo-data info FILE.h5|FILE.csv[.gz]
+//
+// Exit status: 0 success; 2 bad usage or bad data (the message names file, line, column, value);
+// 1 a failure at run time (check.h).
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "envs/market_data.h"
+
+static const char usage_text[] =
+    "usage: ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format auto|lean-quote|lean-equity|csv]\n"
+    "                      [--symbol SYMBOL] [--timezone TZ]\n"
+    "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
+    "       ppo-data --help\n";
+
+static const char help_text[] =
+    "\n"
+    "import   reads a CSV of bars (plain or gzip), validates every row and writes compressed HDF5\n"
+    "         atomically (on any error nothing is left at OUTPUT). Layouts (--format, default auto):\n"
+    "           lean-quote   QuantConnect LEAN quote bars: YYYYMMDD HH:MM, bid OHLC, size, ask OHLC, size\n"
+    "           lean-equity  LEAN equity daily bars: YYYYMMDD HH:MM, OHLC in 1/10000 USD, volume\n"
+    "           csv          a header naming the columns (time/date, open..close or bid_/ask_ OHLC, volume)\n"
+    "         --symbol defaults to the file name's first part (XAUUSD_OANDA_1H_BIDASK.csv -> XAUUSD);\n"
+    "         --timezone names the source's clock (default UTC; SPY daily: America/New_York).\n"
+    "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread.\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad usage or bad data (the message says file, line, column and value), 1 runtime failure.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "ppo-data: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n%s", usage_text);
+  return EXIT_BAD_INPUT;
+}
+
+// Symbols and zone names end up in file attributes and log lines: keep them plain.
+static bool name_ok(const char *s, size_t capacity, const char *extra) {
+  size_t len = strlen(s);
+  if (len == 0 || len >= capacity) return false;
+  for (; *s; s++) {
+    bool alnum = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9');
+    if (!alnum && !strchr(extra, *s)) return false;
+  }
+  return true;
+}
+
+static void format_bar_size(int64_t seconds, char *buf, size_t capacity) {
+  if (seconds > 0 && seconds % 86400 == 0)
+    snprintf(buf, capacity, "%lld s (%lld d)", (long long)seconds, (long long)(seconds / 86400));
+  else if (seconds > 0 && seconds % 3600 == 0)
+    snprintf(buf, capacity, "%lld s (%lld h)", (long long)seconds, (long long)(seconds / 3600));
+  else if (seconds > 0 && seconds % 60 == 0)
+    snprintf(buf, capacity, "%lld s (%lld min)", (long long)seconds, (long long)(seconds / 60));
+  else
+    snprintf(buf, capacity, "%lld s", (long long)seconds);
+}
+
+static int command_import(int argc, char **argv) {
+  const char *positional[2] = {NULL, NULL};
+  int n_positional = 0;
+  const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    const char **target = NULL;
+    if (strcmp(arg, "--format") == 0)
+      target = &format_name;
+    else if (strcmp(arg, "--symbol") == 0)
+      target = &symbol;
+    else if (strcmp(arg, "--timezone") == 0)
+      target = &timezone;
+    if (target) {
+      if (i + 1 >= argc) return usage_error("%s needs a value", arg);
+      *target = argv[++i];
+    } else if (strncmp(arg, "--", 2) == 0) {
+      return usage_error("unknown option '%s'", arg);
+    } else if (n_positional < 2) {
+      positional[n_positional++] = arg;
+    } else {
+      return usage_error("unexpected argument '%s' (import takes INPUT and OUTPUT)", arg);
+    }
+  }
+  if (n_positional < 2) return usage_error("%s", "import needs INPUT.csv and OUTPUT.h5");
+  MarketFormat format;
+  if (market_format_parse(format_name, &format) != 0) return usage_error("%s", error_message());
+  if (symbol && !name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"))
+    return usage_error("--symbol '%s': 1 to 63 letters, digits or . _ - /", symbol);
+  if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/"))
+    return usage_error("--timezone '%s': an IANA zone name such as UTC or America/New_York", timezone);
+
+  MarketData *data = market_data_load_csv(positional[0], format);
+  if (!data) {
+    fprintf(stderr, "ppo-data: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (symbol) strcpy(data->symbol, symbol);
+  if (!data->symbol[0]) {
+    market_data_free(data);
+    return usage_error("cannot derive a symbol from the name '%s': pass --symbol", positional[0]);
+  }
+  strcpy(data->timezone, timezone);
+  if (market_data_save_h5(data, positional[1]) != 0) {
+    fprintf(stderr, "ppo-data: %s\n", error_message());
+    market_data_free(data);
+    return EXIT_BAD_INPUT;
+  }
+  char first[40], last[40], bar[48];
+  format_bar_size(data->bar_seconds, bar, sizeof bar);
+  printf("%s: %s, %lld bars %s .. %s (%s), bar %s, %s, from %s (%s)\n", positional[1], data->symbol,
+         (long long)data->rows, market_time_format(data->ts[0], first, sizeof first),
+         market_time_format(data->ts[data->rows - 1], last, sizeof last), data->timezone, bar,
+         data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
+  market_data_free(data);
+  return EXIT_OK;
+}
+
+static int command_info(int argc, char **argv) {
+  if (argc != 1) return usage_error("%s", "info takes exactly one FILE");
+  if (strncmp(argv[0], "--", 2) == 0) return usage_error("unknown option '%s'", argv[0]);
+  MarketData *data = market_data_load(argv[0]);
+  if (!data) {
+    fprintf(stderr, "ppo-data: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  char first[40], last[40], at[40], bar[48];
+  MarketGaps gaps = market_data_gaps(data);
+  format_bar_size(data->bar_seconds, bar, sizeof bar);
+  printf("file           %s\n", argv[0]);
+  printf("symbol         %s\n", data->symbol);
+  printf("source         %s (%s)\n", data->source, data->source_format);
+  printf("timezone       %s\n", data->timezone);
+  printf("rows           %lld\n", (long long)data->rows);
+  printf("first          %s\n", market_time_format(data->ts[0], first, sizeof first));
+  printf("last           %s\n", market_time_format(data->ts[data->rows - 1], last, sizeof last));
+  printf("bar size       %s\n", bar);
+  printf("gaps           %lld (weekend %lld, other %lld)\n", (long long)gaps.count, (long long)gaps.weekend,
+         (long long)gaps.other);
+  if (gaps.count > 0)
+    printf("largest gap    %.1f h after the bar at %s\n", (double)gaps.largest_seconds / 3600.0,
+           market_time_format(gaps.largest_at, at, sizeof at));
+  printf("bid/ask        %s\n", data->has_bid_ask ? "yes" : "no");
+  if (data->has_bid_ask) printf("median spread  %.2f bp (at the close)\n", market_data_median_spread_bp(data));
+  printf("volume         %s\n", data->has_volume ? "yes" : "no");
+  market_data_free(data);
+  return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    printf("%s%s", usage_text, help_text);
+    return EXIT_OK;
+  }
+  if (argc < 2) return usage_error("%s", "no command given");
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("%s%s", usage_text, help_text);
+      return EXIT_OK;
+    }
+  }
+  if (strcmp(argv[1], "import") == 0) return command_import(argc - 2, argv + 2);
+  if (strcmp(argv[1], "info") == 0) return command_info(argc - 2, argv + 2);
+  return usage_error("unknown command '%s' (allowed: import, info)", argv[1]);
+}

@@ -1,0 +1,132 @@
+// envs/market_data.h: bar data for the trading environments, and its loaders.
+//
+// A MarketData holds R bars as a structure of arrays. The struct and all its columns live in ONE
+// allocation (STYLE rule 3): market_data_free() releases everything, and the columns are
+// read-only for everyone else, so one copy serves every env (DESIGN section 5).
+//
+// Sources, all validated the same way at load (a hard error, never a warning):
+//   - LEAN quote bars (lean-quote): 11 columns, no header, "YYYYMMDD HH:MM", bid OHLC + size,
+//     ask OHLC + size. Mid prices are (bid + ask) / 2 per field; volume is absent (NaN): the sizes
+//     are quoted sizes, not traded volume, and are only checked to be numbers >= 0.
+//   - LEAN equity daily (lean-equity): 6 columns, no header, prices in 1/10000 USD, volume.
+//   - CSV with a header (csv): column names, case-insensitive, spaces and '_' alike:
+//       time | date | datetime | timestamp | gmt_time                         (required, one of them)
+//       open, high, low, close                                                (trade or single-side prices)
+//       bid_open, bid_high, bid_low, bid_close, ask_open, ask_high, ask_low, ask_close  (all eight or none)
+//       volume, adj_close, bid_size, ask_size                                 (optional; adj_close and the
+//                                                                              sizes are checked, not kept)
+//     Either open..close or the eight bid/ask columns must be present, not both. Timestamps:
+//     "YYYY-MM-DD[ HH:MM[:SS]]" (or 'T'), "DD.MM.YYYY HH:MM:SS[.000]" (Dukascopy), "YYYYMMDD HH:MM".
+//   - HDF5 written by market_data_save_h5 (layout below).
+// CSV input may be gzip-compressed (read through zlib), may use CRLF, and its last line need not end
+// with '\n' (the LEAN files do not). Blank lines are skipped. A line longer than
+// MARKET_LINE_MAX bytes is an error naming the line.
+//
+// Validation (every row; the first failure is reported and loading stops):
+//   - every field parses (numbers: finite decimals; timestamps: real calendar dates);
+//   - prices > 0; volume and sizes >= 0;
+//   - on each side (bid, ask, and the mid/trade prices): low <= open, close <= high, low <= high;
+//   - ask >= bid at the open and at the close; the mid equals (bid + ask) / 2 (HDF5 only: the CSV
+//     loaders compute it);
+//   - timestamps strictly increase (a duplicate or a step back names both lines).
+// Gaps are counted (market_data_gaps), never filled.
+//
+// Time: ts is the bar's start in seconds since 1970-01-01, read with the UTC calendar. For UTC
+// sources (all intraday files shipped) that is true UTC. For other sources (SPY daily:
+// America/New_York) it is the source's wall-clock time; `timezone` names the zone. No time-zone
+// conversion is done here.
+//
+// HDF5 layout (format_version 1):
+//   /bars/ts                       int64   (R,)  deflate level 6 + shuffle, like every dataset here
+//   /bars/open, high, low, close   float64 (R,)  mid (or trade) prices
+//   /bars/bid_open .. ask_close    float64 (R,)  8 datasets, present only when has_bid_ask = 1
+//   /bars/volume                   float64 (R,)  NaN where the source has no volume
+//   attributes on /bars: format_version (int64, = 1), rows (int64), bar_seconds (int64),
+//     has_bid_ask (int64 0/1), has_volume (int64 0/1), symbol, timezone, source (input file name),
+//     source_format (lean-quote | lean-equity | csv | synthetic ...) (strings).
+//
+// Errors: every function that can fail on user input returns NULL or -1 and sets the message
+// (error.h) as "FILE:LINE: column NAME = 'VALUE': reason (allowed: ...)" or
+// "FILE:LINE: reason with the values" (CSV); "FILE: dataset /bars/NAME ...", "FILE: /bars attribute
+// NAME = VALUE ..." or "FILE: row R (TIME): reason" (HDF5). Running out of memory exits through check.h.
+// Depends on common/ (error, check, time_utc, h5io), zlib and HDF5.
+#ifndef PPO_ENVS_MARKET_DATA_H
+#define PPO_ENVS_MARKET_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MARKET_SYMBOL_MAX 64
+#define MARKET_TIMEZONE_MAX 64
+#define MARKET_SOURCE_MAX 256
+#define MARKET_FORMAT_NAME_MAX 32
+#define MARKET_LINE_MAX (1 << 20)  // longest accepted CSV line, in bytes
+#define MARKET_H5_FORMAT_VERSION 1
+#define MARKET_WEEKEND_GAP_SECONDS (36 * 3600)  // a gap missing >= 36 h counts as a weekend (or holiday) closure
+
+typedef enum {
+  MARKET_FORMAT_AUTO = 0,     // detect from the first line (CSV) or the HDF5 signature
+  MARKET_FORMAT_LEAN_QUOTE,   // "lean-quote"
+  MARKET_FORMAT_LEAN_EQUITY,  // "lean-equity"
+  MARKET_FORMAT_CSV,          // "csv": a header row names the columns
+} MarketFormat;
+
+typedef struct {
+  int64_t rows;         // R, >= 1 for anything a loader returns
+  int64_t bar_seconds;  // most common positive ts difference (ties: the smaller); 0 when R < 2
+  bool has_bid_ask;     // bid_* / ask_* hold data; NaN otherwise
+  bool has_volume;      // volume holds data; NaN otherwise
+  char symbol[MARKET_SYMBOL_MAX];
+  char timezone[MARKET_TIMEZONE_MAX];                 // IANA name of the source's clock, e.g. "UTC", "America/New_York"
+  char source[MARKET_SOURCE_MAX];                     // the input file's name (no directory)
+  char source_format[MARKET_FORMAT_NAME_MAX];         // "lean-quote", "lean-equity", "csv", ...
+  int64_t *ts;                                        // (R,) bar start, seconds since the epoch, strictly increasing
+  double *open, *high, *low, *close;                  // (R,) mid prices, or trade prices without bid/ask
+  double *bid_open, *bid_high, *bid_low, *bid_close;  // (R,) NaN when !has_bid_ask
+  double *ask_open, *ask_high, *ask_low, *ask_close;  // (R,) NaN when !has_bid_ask
+  double *volume;                                     // (R,) NaN when !has_volume
+} MarketData;
+
+typedef struct {
+  int64_t count;            // consecutive bars more than bar_seconds apart
+  int64_t weekend;          // of those, gaps missing >= MARKET_WEEKEND_GAP_SECONDS (weekends, long holidays)
+  int64_t other;            // the rest (daily breaks, single missing bars or days)
+  int64_t largest_seconds;  // the largest ts difference among gaps; 0 when none
+  int64_t largest_at;       // ts of the bar before the largest gap
+} MarketGaps;
+
+// --- formats -------------------------------------------------------------------------------------
+const char *market_format_name(MarketFormat format);           // "auto", "lean-quote", ...
+int market_format_parse(const char *name, MarketFormat *out);  // 0, or -1 and the message (lists the names)
+
+// --- loading and saving ----------------------------------------------------------------------------
+// Each returns a new MarketData (free with market_data_free), or NULL and sets the message.
+MarketData *market_data_load_csv(const char *path, MarketFormat format);  // plain or .gz; AUTO detects the layout
+MarketData *market_data_load_h5(const char *path);                        // validates layout and rows
+MarketData *market_data_load(const char *path);  // HDF5 when the file has the HDF5 signature, else CSV (AUTO)
+// Writes `data` to `path` atomically (h5io): on failure nothing is left behind. 0, or -1 and the message.
+int market_data_save_h5(const MarketData *data, const char *path);
+void market_data_free(MarketData *data);  // NULL is fine
+
+// --- building (synthetic generators, tests) -----------------------------------------------------------
+// A MarketData of `rows` bars: ts zero, prices and volume NaN, metadata empty, has_* false.
+// The caller fills it, then calls market_data_validate. Never NULL (exits when out of memory).
+MarketData *market_data_new(int64_t rows);
+// Checks every row as the loaders do and recomputes bar_seconds. `where` prefixes the message
+// (a file name or "synthetic"). 0, or -1 and "WHERE: row R (TIME): reason".
+int market_data_validate(MarketData *data, const char *where);
+int64_t market_data_bar_seconds(const int64_t *ts, int64_t rows);  // the mode of the positive differences
+
+// --- summaries ---------------------------------------------------------------------------------------
+MarketGaps market_data_gaps(const MarketData *data);
+double market_data_median_spread_bp(
+    const MarketData *data);  // median (ask-bid)/mid at the close, bp; NaN without bid/ask
+// The default symbol for an input file: the first '_'/'.'-separated part of its name that is not a
+// category word (FOREX, STOCKS, CFD, ...), upper-cased: "XAUUSD_OANDA_1H_BIDASK.csv" -> "XAUUSD",
+// "STOCKS_GOOGL.csv" -> "GOOGL". Writes "" when nothing fits.
+void market_symbol_from_path(const char *path, char *out, size_t capacity);
+// "YYYY-MM-DD HH:MM" plus ":SS" when the seconds are not zero; returns buf.
+char *market_time_format(int64_t ts, char *buf, size_t capacity);
+
+#endif

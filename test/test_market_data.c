@@ -1,0 +1,829 @@
+// test/test_market_data.c: market-data loaders, validation, HDF5 files and the ppo-data program.
+//
+// Expected values come from outside the C code: data/README.md (row counts, date ranges, gap counts,
+// spreads, first and last mid price) and test/make_market_fixtures.py (pandas/numpy checksums of
+// every parsed column, in test/data/market_expected.inc). Broken inputs live in
+// test/data/broken_csv/ with their expected line and message in `broken_cases` below.
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/h5io.h"
+#include "common/time_utc.h"
+#include "envs/market_data.h"
+
+#define DATA_DIR PPO_SOURCE_DIR "/data"
+#define BROKEN_DIR PPO_SOURCE_DIR "/test/data/broken_csv"
+#define PPO_DATA PPO_BIN_DIR "/ppo-data"
+
+// --- helpers -------------------------------------------------------------------------------------
+
+enum { N_COLUMNS = 13 };
+static const char *const column_names[N_COLUMNS] = {"open",     "high",      "low",       "close",    "bid_open",
+                                                    "bid_high", "bid_low",   "bid_close", "ask_open", "ask_high",
+                                                    "ask_low",  "ask_close", "volume"};
+
+static double *column(const MarketData *d, int c) {
+  double *const columns[N_COLUMNS] = {d->open,     d->high,      d->low,       d->close,    d->bid_open,
+                                      d->bid_high, d->bid_low,   d->bid_close, d->ask_open, d->ask_high,
+                                      d->ask_low,  d->ask_close, d->volume};
+  return columns[c];
+}
+
+// Neumaier's compensated sum: within an ulp or two of math.fsum for these columns.
+static double sum_compensated(const double *x, int64_t n) {
+  double s = 0, c = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double t = s + x[i];
+    c += fabs(s) >= fabs(x[i]) ? (s - t) + x[i] : (x[i] - t) + s;
+    s = t;
+  }
+  return s + c;
+}
+
+static char *make_temp_dir(void) {
+  const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char *dir = malloc(strlen(base) + 32);
+  cr_assert(dir);
+  sprintf(dir, "%s/ppo_market_XXXXXX", base);
+  cr_assert(mkdtemp(dir), "mkdtemp failed in %s", base);
+  return dir;
+}
+
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  cr_assert(d, "cannot list %s", dir);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static void remove_tree(const char *dir) {  // flat directories only (all this suite makes)
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static void write_file(const char *path, const void *bytes, size_t n) {
+  FILE *f = fopen(path, "wb");
+  cr_assert(f, "cannot write %s", path);
+  cr_assert_eq(fwrite(bytes, 1, n, f), n);
+  cr_assert_eq(fclose(f), 0);
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  cr_assert(text);
+  cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+// Runs ppo-data with argv (NULL-terminated), stdout and stderr into the given files. Returns the
+// exit status, or -1 when it did not exit normally (a crash).
+static int run_ppo_data(char *const argv[], const char *out_path, const char *err_path) {
+  pid_t pid = fork();
+  cr_assert(pid >= 0, "fork failed");
+  if (pid == 0) {
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || err < 0) _exit(127);
+    dup2(out, 1), dup2(err, 2);
+    execv(PPO_DATA, argv);
+    _exit(127);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// "PATH:LINE:" at the start of msg; line 0 accepts any line number.
+static bool message_names_line(const char *msg, const char *path, int line) {
+  size_t n = strlen(path);
+  if (strncmp(msg, path, n) != 0 || msg[n] != ':') return false;
+  const char *p = msg + n + 1;
+  if (line > 0) {
+    char want[32];
+    snprintf(want, sizeof want, "%d:", line);
+    return strncmp(p, want, strlen(want)) == 0;
+  }
+  if (*p < '0' || *p > '9') return false;
+  while (*p >= '0' && *p <= '9') p++;
+  return *p == ':';
+}
+
+static void assert_same_data(const MarketData *a, const MarketData *b, const char *what) {
+  cr_assert_eq(a->rows, b->rows, "%s: rows %lld vs %lld", what, (long long)a->rows, (long long)b->rows);
+  cr_assert_eq(memcmp(a->ts, b->ts, (size_t)a->rows * sizeof *a->ts), 0, "%s: ts differ", what);
+  for (int c = 0; c < N_COLUMNS; c++)
+    cr_assert_eq(memcmp(column(a, c), column(b, c), (size_t)a->rows * sizeof(double)), 0, "%s: column %s differs", what,
+                 column_names[c]);
+  cr_assert_eq(a->has_bid_ask, b->has_bid_ask, "%s", what);
+  cr_assert_eq(a->has_volume, b->has_volume, "%s", what);
+  cr_assert_eq(a->bar_seconds, b->bar_seconds, "%s", what);
+  cr_assert_str_eq(a->symbol, b->symbol, "%s", what);
+  cr_assert_str_eq(a->timezone, b->timezone, "%s", what);
+}
+
+// --- the shipped files, against independently computed checksums ------------------------------------
+
+typedef struct {
+  const char *file, *layout;
+  int64_t rows, first, last, ts_sum;
+  bool has_bid_ask, has_volume;
+  int64_t bar_seconds, gaps, weekend, other;
+  double sums[N_COLUMNS];
+} Expected;
+
+static const Expected expected[] = {
+#include "data/market_expected.inc"
+};
+enum { N_EXPECTED = sizeof expected / sizeof expected[0] };
+
+static void check_against_expected(const MarketData *d, const Expected *e, const char *how) {
+  cr_assert_eq(d->rows, e->rows, "%s %s: rows %lld, expected %lld", e->file, how, (long long)d->rows,
+               (long long)e->rows);
+  cr_assert_eq(d->ts[0], e->first, "%s %s: first ts", e->file, how);
+  cr_assert_eq(d->ts[d->rows - 1], e->last, "%s %s: last ts", e->file, how);
+  int64_t ts_sum = 0;
+  for (int64_t i = 0; i < d->rows; i++) ts_sum += d->ts[i];
+  cr_assert_eq(ts_sum, e->ts_sum, "%s %s: sum of ts %lld, expected %lld", e->file, how, (long long)ts_sum,
+               (long long)e->ts_sum);
+  cr_assert_eq(d->has_bid_ask, e->has_bid_ask, "%s %s", e->file, how);
+  cr_assert_eq(d->has_volume, e->has_volume, "%s %s", e->file, how);
+  cr_assert_eq(d->bar_seconds, e->bar_seconds, "%s %s: bar_seconds", e->file, how);
+  cr_assert_str_eq(d->source_format, e->layout, "%s %s", e->file, how);
+  for (int c = 0; c < N_COLUMNS; c++) {
+    const double *x = column(d, c);
+    if (isnan(e->sums[c])) {
+      for (int64_t i = 0; i < d->rows; i++)
+        cr_assert(isnan(x[i]), "%s %s: column %s row %lld = %g, expected NaN (absent)", e->file, how, column_names[c],
+                  (long long)i, x[i]);
+      continue;
+    }
+    double got = sum_compensated(x, d->rows);
+    cr_assert(fabs(got - e->sums[c]) <= 1e-12 * fabs(e->sums[c]), "%s %s: sum of %s = %.17g, expected %.17g", e->file,
+              how, column_names[c], got, e->sums[c]);
+  }
+  MarketGaps gaps = market_data_gaps(d);
+  cr_assert_eq(gaps.count, e->gaps, "%s %s: gaps", e->file, how);
+  cr_assert_eq(gaps.weekend, e->weekend, "%s %s: weekend gaps", e->file, how);
+  cr_assert_eq(gaps.other, e->other, "%s %s: other gaps", e->file, how);
+}
+
+Test(market_data, shipped_csv_every_loader_matches_checksums) {
+  cr_assert_eq(N_EXPECTED, 5);
+  for (int k = 0; k < N_EXPECTED; k++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/csv/%s", DATA_DIR, expected[k].file);
+    MarketFormat format;
+    cr_assert_eq(market_format_parse(expected[k].layout, &format), 0);
+    MarketData *forced = market_data_load_csv(path, format);
+    cr_assert(forced, "%s", error_message());
+    check_against_expected(forced, &expected[k], "(forced layout)");
+    MarketData *detected = market_data_load(path);
+    cr_assert(detected, "%s", error_message());
+    check_against_expected(detected, &expected[k], "(auto)");
+    market_data_free(forced);
+    market_data_free(detected);
+  }
+}
+
+// The figures of data/README.md (not computed by us).
+typedef struct {
+  const char *file;
+  int64_t rows;
+  const char *first, *last;
+} ReadmeFacts;
+
+Test(market_data, shipped_csv_match_data_readme) {
+  static const ReadmeFacts facts[] = {
+      {"XAUUSD_OANDA_1H_BIDASK.csv.gz", 76499, "2006-03-20 00:00", "2019-02-25 23:00"},
+      {"EURUSD_OANDA_1H_BIDASK.csv.gz", 74439, "2007-01-01 21:00", "2018-12-31 21:00"},
+      {"SPY_1D_LEAN.csv.gz", 5849, "1998-01-02 00:00", "2021-03-31 00:00"},
+      {"FOREX_EURUSD_1H_ASK.csv.gz", 6225, "2017-01-01 22:00", "2017-12-29 21:00"},
+      {"STOCKS_GOOGL.csv.gz", 2335, "2009-05-22 00:00", "2018-08-29 00:00"},
+  };
+  for (size_t k = 0; k < sizeof facts / sizeof facts[0]; k++) {
+    char path[1024], first[40], last[40];
+    snprintf(path, sizeof path, "%s/csv/%s", DATA_DIR, facts[k].file);
+    MarketData *d = market_data_load_csv(path, MARKET_FORMAT_AUTO);
+    cr_assert(d, "%s", error_message());
+    cr_expect_eq(d->rows, facts[k].rows, "%s: %lld rows", facts[k].file, (long long)d->rows);
+    cr_expect_str_eq(market_time_format(d->ts[0], first, sizeof first), facts[k].first, "%s", facts[k].file);
+    cr_expect_str_eq(market_time_format(d->ts[d->rows - 1], last, sizeof last), facts[k].last, "%s", facts[k].file);
+    MarketGaps gaps = market_data_gaps(d);
+    if (k == 0) {  // XAUUSD: 677 weekend gaps, 847 short intraday gaps; spread p50 2.8 bp; mid 555.45 -> 1327.6
+      cr_expect_eq(gaps.weekend, 677);
+      cr_expect_eq(gaps.other, 847);
+      cr_expect(fabs(market_data_median_spread_bp(d) - 2.8) < 0.05, "spread %g", market_data_median_spread_bp(d));
+      cr_expect(fabs(d->close[0] - 555.45) < 1e-9, "first mid %.17g", d->close[0]);
+      cr_expect(fabs(d->close[d->rows - 1] - 1327.6) < 0.05, "last mid %.17g", d->close[d->rows - 1]);
+    }
+    if (k == 1) {  // EURUSD: 628 weekend gaps, 13 other; spread p50 1.0 bp
+      cr_expect_eq(gaps.weekend, 628);
+      cr_expect_eq(gaps.other, 13);
+      cr_expect(fabs(market_data_median_spread_bp(d) - 1.0) < 0.05, "spread %g", market_data_median_spread_bp(d));
+    }
+    if (k == 2) cr_expect(fabs(d->open[0] - 97.31) < 1e-12, "973100 deci-cents = $97.31, got %.17g", d->open[0]);
+    if (k == 3) {  // forex-v0: 48 weekend gaps of 49 h
+      int n49 = 0;
+      for (int64_t i = 1; i < d->rows; i++) n49 += d->ts[i] - d->ts[i - 1] == 49 * 3600;
+      cr_expect_eq(n49, 48);
+      cr_expect(isnan(market_data_median_spread_bp(d)));
+    }
+    cr_expect_eq(d->bar_seconds, k == 2 || k == 4 ? 86400 : 3600);
+    market_data_free(d);
+  }
+}
+
+Test(market_data, shipped_h5_equal_fresh_import_and_round_trip) {
+  static const struct {
+    const char *h5, *csv, *symbol, *timezone;
+  } shipped[] = {
+      {"XAUUSD_1H.h5", "XAUUSD_OANDA_1H_BIDASK.csv.gz", "XAUUSD", "UTC"},
+      {"EURUSD_1H.h5", "EURUSD_OANDA_1H_BIDASK.csv.gz", "EURUSD", "UTC"},
+      {"SPY_1D.h5", "SPY_1D_LEAN.csv.gz", "SPY", "America/New_York"},
+  };
+  char *dir = make_temp_dir();
+  for (size_t k = 0; k < sizeof shipped / sizeof shipped[0]; k++) {
+    char h5_path[1024], csv_path[1024], copy_path[1024];
+    snprintf(h5_path, sizeof h5_path, "%s/%s", DATA_DIR, shipped[k].h5);
+    snprintf(csv_path, sizeof csv_path, "%s/csv/%s", DATA_DIR, shipped[k].csv);
+    snprintf(copy_path, sizeof copy_path, "%s/%s", dir, shipped[k].h5);
+    MarketData *from_h5 = market_data_load_h5(h5_path);
+    cr_assert(from_h5, "%s", error_message());
+    MarketData *from_csv = market_data_load_csv(csv_path, MARKET_FORMAT_AUTO);
+    cr_assert(from_csv, "%s", error_message());
+    strcpy(from_csv->timezone, shipped[k].timezone);
+    cr_assert_str_eq(from_h5->symbol, shipped[k].symbol);
+    cr_assert_str_eq(from_h5->timezone, shipped[k].timezone);
+    cr_assert_str_eq(from_h5->source, shipped[k].csv);
+    assert_same_data(from_h5, from_csv, shipped[k].h5);
+    cr_assert_eq(market_data_save_h5(from_csv, copy_path), 0, "%s", error_message());
+    MarketData *again = market_data_load(copy_path);  // by signature
+    cr_assert(again, "%s", error_message());
+    assert_same_data(again, from_csv, "round trip");
+    cr_assert_str_eq(again->source, from_csv->source);
+    cr_assert_str_eq(again->source_format, from_csv->source_format);
+    market_data_free(from_h5);
+    market_data_free(from_csv);
+    market_data_free(again);
+  }
+  cr_assert_eq(count_entries(dir), 3, "only the three saved files (no temporary files left)");
+  remove_tree(dir);
+  free(dir);
+}
+
+// --- the broken corpus ----------------------------------------------------------------------------------
+
+typedef struct {
+  const char *file;
+  const char *format;  // --format
+  int line;            // 0: any line (where zlib notices a cut stream)
+  const char *fragment;
+} BrokenCase;
+
+static const BrokenCase broken_cases[] = {
+    {"empty.csv", "auto", 1, "empty file"},
+    {"blank_lines_only.csv", "auto", 3, "empty file"},
+    {"header_only.csv", "auto", 1, "no data rows"},
+    {"unknown_column.csv", "auto", 1, "unknown column 'Turnover' (column 6) (recognised, case-insensitive: time|date"},
+    {"no_time_column.csv", "auto", 1, "no time column"},
+    {"duplicate_column.csv", "auto", 1, "column 'open' (column 3) repeats column 2"},
+    {"partial_bid_ask.csv", "auto", 1, "missing columns ask_high, ask_low, ask_close"},
+    {"mid_and_bid_ask.csv", "auto", 1, "give one or the other"},
+    {"lean_quote_missing_column.csv", "auto", 3, "10 columns, expected 11 (lean-quote"},
+    {"lean_quote_extra_column.csv", "auto", 2, "12 columns, expected 11"},
+    {"lean_wrong_column_count.csv", "auto", 1, "8 columns, expected 11 (lean-quote"},
+    {"lean_equity_as_quote.csv", "lean-quote", 1, "6 columns, expected 11"},
+    {"csv_missing_column.csv", "auto", 3, "6 columns, expected 7 (csv, as named by the header on line 1)"},
+    {"lean_bad_number.csv", "auto", 3, "column bid_high = '55x.6': not a number (allowed: "},
+    {"nan_price.csv", "auto", 3, "column Close = 'nan': not a number"},
+    {"overflow_price.csv", "csv", 4, "column High = '1e999': out of range"},
+    {"negative_price.csv", "lean-quote", 2, "column ask_low = '-556.7': prices must be positive"},
+    {"zero_price.csv", "auto", 2, "column open = '0': prices must be positive"},
+    {"negative_volume.csv", "lean-equity", 2, "column volume = '-5': must not be negative"},
+    {"empty_field.csv", "auto", 2, "column bid_open = '': empty"},
+    {"bad_timestamp.csv", "auto", 2, "column time = '2006032 01:00': not a timestamp (allowed: YYYYMMDD HH:MM)"},
+    {"impossible_date_iso.csv", "auto", 3, "column Date = '2019-02-30': no such date"},
+    {"impossible_time_lean.csv", "auto", 2, "column time = '20060320 24:00': no such date"},
+    {"subsecond.csv", "auto", 4, "fractions of a second are not supported"},
+    {"crlf_bad_value.csv", "auto", 3, "column High = '1.05426.1': not a number"},
+    {"duplicate_timestamp.csv", "auto", 3, "duplicate timestamp 2006-03-20 01:00 (also on line 2)"},
+    {"decreasing_timestamp.csv", "auto", 3, "timestamp 2006-03-20 01:00 is before 2006-03-20 02:00 on line 2"},
+    {"bid_low_above_open.csv", "auto", 2, "bid open 554.2 < low 554.3"},
+    {"ask_close_above_high.csv", "auto", 4, "ask close 557.5 > high 557.4"},
+    {"low_above_high.csv", "auto", 3, "price low 203 > high 202.702698"},
+    {"ask_below_bid_open.csv", "auto", 2, "ask_open 554.1 < bid_open 554.2 (need ask >= bid)"},
+    {"ask_below_bid_close.csv", "auto", 2, "ask_close 1.14 < bid_close 1.15 (need ask >= bid)"},
+    {"unknown_format.csv", "auto", 1, "unknown format: the first field '1.5'"},
+    {"nul_byte.csv", "auto", 2, "NUL byte"},
+    {"truncated.csv.gz", "auto", 0, "cannot read: unexpected end of file"},
+};
+enum { N_BROKEN = sizeof broken_cases / sizeof broken_cases[0] };
+
+Test(market_data, broken_corpus_rejected_with_line) {
+  cr_assert_eq(count_entries(BROKEN_DIR), N_BROKEN, "every file in test/data/broken_csv has a row in broken_cases");
+  for (int k = 0; k < N_BROKEN; k++) {
+    const BrokenCase *b = &broken_cases[k];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", BROKEN_DIR, b->file);
+    MarketFormat format;
+    cr_assert_eq(market_format_parse(b->format, &format), 0);
+    error_clear();
+    MarketData *d = market_data_load_csv(path, format);
+    cr_expect_null(d, "%s was accepted", b->file);
+    market_data_free(d);
+    const char *msg = error_message();
+    cr_expect(message_names_line(msg, path, b->line), "%s: expected line %d, got: %s", b->file, b->line, msg);
+    cr_expect(strstr(msg, b->fragment), "%s: expected '%s' in: %s", b->file, b->fragment, msg);
+  }
+}
+
+Test(market_data, broken_corpus_through_ppo_data_import) {
+  char *out_dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char out_h5[1024], out_txt[1024], err_txt[1024];
+  snprintf(out_h5, sizeof out_h5, "%s/out.h5", out_dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  for (int k = 0; k < N_BROKEN; k++) {
+    const BrokenCase *b = &broken_cases[k];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", BROKEN_DIR, b->file);
+    char *argv[] = {"ppo-data", "import", path, out_h5, "--format", (char *)b->format, NULL};
+    int status = run_ppo_data(argv, out_txt, err_txt);
+    cr_expect_eq(status, 2, "%s: exit status %d, expected 2", b->file, status);
+    cr_expect_eq(count_entries(out_dir), 0, "%s: something was left in the output directory", b->file);
+    char *err = read_text(err_txt);
+    char want[1100];
+    snprintf(want, sizeof want, "ppo-data: %s:", path);
+    cr_expect(strncmp(err, want, strlen(want)) == 0 && message_names_line(err + 10, path, b->line), "%s: stderr: %s",
+              b->file, err);
+    cr_expect(strstr(err, b->fragment), "%s: expected '%s' in stderr: %s", b->file, b->fragment, err);
+    free(err);
+  }
+  remove_tree(out_dir), remove_tree(log_dir);
+  free(out_dir), free(log_dir);
+}
+
+// --- ppo-data on good input and bad usage ---------------------------------------------------------------
+
+Test(market_data, ppo_data_import_info_and_usage) {
+  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char out_h5[1024], out_txt[1024], err_txt[1024], csv[1024], h5[1024];
+  snprintf(out_h5, sizeof out_h5, "%s/googl.h5", dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  snprintf(csv, sizeof csv, "%s/csv/STOCKS_GOOGL.csv.gz", DATA_DIR);
+  snprintf(h5, sizeof h5, "%s/XAUUSD_1H.h5", DATA_DIR);
+
+  char *import_argv[] = {"ppo-data", "import", csv, out_h5, "--timezone", "America/New_York", NULL};
+  cr_assert_eq(run_ppo_data(import_argv, out_txt, err_txt), 0);
+  char *out = read_text(out_txt);
+  cr_expect(strstr(out, "GOOGL, 2335 bars 2009-05-22 00:00 .. 2018-08-29 00:00 (America/New_York)"), "%s", out);
+  free(out);
+  cr_expect_eq(count_entries(dir), 1);
+  MarketData *d = market_data_load_h5(out_h5);
+  cr_assert(d, "%s", error_message());
+  cr_expect_str_eq(d->symbol, "GOOGL");
+  cr_expect_str_eq(d->timezone, "America/New_York");
+  market_data_free(d);
+
+  char *symbol_argv[] = {"ppo-data", "import", csv, out_h5, "--symbol", "GOOG.A", "--format", "csv", NULL};
+  cr_assert_eq(run_ppo_data(symbol_argv, out_txt, err_txt), 0);
+  d = market_data_load_h5(out_h5);
+  cr_assert(d, "%s", error_message());
+  cr_expect_str_eq(d->symbol, "GOOG.A");
+  market_data_free(d);
+
+  char *info_argv[] = {"ppo-data", "info", h5, NULL};
+  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
+  out = read_text(out_txt);
+  cr_expect(strstr(out, "rows           76499"), "%s", out);
+  cr_expect(strstr(out, "gaps           1524 (weekend 677, other 847)"), "%s", out);
+  cr_expect(strstr(out, "median spread  2.8"), "%s", out);
+  free(out);
+  char *info_csv_argv[] = {"ppo-data", "info", csv, NULL};
+  cr_assert_eq(run_ppo_data(info_csv_argv, out_txt, err_txt), 0);
+
+  char *help_argv[] = {"ppo-data", "--help", NULL};
+  cr_expect_eq(run_ppo_data(help_argv, out_txt, err_txt), 0);
+  out = read_text(out_txt);
+  cr_expect(strstr(out, "usage: ppo-data import"), "%s", out);
+  free(out);
+
+  char *bad[][8] = {
+      {"ppo-data", NULL},
+      {"ppo-data", "convert", NULL},
+      {"ppo-data", "import", csv, NULL},
+      {"ppo-data", "import", csv, out_h5, "--format", "json", NULL},
+      {"ppo-data", "import", csv, out_h5, "--format", NULL},
+      {"ppo-data", "import", csv, out_h5, "--frobnicate", NULL},
+      {"ppo-data", "import", csv, out_h5, "--symbol", "bad symbol", NULL},
+      {"ppo-data", "info", NULL},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    cr_expect_eq(run_ppo_data(bad[k], out_txt, err_txt), 2, "usage case %zu", k);
+    char *err = read_text(err_txt);
+    cr_expect(strstr(err, "usage: ppo-data"), "usage case %zu: %s", k, err);
+    free(err);
+  }
+  // bad data in an HDF5 file given to info, and a missing file
+  char missing[1024];
+  snprintf(missing, sizeof missing, "%s/no_such.csv", dir);
+  char *missing_argv[] = {"ppo-data", "info", missing, NULL};
+  cr_expect_eq(run_ppo_data(missing_argv, out_txt, err_txt), 2);
+  char *err = read_text(err_txt);
+  cr_expect(strstr(err, "no_such.csv: cannot open"), "%s", err);
+  free(err);
+  // the output directory does not exist: a user error, nothing created
+  char nowhere[1024];
+  snprintf(nowhere, sizeof nowhere, "%s/missing_dir/out.h5", dir);
+  char *nowhere_argv[] = {"ppo-data", "import", csv, nowhere, NULL};
+  cr_expect_eq(run_ppo_data(nowhere_argv, out_txt, err_txt), 2);
+  cr_expect_eq(count_entries(dir), 1);
+  remove_tree(dir), remove_tree(log_dir);
+  free(dir), free(log_dir);
+}
+
+// --- accepted variants ---------------------------------------------------------------------------------------
+
+static MarketData *load_text(const char *dir, const char *name, const char *text, MarketFormat format) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  write_file(path, text, strlen(text));
+  return market_data_load_csv(path, format);
+}
+
+Test(market_data, accepted_variants_load_alike) {
+  char *dir = make_temp_dir();
+  const char *lf =
+      "20060320 00:00,552.8,554.7,552.4,554.2,0,555.3,557.2,554.9,556.7,0\n"
+      "20060320 01:00,554.2,554.8,554.2,554.6,0,556.7,557.3,556.7,557.1,0\n";
+  const char *crlf_no_final_newline =
+      "20060320 00:00,552.8,554.7,552.4,554.2,0,555.3,557.2,554.9,556.7,0\r\n"
+      "\r\n"
+      "20060320 01:00, 554.2 ,554.8,554.2,554.6,0,556.7,557.3,556.7,557.1,0";
+  const char *header =
+      "\xEF\xBB\xBF"
+      "Timestamp,Bid Open,BID_HIGH,bid-low,bid_close,ask_open,ask_high,ask_low,ask_close,Bid_Size\n"
+      "2006-03-20T00:00,552.8,554.7,552.4,554.2,555.3,557.2,554.9,556.7,0\n"
+      "2006-03-20 01:00:00,554.2,554.8,554.2,554.6,556.7,557.3,556.7,557.1,0\n";
+  MarketData *a = load_text(dir, "a.csv", lf, MARKET_FORMAT_AUTO);
+  cr_assert(a, "%s", error_message());
+  MarketData *b = load_text(dir, "a_crlf.csv", crlf_no_final_newline, MARKET_FORMAT_LEAN_QUOTE);
+  cr_assert(b, "%s", error_message());
+  MarketData *c = load_text(dir, "a_header.csv", header, MARKET_FORMAT_AUTO);
+  cr_assert(c, "%s", error_message());
+  strcpy(c->symbol, a->symbol);
+  assert_same_data(a, b, "CRLF, blank line, spaces, no final newline");
+  assert_same_data(a, c, "header with ISO times, mixed-case names");
+  cr_expect_eq(a->rows, 2);
+  cr_expect_eq(a->close[1], (554.6 + 557.1) / 2);
+  cr_expect_str_eq(a->symbol, "A");
+  cr_expect_str_eq(c->source_format, "csv");
+  market_data_free(a), market_data_free(b), market_data_free(c);
+
+  // one bar: loads, bar_seconds 0, no gaps
+  MarketData *one = load_text(dir, "one.csv", "Date,Close,Open,Low,High\n2020-01-02,2,2,1,3", MARKET_FORMAT_AUTO);
+  cr_assert(one, "%s", error_message());
+  cr_expect_eq(one->rows, 1);
+  cr_expect_eq(one->bar_seconds, 0);
+  cr_expect_eq(market_data_gaps(one).count, 0);
+  cr_expect(!one->has_volume && isnan(one->volume[0]));
+  market_data_free(one);
+  remove_tree(dir);
+  free(dir);
+}
+
+Test(market_data, long_line_is_an_error_naming_it) {
+  char *dir = make_temp_dir();
+  size_t n = (size_t)MARKET_LINE_MAX + 100;
+  char *text = malloc(n + 200);
+  cr_assert(text);
+  strcpy(text, "Date,Open,High,Low,Close\n2020-01-02,1,2,1,1\n2020-01-03,1,2,1,");
+  size_t len = strlen(text);
+  memset(text + len, '1', n);
+  strcpy(text + len + n, "\n");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/long.csv", dir);
+  write_file(path, text, strlen(text));
+  free(text);
+  cr_assert_null(market_data_load_csv(path, MARKET_FORMAT_AUTO));
+  cr_expect(message_names_line(error_message(), path, 3), "%s", error_message());
+  cr_expect(strstr(error_message(), "line longer than"), "%s", error_message());
+  remove_tree(dir);
+  free(dir);
+}
+
+// --- HDF5 files that are not right -------------------------------------------------------------------------
+
+static MarketData *small_data(void) {
+  MarketData *d = market_data_new(3);
+  for (int i = 0; i < 3; i++) {
+    d->ts[i] = 1577836800 + 3600 * i;
+    d->open[i] = 10 + i, d->high[i] = 12 + i, d->low[i] = 9 + i, d->close[i] = 11 + i, d->volume[i] = 100;
+  }
+  d->has_volume = true;
+  strcpy(d->symbol, "TEST"), strcpy(d->timezone, "UTC"), strcpy(d->source, "unit"), strcpy(d->source_format, "test");
+  cr_assert_eq(market_data_validate(d, "small"), 0, "%s", error_message());
+  cr_assert_eq(d->bar_seconds, 3600);
+  return d;
+}
+
+// Writes `d` like market_data_save_h5 but lets the test break one thing.
+typedef enum { BREAK_NONE, BREAK_VERSION, BREAK_MISSING_CLOSE, BREAK_SHORT_LOW, BREAK_ROWS_ATTR } H5Break;
+
+static void write_broken_h5(const MarketData *d, const char *path, H5Break how) {
+  H5ioWriter w;
+  cr_assert_eq(h5io_create(&w, path), 0, "%s", error_message());
+  hsize_t dims[1] = {(hsize_t)d->rows}, short_dims[1] = {(hsize_t)d->rows - 1};
+  cr_assert_eq(h5io_write(w.file, "bars/ts", H5IO_INT64, 1, dims, d->ts, 6), 0);
+  const char *names[] = {"open", "high", "low", "close", "volume"};
+  const double *cols[] = {d->open, d->high, d->low, d->close, d->volume};
+  for (int c = 0; c < 5; c++) {
+    char name[64];
+    snprintf(name, sizeof name, "bars/%s", names[c]);
+    if (how == BREAK_MISSING_CLOSE && c == 3) continue;
+    cr_assert_eq(
+        h5io_write(w.file, name, H5IO_FLOAT64, 1, how == BREAK_SHORT_LOW && c == 2 ? short_dims : dims, cols[c], 6), 0);
+  }
+  cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "format_version", how == BREAK_VERSION ? 7 : 1), 0);
+  cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "rows", how == BREAK_ROWS_ATTR ? 0 : d->rows), 0);
+  cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "bar_seconds", d->bar_seconds), 0);
+  cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "has_bid_ask", 0), 0);
+  cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "has_volume", 1), 0);
+  const char *attrs[] = {"symbol", "timezone", "source", "source_format"};
+  for (int a = 0; a < 4; a++) cr_assert_eq(h5io_attr_write_string(w.file, "bars", attrs[a], "x"), 0);
+  cr_assert_eq(h5io_commit(&w), 0, "%s", error_message());
+}
+
+Test(market_data, h5_layout_errors_name_file_and_dataset) {
+  char *dir = make_temp_dir();
+  MarketData *d = small_data();
+  char path[1024];
+  static const struct {
+    H5Break how;
+    const char *fragment;
+  } cases[] = {
+      {BREAK_NONE, NULL},
+      {BREAK_VERSION, "format_version = 7 (allowed: 1"},
+      {BREAK_MISSING_CLOSE, "dataset /bars/close is missing"},
+      {BREAK_SHORT_LOW, "dataset /bars/low has 2 elements, but the rows attribute says 3"},
+      {BREAK_ROWS_ATTR, "attribute rows = 0"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    snprintf(path, sizeof path, "%s/case%zu.h5", dir, k);
+    write_broken_h5(d, path, cases[k].how);
+    MarketData *got = market_data_load_h5(path);
+    if (!cases[k].fragment) {
+      cr_assert(got, "the unbroken file must load: %s", error_message());
+      market_data_free(got);
+      continue;
+    }
+    cr_expect_null(got, "case %zu loaded", k);
+    market_data_free(got);
+    cr_expect(strncmp(error_message(), path, strlen(path)) == 0, "names the file: %s", error_message());
+    cr_expect(strstr(error_message(), cases[k].fragment), "case %zu: %s", k, error_message());
+  }
+  // rows that break the rules, through the public writer
+  d->low[1] = 20;  // above high 13
+  snprintf(path, sizeof path, "%s/bad_row.h5", dir);
+  cr_assert_eq(market_data_save_h5(d, path), 0, "%s", error_message());
+  cr_expect_null(market_data_load_h5(path));
+  cr_expect(strstr(error_message(), "bad_row.h5: row 1 (2020-01-01 01:00): price low 20 > high 13"), "%s",
+            error_message());
+  d->low[1] = 10, d->ts[2] = d->ts[1];
+  snprintf(path, sizeof path, "%s/bad_ts.h5", dir);
+  cr_assert_eq(market_data_save_h5(d, path), 0, "%s", error_message());
+  cr_expect_null(market_data_load(path));
+  cr_expect(strstr(error_message(), "row 2: timestamp 2020-01-01 01:00 repeats row 1's"), "%s", error_message());
+  // not an HDF5 file, no such file
+  snprintf(path, sizeof path, "%s/x.csv", DATA_DIR);
+  cr_expect_null(market_data_load_h5(path));
+  cr_expect(strstr(error_message(), "x.csv: cannot open"), "%s", error_message());
+  snprintf(path, sizeof path, "%s/csv/SPY_1D_LEAN.csv.gz", DATA_DIR);
+  cr_expect_null(market_data_load_h5(path));
+  cr_expect(strstr(error_message(), "not an HDF5 file"), "%s", error_message());
+  market_data_free(d);
+  cr_expect_eq(count_entries(dir), 7, "5 cases + 2 bad rows, no temporary files");
+  remove_tree(dir);
+  free(dir);
+}
+
+Test(market_data, validate_bid_ask_rules) {
+  MarketData *d = market_data_new(2);
+  d->has_bid_ask = true;
+  for (int i = 0; i < 2; i++) {
+    d->ts[i] = 86400 * i;
+    d->bid_open[i] = 1.0, d->bid_high[i] = 1.2, d->bid_low[i] = 0.9, d->bid_close[i] = 1.1;
+    d->ask_open[i] = 1.1, d->ask_high[i] = 1.3, d->ask_low[i] = 1.0, d->ask_close[i] = 1.2;
+    d->open[i] = (1.0 + 1.1) / 2, d->high[i] = (1.2 + 1.3) / 2, d->low[i] = (0.9 + 1.0) / 2,
+    d->close[i] = (1.1 + 1.2) / 2;
+  }
+  cr_assert_eq(market_data_validate(d, "mem"), 0, "%s", error_message());
+  cr_expect_eq(d->bar_seconds, 86400);
+  d->close[1] = 1.16;  // not the mid
+  cr_expect_eq(market_data_validate(d, "mem"), -1);
+  cr_expect(strstr(error_message(), "mem: row 1 (1970-01-02 00:00): close 1.16 != (bid_close + ask_close) / 2"), "%s",
+            error_message());
+  d->close[1] = (1.1 + 1.2) / 2, d->ask_close[1] = 1.05, d->ask_low[1] = 1.0;
+  cr_expect_eq(market_data_validate(d, "mem"), -1);
+  cr_expect(strstr(error_message(), "ask_close 1.05 < bid_close 1.1"), "%s", error_message());
+  d->ask_close[1] = 1.2, d->bid_high[1] = NAN;
+  cr_expect_eq(market_data_validate(d, "mem"), -1);
+  cr_expect(strstr(error_message(), "bid_high = nan: prices must be finite and > 0"), "%s", error_message());
+  market_data_free(d);
+}
+
+Test(market_data, names_and_formats) {
+  char symbol[MARKET_SYMBOL_MAX];
+  static const char *const cases[][2] = {
+      {"/x/XAUUSD_OANDA_1H_BIDASK.csv", "XAUUSD"},
+      {"STOCKS_GOOGL.csv", "GOOGL"},
+      {"FOREX_EURUSD_1H_ASK.csv.gz", "EURUSD"},
+      {"data/csv/SPY_1D_LEAN.csv.gz", "SPY"},
+      {"spy.csv", "SPY"},
+      {"_.csv", ""},
+      {"FOREX", ""},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    market_symbol_from_path(cases[k][0], symbol, sizeof symbol);
+    cr_expect_str_eq(symbol, cases[k][1], "%s", cases[k][0]);
+  }
+  MarketFormat f;
+  cr_expect_eq(market_format_parse("lean-equity", &f), 0);
+  cr_expect_eq(f, MARKET_FORMAT_LEAN_EQUITY);
+  cr_expect_eq(market_format_parse("LEAN", &f), -1);
+  cr_expect(strstr(error_message(), "allowed: auto, lean-quote, lean-equity, csv"), "%s", error_message());
+  char buf[40];
+  cr_expect_str_eq(market_time_format(1551135600, buf, sizeof buf), "2019-02-25 23:00");
+  cr_expect_str_eq(market_time_format(1551135601, buf, sizeof buf), "2019-02-25 23:00:01");
+  int64_t ts[] = {0, 60, 120, 300, 360, 420, 720};  // differences 60 x4, 180, 300
+  cr_expect_eq(market_data_bar_seconds(ts, 7), 60);
+  cr_expect_eq(market_data_bar_seconds(ts, 1), 0);
+}
+
+// --- mutation fuzzing ------------------------------------------------------------------------------------------
+
+static uint64_t fuzz_next(uint64_t *state) {  // splitmix64: the state is ours, passed in
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static size_t fuzz_below(uint64_t *state, size_t n) { return n ? (size_t)(fuzz_next(state) % n) : 0; }
+
+// One random change to text (length *len, capacity cap). Returns the new length.
+static size_t fuzz_mutate(uint64_t *rng, char *text, size_t len, size_t cap) {
+  static const char alphabet[] = "0123456789,,,\n\n\r.-+: eE9T\t";
+  size_t at = fuzz_below(rng, len + 1);
+  switch (fuzz_below(rng, 8)) {
+    case 0:  // replace a byte with an interesting one
+    case 1:
+      if (len) text[fuzz_below(rng, len)] = alphabet[fuzz_below(rng, sizeof alphabet - 1)];
+      break;
+    case 2:  // any byte at all, NUL and high bytes included
+      if (len) text[fuzz_below(rng, len)] = (char)fuzz_next(rng);
+      break;
+    case 3:  // insert
+      if (len + 1 < cap) {
+        memmove(text + at + 1, text + at, len - at);
+        text[at] = alphabet[fuzz_below(rng, sizeof alphabet - 1)];
+        len++;
+      }
+      break;
+    case 4:  // delete
+      if (at < len) memmove(text + at, text + at + 1, len - at - 1), len--;
+      break;
+    case 5:  // truncate
+      len = at;
+      break;
+    case 6:    // duplicate a line
+    case 7: {  // or swap it with the next
+      size_t start = at;
+      while (start > 0 && text[start - 1] != '\n') start--;
+      size_t end = start;
+      while (end < len && text[end] != '\n') end++;
+      if (end < len) end++;  // include its newline
+      size_t n = end - start;
+      if (n == 0) break;
+      if (fuzz_below(rng, 2) == 0 && len + n < cap) {
+        memmove(text + end + n, text + end, len - end);
+        memcpy(text + end, text + start, n);
+        len += n;
+      } else if (end < len) {
+        size_t next_end = end;
+        while (next_end < len && text[next_end] != '\n') next_end++;
+        if (next_end < len) next_end++;
+        char tmp[4096];
+        size_t m = next_end - end;
+        if (n + m <= sizeof tmp) {
+          memcpy(tmp, text + end, m);
+          memcpy(tmp + m, text + start, n);
+          memcpy(text + start, tmp, n + m);
+        }
+      }
+      break;
+    }
+  }
+  return len;
+}
+
+Test(market_data, mutation_fuzz_never_crashes) {
+  static const char *const seeds[] = {
+      "20060320 00:00,552.8,554.7,552.4,554.2,0,555.3,557.2,554.9,556.7,0\n"
+      "20060320 01:00,554.2,554.8,554.2,554.6,0,556.7,557.3,556.7,557.1,0\n"
+      "20060320 02:00,554.6,554.6,554.4,554.4,0,557.1,557.1,556.9,556.9,0\n"
+      "20060320 03:00,554.4,554.9,554.3,554.8,0,556.9,557.4,556.8,557.3,0\n"
+      "20060320 05:00,554.8,555.0,554.1,554.5,0,557.3,557.5,556.6,557.0,0",
+      "19980102 00:00,973100,975300,965300,973600,2150000\n"
+      "19980105 00:00,978400,984400,967800,977500,4030800\n"
+      "19980106 00:00,972500,972800,961900,966300,2821800\n"
+      "19980107 00:00,965000,970000,960000,969000,3000000",
+      "Date,Open,High,Low,Close,Adj Close,Volume\n"
+      "2009-05-22,198.528534,199.524521,196.196198,196.946945,196.946945,3433700\n"
+      "2009-05-26,196.171173,202.702698,195.195190,202.382385,202.382385,6202700\n"
+      "2009-05-27,203.023026,206.136139,202.607605,202.982986,202.982986,6062500\n",
+      "Time,Open,High,Low,Close,Volume\r\n"
+      "01.01.2017 22:00:00.000,1.05236,1.05253,1.05221,1.05227,143539993.3\r\n"
+      "01.01.2017 23:00:00.000,1.05227,1.05426,1.05226,1.05282,253139999.4\r\n"
+      "02.01.2017 00:00:00.000,1.05282,1.05339,1.05255,1.05301,168760001.2\r\n",
+      "timestamp,bid_open,bid_high,bid_low,bid_close,ask_open,ask_high,ask_low,ask_close,volume\n"
+      "2019-01-02 10:00,1.1,1.2,1.0,1.15,1.11,1.21,1.01,1.16,5\n"
+      "2019-01-02 11:00:00,1.15,1.25,1.1,1.2,1.16,1.26,1.11,1.21,0\n"
+      "2019-01-02T12:00,1.2,1.3,1.1,1.25,1.21,1.31,1.11,1.26,7e2\n",
+  };
+  static const MarketFormat seed_formats[] = {MARKET_FORMAT_LEAN_QUOTE, MARKET_FORMAT_LEAN_EQUITY, MARKET_FORMAT_CSV,
+                                              MARKET_FORMAT_CSV, MARKET_FORMAT_CSV};
+  enum { N_SEEDS = sizeof seeds / sizeof seeds[0], PER_SEED = 800, CAP = 8192 };
+  char *dir = make_temp_dir();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/mutant.csv", dir);
+  char *text = malloc(CAP);
+  cr_assert(text);
+  uint64_t rng = 20240611;
+  int accepted = 0, rejected = 0;
+  for (int s = 0; s < N_SEEDS; s++) {
+    // the unmutated seed loads
+    write_file(path, seeds[s], strlen(seeds[s]));
+    MarketData *d = market_data_load_csv(path, MARKET_FORMAT_AUTO);
+    cr_assert(d, "seed %d: %s", s, error_message());
+    market_data_free(d);
+    for (int k = 0; k < PER_SEED; k++) {
+      size_t len = strlen(seeds[s]);
+      memcpy(text, seeds[s], len);
+      int n_mutations = 1 + (int)fuzz_below(&rng, 4);
+      for (int m = 0; m < n_mutations; m++) len = fuzz_mutate(&rng, text, len, CAP);
+      write_file(path, text, len);
+      MarketFormat format = k % 2 ? seed_formats[s] : MARKET_FORMAT_AUTO;
+      error_clear();
+      d = market_data_load_csv(path, format);
+      if (d) {
+        accepted++;
+        cr_assert(d->rows >= 1);
+        cr_assert_eq(market_data_validate(d, "fuzz"), 0, "seed %d mutant %d accepted but invalid: %s", s, k,
+                     error_message());
+        market_data_free(d);
+      } else {
+        rejected++;
+        cr_assert(message_names_line(error_message(), path, 0), "seed %d mutant %d: no FILE:LINE: in '%s'", s, k,
+                  error_message());
+      }
+    }
+  }
+  cr_log_info("mutation fuzz: %d accepted, %d rejected", accepted, rejected);
+  cr_expect(accepted > 100 && rejected > 1000, "the mutations exercise both outcomes (%d accepted, %d rejected)",
+            accepted, rejected);
+  free(text);
+  remove_tree(dir);
+  free(dir);
+}
