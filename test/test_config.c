@@ -1,0 +1,871 @@
+// test/test_config.c: the configuration schema, its errors, overrides, printing and ppo-train.
+//
+// Expected defaults are written out here from PPO_SEMANTICS.md (SB3, torch GradScaler,
+// VecNormalize) and TRADING_ENV.md, never read back from the schema table. The bad-config corpus
+// in test/data/configs/ carries its expectations in its own "; expect: @:LINE: ..." lines (@ is the
+// file's path), so adding a file adds a case.
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/rng.h"
+#include "common/time_utc.h"
+#include "ppo/config.h"
+
+#define CORPUS_DIR PPO_SOURCE_DIR "/test/data/configs"
+#define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
+
+// --- helpers ------------------------------------------------------------------------------------
+
+static int load_text(Config *cfg, const char *text) {
+  return config_load_text(cfg, text, strlen(text), "t.ini", 0, NULL);
+}
+
+static int load_with(Config *cfg, const char *text, int n, const char *const *overrides) {
+  return config_load_text(cfg, text, strlen(text), "t.ini", n, overrides);
+}
+
+// Loads `text`, which must fail, and checks that the message contains `expected`.
+static void expect_error(const char *text, const char *expected) {
+  Config cfg;
+  cr_assert_eq(load_text(&cfg, text), -1, "accepted:\n%s", text);
+  cr_assert(strstr(error_message(), expected), "for:\n%s\nexpected: %s\ngot:      %s", text, expected, error_message());
+}
+
+static void expect_override_error(const char *text, const char *arg, const char *expected) {
+  Config cfg;
+  const char *args[] = {arg};
+  cr_assert_eq(load_with(&cfg, text, 1, args), -1, "accepted --set %s", arg);
+  cr_assert(strstr(error_message(), expected), "expected: %s\ngot:      %s", expected, error_message());
+}
+
+static char *read_file(const char *path, size_t *length) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot open %s", path);
+  char *text = malloc(1 << 20);
+  cr_assert(text);
+  *length = fread(text, 1, (1 << 20) - 1, f);
+  text[*length] = '\0';
+  fclose(f);
+  return text;
+}
+
+static char *write_ini(const Config *cfg, size_t *length) {
+  char *text = NULL;
+  FILE *out = open_memstream(&text, length);
+  cr_assert(out);
+  cr_assert_eq(config_write_ini(cfg, out), 0);
+  fclose(out);
+  return text;
+}
+
+// Runs ppo-train with `args` (shell words), stdout and stderr together in `out`; returns the exit status.
+static int run_train(const char *args, char *out, size_t capacity) {
+  char command[4096];
+  snprintf(command, sizeof command, "'%s' %s 2>&1", TRAIN_BIN, args);
+  FILE *pipe = popen(command, "r");
+  cr_assert(pipe, "popen %s", command);
+  size_t n = fread(out, 1, capacity - 1, pipe);
+  out[n] = '\0';
+  int status = pclose(pipe);
+  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
+  return WEXITSTATUS(status);
+}
+
+static int run_train_stdout(const char *args, char *out, size_t capacity) {
+  char command[4096];
+  snprintf(command, sizeof command, "'%s' %s 2>/dev/null", TRAIN_BIN, args);
+  FILE *pipe = popen(command, "r");
+  cr_assert(pipe);
+  size_t n = fread(out, 1, capacity - 1, pipe);
+  out[n] = '\0';
+  int status = pclose(pipe);
+  cr_assert(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+static int64_t day(const char *iso) {
+  int64_t t;
+  cr_assert(utc_parse_iso(iso, &t));
+  return t;
+}
+
+// --- defaults: the documented numbers, typed in ------------------------------------------------------
+
+Test(config_defaults, ppo_matches_sb3) {
+  Config c;
+  cr_assert_eq(config_load(&c, NULL, 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.learning_rate, 3e-4);
+  cr_expect_eq(c.ppo.lr_schedule, CONFIG_LR_CONSTANT);
+  cr_expect_eq(c.ppo.n_steps, 2048);
+  cr_expect_eq(c.ppo.batch_size, 64);
+  cr_expect_eq(c.ppo.n_epochs, 10);
+  cr_expect_eq(c.ppo.gamma, 0.99);
+  cr_expect_eq(c.ppo.gae_lambda, 0.95);
+  cr_expect_eq(c.ppo.clip_range, 0.2);
+  cr_expect(c.ppo.clip_range_vf.is_none);
+  cr_expect(c.ppo.normalize_advantage);
+  cr_expect_eq(c.ppo.ent_coef, 0.0);
+  cr_expect_eq(c.ppo.vf_coef, 0.5);
+  cr_expect_eq(c.ppo.max_grad_norm, 0.5);
+  cr_expect(c.ppo.target_kl.is_none);
+  cr_expect_eq(c.ppo.adam_beta1, 0.9);
+  cr_expect_eq(c.ppo.adam_beta2, 0.999);
+  cr_expect_eq(c.ppo.adam_eps, 1e-5);
+  cr_expect_eq(c.policy.pi_layers.count, 2);
+  cr_expect_eq(c.policy.pi_layers.values[0], 64);
+  cr_expect_eq(c.policy.pi_layers.values[1], 64);
+  cr_expect_eq(c.policy.vf_layers.count, 2);
+  cr_expect_eq(c.policy.vf_layers.values[0], 64);
+  cr_expect_eq(c.policy.vf_layers.values[1], 64);
+  cr_expect_eq(c.policy.activation, CONFIG_ACTIVATION_TANH);
+  cr_expect_eq(c.policy.log_std_init, 0.0);
+  cr_expect(c.policy.ortho_init);
+}
+
+Test(config_defaults, grad_scaler_and_normalize_match_torch_and_sb3) {
+  Config c;
+  config_set_defaults(&c);
+  cr_expect_eq(c.amp.init_scale, 65536.0);
+  cr_expect_eq(c.amp.growth_factor, 2.0);
+  cr_expect_eq(c.amp.backoff_factor, 0.5);
+  cr_expect_eq(c.amp.growth_interval, 2000);
+  cr_expect(!c.normalize.obs);
+  cr_expect(!c.normalize.reward);
+  cr_expect_eq(c.normalize.clip_obs, 10.0);
+  cr_expect_eq(c.normalize.clip_reward, 10.0);
+  cr_expect_eq(c.normalize.epsilon, 1e-8);
+}
+
+Test(config_defaults, trading_env_matches_spec) {
+  Config c;
+  config_set_defaults(&c);
+  cr_expect_eq(c.env.type, CONFIG_ENV_TRADING);
+  cr_expect_eq(c.env.n_envs, 32);
+  cr_expect_str_eq(c.env.data, "data/XAUUSD_1H.h5");
+  cr_expect(c.env.train_start.is_auto && c.env.val_start.is_auto && c.env.test_start.is_auto && c.env.test_end.is_auto);
+  cr_expect_eq(c.env.exec, CONFIG_EXEC_NEXT_OPEN);
+  cr_expect_eq(c.env.action_mode, CONFIG_ACTION_DISCRETE3);
+  cr_expect_eq(c.env.max_leverage, 1.0);
+  cr_expect(!c.env.long_only);
+  cr_expect_eq(c.env.no_trade_band, 0.02);
+  cr_expect_eq(c.env.reward, CONFIG_REWARD_LOG_RETURN);
+  cr_expect(c.env.reward_scale.is_auto && c.env.dsr_eta.is_auto);
+  cr_expect_eq(c.env.shaping_turnover, 0.0);
+  cr_expect_eq(c.env.shaping_drawdown, 0.0);
+  cr_expect_eq(c.env.shaping_variance, 0.0);
+  cr_expect_eq(c.env.shaping_flat, 0.0);
+  cr_expect(c.env.reward_clip.is_none);
+  cr_expect(c.env.use_data_spread.is_auto);
+  cr_expect(c.env.half_spread_bps.is_auto && c.env.commission_bps.is_auto && c.env.slippage_bps.is_auto);
+  cr_expect_eq(c.env.fee_fixed, 0.0);
+  cr_expect_eq(c.env.slippage_vol_k, 0.0);
+  cr_expect_eq(c.env.slippage_random_max_bps, 0.0);
+  cr_expect_eq(c.env.financing_long_apr, 0.0);
+  cr_expect_eq(c.env.financing_short_apr, 0.0);
+  cr_expect_eq(c.env.impact_y, 0.0);
+  cr_expect_eq(c.env.cost_mult, 1.0);
+  cr_expect(c.env.episode_length.is_auto && c.env.window.is_auto && c.env.warmup.is_auto);
+  cr_expect_eq(c.env.max_loss, 0.5);
+  cr_expect(!c.env.random_initial_position);
+  cr_expect(c.env.stratified_starts);
+  cr_expect(!c.env.position_onehot);
+  cr_expect(!c.env.episode_progress);
+  cr_expect(c.env.sigma_halflife.is_auto);
+  cr_expect_eq(c.env.ema_fast, 12);
+  cr_expect_eq(c.env.ema_slow, 48);
+  cr_expect_eq(c.env.synthetic_rho, 0.1);
+  cr_expect_eq(c.run.device, CONFIG_DEVICE_AUTO);
+  cr_expect_eq(c.run.threads, 0);
+  cr_expect_eq(c.run.memory_limit, 0);
+  cr_expect_eq(c.eval.split, CONFIG_SPLIT_VAL);
+  cr_expect_eq(c.eval.every, 0);
+}
+
+Test(config_defaults, every_origin_is_default) {
+  Config c;
+  config_set_defaults(&c);
+  int count;
+  config_schema(&count);
+  cr_assert_gt(count, 90);
+  cr_assert_leq(count, CONFIG_KEY_MAX);
+  for (int i = 0; i < count; i++) cr_expect_eq(c.origin[i].kind, CONFIG_ORIGIN_DEFAULT, "row %d", i);
+}
+
+// --- value types ------------------------------------------------------------------------------
+
+Test(config_types, integers_accept_groups_and_exact_exponents) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[run]\ntotal_timesteps = 1_000_000\nseed = 1e6\n[ppo]\nn_steps = 2.048e3\n"), 0, "%s",
+               error_message());
+  cr_expect_eq(c.run.total_timesteps, 1000000);
+  cr_expect_eq(c.run.seed, 1000000);
+  cr_expect_eq(c.ppo.n_steps, 2048);
+  expect_error("[ppo]\nn_steps = 1e-3\n", "t.ini:2: [ppo] n_steps = 1e-3: not an integer");
+  expect_error("[ppo]\nn_steps = 1__0\n", "t.ini:2: [ppo] n_steps = 1__0: not an integer");
+  expect_error("[ppo]\nn_steps = _10\n", "not an integer");
+  expect_error("[ppo]\nn_steps = 0x10\n", "not an integer");
+  expect_error("[run]\nseed = 99999999999999999999\n", "out of range of a 64-bit integer");
+  expect_error("[run]\nseed = 1e17\n", "not an exact integer");
+  expect_error("[run]\nseed = -1\n", "t.ini:2: [run] seed = -1: out of range (allowed: 0 <= value <= 1e18)");
+}
+
+Test(config_types, reals_are_finite_decimals) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[ppo]\nlearning_rate = 2.5e-4\nent_coef = 1_0.5e-3\n"), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.learning_rate, 2.5e-4);
+  cr_expect_eq(c.ppo.ent_coef, 10.5e-3);
+  expect_error("[ppo]\nent_coef = inf\n", "t.ini:2: [ppo] ent_coef = inf: not a finite number");
+  expect_error("[ppo]\nent_coef = NaN\n", "not a finite number");
+  expect_error("[ppo]\nent_coef = 1e999\n", "not a finite number");
+  expect_error("[ppo]\nent_coef = 0x1p-3\n", "t.ini:2: [ppo] ent_coef = 0x1p-3: not a number");
+  expect_error("[ppo]\nent_coef = 0.1.2\n", "not a number");
+}
+
+Test(config_types, bools_choices_and_case) {
+  const char *yes[] = {"true", "yes", "on", "1", "TRUE", "On"};
+  const char *no[] = {"false", "no", "off", "0", "False"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+    char text[128];
+    Config c;
+    snprintf(text, sizeof text, "[normalize]\nobs = %s\n", yes[i]);
+    cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+    cr_expect(c.normalize.obs, "%s", yes[i]);
+  }
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    char text[128];
+    Config c;
+    snprintf(text, sizeof text, "[ppo]\nnormalize_advantage = %s\n", no[i]);
+    cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+    cr_expect(!c.ppo.normalize_advantage, "%s", no[i]);
+  }
+  Config c;
+  cr_assert_eq(load_text(&c, "[env]\nexec = CLOSE\nreward = vol_target\n[run]\ndevice = cuda\nprecision = bf16\n"), 0);
+  cr_expect_eq(c.env.exec, CONFIG_EXEC_CLOSE);
+  cr_expect_eq(c.env.reward, CONFIG_REWARD_VOL_TARGET);
+  cr_expect_eq(c.run.device, CONFIG_DEVICE_CUDA);
+  cr_expect_eq(c.run.precision, CONFIG_PRECISION_BF16);
+  expect_error("[run]\ndevice = gpu\n",
+               "t.ini:2: [run] device = gpu: not one of the choices (allowed: auto, cpu, cuda)");
+}
+
+Test(config_types, int_lists) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[policy]\npi_layers = 2048, 1024 ,512\nvf_layers = 7\n"), 0, "%s", error_message());
+  cr_expect_eq(c.policy.pi_layers.count, 3);
+  cr_expect_eq(c.policy.pi_layers.values[0], 2048);
+  cr_expect_eq(c.policy.pi_layers.values[1], 1024);
+  cr_expect_eq(c.policy.pi_layers.values[2], 512);
+  cr_expect_eq(c.policy.vf_layers.count, 1);
+  cr_expect_eq(c.policy.vf_layers.values[0], 7);
+  expect_error("[policy]\npi_layers = 1,2,3,4,5,6,7,8,9\n", "more than 8 entries");
+  expect_error("[policy]\npi_layers = 64,65537\n", "entry 2 (65537) is out of range");
+  expect_error("[policy]\npi_layers = 64,\n", "entry 2 is empty");
+  expect_error("[policy]\npi_layers = 64;32\n", "entry 1 (64;32) is not an integer");
+}
+
+Test(config_types, dates_auto_and_none) {
+  Config c;
+  cr_assert_eq(load_text(&c,
+                         "[env]\ntrain_start = 2006-03-20\nval_start = 2015-01-01\ntest_start = auto\n"
+                         "test_end = 2019-02-25\nreward_scale = 100\nwindow = 64\nuse_data_spread = off\n"
+                         "reward_clip = 5\n[ppo]\ntarget_kl = 0.015\nclip_range_vf = NONE\n"),
+               0, "%s", error_message());
+  cr_expect(!c.env.train_start.is_auto);
+  cr_expect_eq(c.env.train_start.seconds, day("2006-03-20"));
+  cr_expect_eq(c.env.val_start.seconds, 1420070400);  // 2015-01-01 00:00 UTC
+  cr_expect(c.env.test_start.is_auto);
+  cr_expect_eq(c.env.test_end.seconds, day("2019-02-25"));
+  cr_expect(!c.env.reward_scale.is_auto);
+  cr_expect_eq(c.env.reward_scale.value, 100.0);
+  cr_expect(!c.env.window.is_auto);
+  cr_expect_eq(c.env.window.value, 64);
+  cr_expect(!c.env.use_data_spread.is_auto);
+  cr_expect(!c.env.use_data_spread.value);
+  cr_expect(!c.env.reward_clip.is_none);
+  cr_expect_eq(c.env.reward_clip.value, 5.0);
+  cr_expect(!c.ppo.target_kl.is_none);
+  cr_expect_eq(c.ppo.target_kl.value, 0.015);
+  cr_expect(c.ppo.clip_range_vf.is_none);
+  expect_error("[env]\nval_start = 2015-1-1\n",
+               "t.ini:2: [env] val_start = 2015-1-1: not a date (allowed: YYYY-MM-DD or auto)");
+  expect_error("[env]\nval_start = 2015-01-01 10:00\n", "not a date");
+  expect_error("[env]\nreward_scale = big\n",
+               "t.ini:2: [env] reward_scale = big: not a number or auto (allowed: auto or value > 0)");
+  expect_error("[env]\nwindow = 0\n", "t.ini:2: [env] window = 0: out of range (allowed: auto or 1 <= value <= 10000)");
+  expect_error("[ppo]\ntarget_kl = off\n", "not a number or none (allowed: none or value > 0)");
+  expect_error("[ppo]\ntarget_kl = 0\n", "t.ini:2: [ppo] target_kl = 0: out of range (allowed: none or value > 0)");
+  expect_error("[env]\nuse_data_spread = sometimes\n", "not a boolean or auto");
+}
+
+Test(config_types, byte_sizes) {
+  struct {
+    const char *text;
+    int64_t bytes;
+  } cases[] = {{"0", 0},      {"4096", 4096},     {"512M", 536870912}, {"8G", 8589934592},    {"1.5GiB", 1610612736},
+               {"1KB", 1000}, {"2 MiB", 2097152}, {"3gb", 3000000000}, {"1T", 1099511627776}, {"100B", 100}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[128];
+    Config c;
+    snprintf(text, sizeof text, "[run]\nmemory_limit = %s\n", cases[i].text);
+    cr_assert_eq(load_text(&c, text), 0, "%s: %s", cases[i].text, error_message());
+    cr_expect_eq(c.run.memory_limit, cases[i].bytes, "%s", cases[i].text);
+  }
+  expect_error("[run]\nmemory_limit = -1G\n", "t.ini:2: [run] memory_limit = -1G: not a size");
+  expect_error("[run]\nmemory_limit = 0.1K\n", "not a whole number of bytes");
+  expect_error("[run]\nmemory_limit = 2EiB\n", "not a size");
+  expect_error("[run]\nmemory_limit = 2000000TiB\n", "out of range");
+}
+
+Test(config_types, names_and_paths_that_print_back) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[run]\nname = gold-1h_v2.3\nrun_dir = /tmp/my runs;x\n"), 0, "%s", error_message());
+  cr_expect_str_eq(c.run.name, "gold-1h_v2.3");
+  cr_expect_str_eq(c.run.run_dir, "/tmp/my runs;x");
+  expect_error("[run]\nname = my run\n", "t.ini:2: [run] name = my run: contains a character other than letters");
+  expect_error("[run]\nname = ../up\n", "contains a character other than");
+  expect_error("[run]\nname = .hidden\n", "starts with '.'");
+  const char *args[] = {"run.run_dir=a ;b"};
+  cr_assert_eq(load_with(&c, "", 1, args), -1);
+  cr_expect(strstr(error_message(), "contains ';' after a space"), "%s", error_message());
+  const char *tab[] = {"run.run_dir=a\tb"};
+  cr_assert_eq(load_with(&c, "", 1, tab), -1);
+  cr_expect(strstr(error_message(), "--set run.run_dir=a\\x09b: [run] run_dir = a\\x09b: contains a control character"),
+            "%s", error_message());
+}
+
+// --- the INI surface ------------------------------------------------------------------------------
+
+Test(config_ini, comments_indentation_crlf_and_bom) {
+  Config c;
+  const char *text =
+      "\xEF\xBB\xBF; comment\r\n"
+      "# another comment\r\n"
+      "\r\n"
+      "  [ ppo ]   ; the PPO section\r\n"
+      "    gamma = 0.98   ; indented keys are keys, not continuations\r\n"
+      "\tn_steps: 512\r\n"
+      "[ppo]\r\n"
+      "gae_lambda = 0.9";  // no final newline
+  cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.gamma, 0.98);
+  cr_expect_eq(c.ppo.n_steps, 512);
+  cr_expect_eq(c.ppo.gae_lambda, 0.9);
+  int gamma = config_key_index("ppo", "gamma"), lambda = config_key_index("ppo", "gae_lambda");
+  cr_expect_eq(c.origin[gamma].kind, CONFIG_ORIGIN_FILE);
+  cr_expect_eq(c.origin[gamma].line, 5);
+  cr_expect_eq(c.origin[lambda].line, 8);
+  cr_expect_str_eq(c.source, "t.ini");
+}
+
+Test(config_ini, each_error_class_with_location) {
+  expect_error("[ppo]\n[bogus]\n",
+               "t.ini:2: [bogus]: unknown section (allowed: run, env, ppo, policy, normalize, amp, eval)");
+  expect_error("[PPO]\ngamma = 0.9\n", "t.ini:1: [PPO]: unknown section (did you mean [ppo]?)");
+  expect_error("[]\n", "t.ini:1: []: unknown section");
+  expect_error("[ppo]\ngama = 0.9\n", "t.ini:2: [ppo] gama = 0.9: unknown key (did you mean 'gamma'?)");
+  expect_error("[run]\nn_env = 4\n", "t.ini:2: [run] n_env = 4: unknown key (did you mean [env] n_envs?)");
+  expect_error("[ppo]\nbatch_size = 64\n\nbatch_size = 32\n",
+               "t.ini:4: [ppo] batch_size = 32: duplicate key (first set at line 2)");
+  expect_error("[ppo]\nclip_range =   \n", "t.ini:2: [ppo] clip_range = : empty value (allowed: value > 0)");
+  expect_error("n_envs = 4\n[env]\n", "t.ini:1: n_envs = 4: key before any section header (it belongs under [env])");
+  expect_error("[ppo]\njust words\n",
+               "t.ini:2: syntax error: expected '[section]', 'key = value' or a comment: \"just words\"");
+  expect_error("[ppo]\ngamma ; = 1\n", "t.ini:2: syntax error");
+  expect_error("[env]\nexec = next-open\n",
+               "t.ini:2: [env] exec = next-open: not one of the choices (allowed: next_open, close)");
+  expect_error("[ppo]\nn_epochs = 0\n", "t.ini:2: [ppo] n_epochs = 0: out of range (allowed: 1 <= value <= 10000)");
+}
+
+Test(config_ini, inline_comments_follow_inih) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[ppo]\ngamma = 0.9 ; ninety\n[run]\nrun_dir = a;b\n"), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.gamma, 0.9);
+  cr_expect_str_eq(c.run.run_dir, "a;b");  // ';' without a space before it is text
+}
+
+Test(config_ini, line_length_limit) {
+  char text[512];
+  // 198 characters fit: "name = " + 143 + ... keep the value legal (at most 150 characters).
+  snprintf(text, sizeof text, "[run]\nrun_dir = %0150d\n;%0197d\n", 0, 0);
+  Config c;
+  cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+  snprintf(text, sizeof text, "[run]\n;%0198d\nseed = 2\n", 0);
+  cr_assert_eq(load_text(&c, text), -1);
+  cr_expect(strstr(error_message(), "t.ini:2: line too long (199 characters; at most 198)"), "%s", error_message());
+  // The rest of the long line must not be parsed as a line of its own (inih would split it).
+  cr_expect(!strstr(error_message(), "t.ini:3"), "%s", error_message());
+}
+
+Test(config_ini, all_errors_are_reported) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[ppo]\ngamma = 2\nn_steps = x\n[nope]\n[env]\nexec = y\n"), -1);
+  const char *m = error_message();
+  cr_expect(strstr(m, "t.ini:2: [ppo] gamma = 2: out of range"), "%s", m);
+  cr_expect(strstr(m, "t.ini:3: [ppo] n_steps = x: not an integer"), "%s", m);
+  cr_expect(strstr(m, "t.ini:4: [nope]: unknown section"), "%s", m);
+  cr_expect(strstr(m, "t.ini:6: [env] exec = y: not one of the choices"), "%s", m);
+}
+
+Test(config_ini, error_count_is_capped) {
+  char text[4096] = "[ppo]\n";
+  for (int i = 0; i < 40; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "gamma%d = 1\n", i);
+  Config c;
+  cr_assert_eq(load_text(&c, text), -1);
+  const char *m = error_message();
+  int lines = 1;
+  for (const char *p = m; *p; p++) lines += *p == '\n';
+  cr_expect_eq(lines, CONFIG_ERRORS_MAX + 1, "%s", m);
+  cr_expect(strstr(m, "\n... 20 more errors not shown"), "%s", m);
+}
+
+Test(config_ini, missing_and_unreadable_files) {
+  Config c;
+  cr_assert_eq(config_load(&c, "/nonexistent/params.ini", 0, NULL), -1);
+  cr_expect_str_eq(error_message(), "/nonexistent/params.ini: cannot read configuration: No such file or directory");
+  cr_assert_eq(config_load(&c, CORPUS_DIR, 0, NULL), -1);
+  cr_expect_str_eq(error_message(), CORPUS_DIR ": cannot read configuration: Is a directory");
+}
+
+// --- cross-key checks ---------------------------------------------------------------------------
+
+Test(config_cross, rules_name_both_keys_and_origins) {
+  expect_error("[env]\nema_fast = 48\n",
+               "t.ini:2: [env] ema_fast = 48 (set at t.ini:2) must be less than [env] ema_slow = 48 (default)");
+  expect_error("[env]\ntrain_start = 2010-01-01\ntest_end = 2009-12-31\n",
+               "t.ini:3: [env] train_start = 2010-01-01 (set at t.ini:2) must be before [env] test_end = 2009-12-31 "
+               "(set at t.ini:3)");
+  expect_error("[env]\ntest_end = 2017-01-01\ntest_start = 2017-01-02\n",
+               "t.ini:3: [env] test_start = 2017-01-02 (set at t.ini:3) must not be after [env] test_end = 2017-01-01 "
+               "(set at t.ini:2)");
+  expect_error(
+      "[ppo]\nbatch_size = 1\n",
+      "t.ini:2: [ppo] batch_size = 1 (set at t.ini:2) must be at least 2 with [ppo] normalize_advantage = true "
+      "(default)");
+  expect_error("[ppo]\nn_steps = 1\n[env]\nn_envs = 1\n[ppo]\nbatch_size = 1\nnormalize_advantage = false\n",
+               "t.ini:4: [ppo] n_steps = 1 (set at t.ini:2) x [env] n_envs = 1 (set at t.ini:4): the rollout needs at "
+               "least 2 transitions");
+  expect_error(
+      "[ppo]\nn_steps = 16\n[env]\nn_envs = 2\n",
+      "t.ini:4: [ppo] batch_size = 64 (default) must not exceed the rollout [ppo] n_steps = 16 (set at t.ini:2) "
+      "x [env] n_envs = 2 (set at t.ini:4): the rollout holds 32 transitions");
+}
+
+Test(config_cross, valid_edges_pass) {
+  Config c;
+  cr_assert_eq(load_text(&c,
+                         "[env]\ntest_start = 2017-01-01\ntest_end = 2017-01-01\nema_fast = 47\n"
+                         "[ppo]\nn_steps = 2\nbatch_size = 64\n"),
+               0, "%s", error_message());
+  cr_assert_eq(load_text(&c, "[env]\ntrain_start = 2010-01-01\nval_start = auto\ntest_start = 2012-01-01\n"), 0, "%s",
+               error_message());
+  cr_assert_eq(load_text(&c, "[ppo]\nbatch_size = 1\nnormalize_advantage = off\n"), 0, "%s", error_message());
+}
+
+// --- --set overrides ------------------------------------------------------------------------------
+
+Test(config_set, overrides_apply_after_the_file) {
+  Config c;
+  const char *args[] = {"ppo.gamma=0.995", " env.n_envs = 8 ", "policy.pi_layers=256,256", "env.reward_scale=auto"};
+  cr_assert_eq(load_with(&c, "[ppo]\ngamma = 0.9\n[env]\nreward_scale = 10\n", 4, args), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.gamma, 0.995);
+  cr_expect_eq(c.env.n_envs, 8);
+  cr_expect_eq(c.policy.pi_layers.count, 2);
+  cr_expect_eq(c.policy.pi_layers.values[0], 256);
+  cr_expect(c.env.reward_scale.is_auto);
+  int gamma = config_key_index("ppo", "gamma");
+  cr_expect_eq(c.origin[gamma].kind, CONFIG_ORIGIN_SET);
+  cr_expect_eq(c.origin[gamma].line, 1);
+}
+
+Test(config_set, override_errors) {
+  expect_override_error("", "ppo.gama=0.9",
+                        "command line: --set ppo.gama=0.9: [ppo] gama = 0.9: unknown key (did you mean 'gamma'?)");
+  expect_override_error("", "ppo.gamma", "command line: --set ppo.gamma: expected section.key=value");
+  expect_override_error("", "gamma=0.9", "command line: --set gamma=0.9: expected section.key=value");
+  expect_override_error("", "optim.lr=1", "command line: --set optim.lr=1: [optim]: unknown section");
+  expect_override_error("", "ppo.gamma=", "command line: --set ppo.gamma=: [ppo] gamma = : empty value");
+  expect_override_error("", "ppo.n_steps=12.5",
+                        "command line: --set ppo.n_steps=12.5: [ppo] n_steps = 12.5: not an integer");
+  expect_override_error(
+      "[env]\nema_slow = 20\n", "env.ema_fast=30",
+      "command line: --set env.ema_fast=30: [env] ema_fast = 30 (set by --set env.ema_fast=30) must be "
+      "less than [env] ema_slow = 20 (set at t.ini:2)");
+  Config c;
+  const char *twice[] = {"ppo.gamma=0.9", "ppo.gamma=0.95"};
+  cr_assert_eq(load_with(&c, "", 2, twice), -1);
+  cr_expect(strstr(error_message(),
+                   "command line: --set ppo.gamma=0.95: [ppo] gamma = 0.95: given twice on the command "
+                   "line (first: --set ppo.gamma=0.9)"),
+            "%s", error_message());
+}
+
+// --- printing -----------------------------------------------------------------------------------
+
+Test(config_print, marks_origins_and_round_trips) {
+  Config c;
+  const char *args[] = {"amp.init_scale=1024"};
+  cr_assert_eq(load_with(&c, "[ppo]\ngamma = 0.995\n", 1, args), 0, "%s", error_message());
+  size_t length;
+  char *text = write_ini(&c, &length);
+  cr_expect(strstr(text, "\n[ppo]\n"), "%s", text);
+  cr_expect(strstr(text, "\ngamma = 0.995 "), "%s", text);
+  cr_expect(strstr(text, "; t.ini:2\n"), "%s", text);
+  cr_expect(strstr(text, "\ninit_scale = 1024 "), "%s", text);
+  cr_expect(strstr(text, "; --set\n"), "%s", text);
+  cr_expect(strstr(text, "\nn_steps = 2048 "), "%s", text);
+  cr_expect(strstr(text, "\nlearning_rate = 0.0003 "), "%s", text);
+  cr_expect(strstr(text, "\nclip_range_vf = none "), "%s", text);
+  cr_expect(strstr(text, "\ntrain_start = auto "), "%s", text);
+  // Every key is printed once.
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "\n%s = ", keys[i].key);
+    const char *first = strstr(text, needle);
+    cr_expect(first, "missing %s", keys[i].key);
+  }
+  Config back;
+  cr_assert_eq(config_load_text(&back, text, length, "printed.ini", 0, NULL), 0, "%s\n%s", error_message(), text);
+  cr_expect(config_values_equal(&c, &back));
+  free(text);
+}
+
+// Sets every real key to an awkward value inside its range (17 significant digits), every int to
+// a value off its default, then checks print -> parse gives identical values.
+Test(config_print, round_trip_is_exact_for_awkward_values) {
+  Rng rng;
+  rng_seed(&rng, 20240601);
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int round = 0; round < 20; round++) {
+    char text[16384] = "";
+    const char *section = NULL;
+    for (int i = 0; i < count; i++) {
+      const ConfigKey *k = &keys[i];
+      if (k->type != CONFIG_TYPE_REAL && k->type != CONFIG_TYPE_AUTO_REAL && k->type != CONFIG_TYPE_OPTIONAL_REAL)
+        continue;
+      double lo = k->min, hi = isinf(k->max) ? k->min + 1000.0 : k->max;
+      double x = lo + (hi - lo) * (0.001 + 0.998 * rng_uniform(&rng));
+      if (!section || strcmp(section, k->section) != 0) {
+        section = k->section;
+        snprintf(text + strlen(text), sizeof text - strlen(text), "[%s]\n", section);
+      }
+      snprintf(text + strlen(text), sizeof text - strlen(text), "%s = %.17g\n", k->key, x);
+    }
+    snprintf(text + strlen(text), sizeof text - strlen(text),
+             "[run]\nseed = %llu\nmemory_limit = %lluK\n[env]\ntrain_start = 2007-02-28\ntest_end = 2019-02-25\n"
+             "window = 17\nuse_data_spread = no\nema_slow = 30000\n[policy]\npi_layers = 1,65536,3\n",
+             (unsigned long long)rng_below(&rng, 1000000000000ull), (unsigned long long)rng_below(&rng, 1u << 30));
+    Config c, back;
+    cr_assert_eq(load_text(&c, text), 0, "%s\n%s", error_message(), text);
+    size_t length;
+    char *printed = write_ini(&c, &length);
+    cr_assert_eq(config_load_text(&back, printed, length, "printed.ini", 0, NULL), 0, "%s", error_message());
+    cr_assert(config_values_equal(&c, &back), "round %d:\n%s", round, printed);
+    free(printed);
+  }
+}
+
+Test(config_print, values_equal_sees_every_difference) {
+  Config a, b;
+  config_set_defaults(&a);
+  int count;
+  config_schema(&count);
+  cr_assert(config_values_equal(&a, &a));
+  const char *changes[] = {"ppo.gamma=0.98", "policy.vf_layers=64", "env.test_end=2019-01-01", "env.reward_clip=3",
+                           "run.name=x",     "env.exec=close",      "run.memory_limit=1K"};
+  for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
+    cr_assert_eq(config_load(&b, NULL, 1, &changes[i]), 0, "%s", error_message());
+    cr_expect(!config_values_equal(&a, &b), "%s", changes[i]);
+  }
+}
+
+Test(config_print, long_source_names_keep_lines_readable) {
+  char name[400];
+  memset(name, 'd', sizeof name);
+  memcpy(name + sizeof name - 5, ".ini", 5);
+  Config c, back;
+  const char *text =
+      "[run]\nrun_dir = /an/exceptionally/long/run/directory/path/that/goes/on/and/on/and/on/until/it/is/"
+      "about/one/hundred/and/forty/characters/long/x\n";
+  cr_assert_eq(config_load_text(&c, text, strlen(text), name, 0, NULL), 0, "%s", error_message());
+  size_t length;
+  char *printed = write_ini(&c, &length);
+  cr_assert_eq(config_load_text(&back, printed, length, "printed.ini", 0, NULL), 0, "%s\n%s", error_message(), printed);
+  cr_expect(config_values_equal(&c, &back));
+  cr_expect(strstr(printed, "; line 2\n") || strstr(printed, "...dd"), "%s", printed);
+  free(printed);
+}
+
+Test(config_print, help_lists_every_key) {
+  char *text = NULL;
+  size_t length;
+  FILE *out = open_memstream(&text, &length);
+  config_write_help(out);
+  fclose(out);
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "  %s ", keys[i].key);
+    cr_expect(strstr(text, needle), "help misses %s", keys[i].key);
+  }
+  cr_expect(strstr(text, "allowed: auto, cpu, cuda"), "%s", text);
+  free(text);
+}
+
+// --- shipped configs ------------------------------------------------------------------------------
+
+Test(config_files, default_ini_parses) {
+  Config c;
+  cr_assert_eq(config_load(&c, PPO_SOURCE_DIR "/configs/default.ini", 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(c.env.type, CONFIG_ENV_TRADING);
+  cr_expect_str_eq(c.env.data, "data/XAUUSD_1H.h5");
+  cr_expect_eq(c.env.n_envs, 32);
+  cr_expect_eq(c.ppo.n_steps, 256);
+  cr_expect_eq((c.ppo.n_steps * c.env.n_envs) % c.ppo.batch_size, 0);
+  cr_expect_eq(c.policy.pi_layers.count, 2);
+  int n_steps = config_key_index("ppo", "n_steps");
+  cr_expect_eq(c.origin[n_steps].kind, CONFIG_ORIGIN_FILE);
+}
+
+// --- ppo-train -----------------------------------------------------------------------------------
+
+// Each corpus file names its expected messages in "; expect: ..." lines; @ stands for its path.
+Test(config_train, bad_config_corpus) {
+  DIR *dir = opendir(CORPUS_DIR);
+  cr_assert(dir, "cannot open %s", CORPUS_DIR);
+  int files = 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir))) {
+    size_t n = strlen(entry->d_name);
+    if (n < 5 || strcmp(entry->d_name + n - 4, ".ini") != 0) continue;
+    char path[1024], args[1200], out[16384];
+    snprintf(path, sizeof path, "%s/%s", CORPUS_DIR, entry->d_name);
+    snprintf(args, sizeof args, "'%s'", path);
+    int status = run_train(args, out, sizeof out);
+    cr_expect_eq(status, 2, "%s: exit %d\n%s", entry->d_name, status, out);
+    size_t length;
+    char *text = read_file(path, &length);
+    int expectations = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+      if (strncmp(line, "; expect: ", 10) != 0) continue;
+      char expected[2048] = "";
+      for (const char *p = line + 10; *p; p++) {  // @ -> the path
+        if (*p == '@')
+          strncat(expected, path, sizeof expected - strlen(expected) - 1);
+        else
+          strncat(expected, p, 1);
+      }
+      cr_expect(strstr(out, expected), "%s:\nexpected: %s\ngot:\n%s", entry->d_name, expected, out);
+      expectations++;
+    }
+    cr_expect_gt(expectations, 0, "%s has no '; expect:' line", entry->d_name);
+    free(text);
+    files++;
+  }
+  closedir(dir);
+  cr_expect_geq(files, 25);
+}
+
+Test(config_train, valid_config_prints_and_says_nothing_was_trained) {
+  char out[65536];
+  // Relative paths in a config are relative to the working directory; ctest runs elsewhere.
+  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set ppo.gamma=0.98 --set env.data='" PPO_SOURCE_DIR
+                         "/data/XAUUSD_1H.h5'",
+                         out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "market data " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
+  cr_expect(strstr(out, "[ppo]"), "%s", out);
+  cr_expect(strstr(out, "; default"), "%s", out);
+  cr_expect(strstr(out, "gamma = 0.98"), "%s", out);
+  cr_expect(strstr(out, "; --set"), "%s", out);
+  cr_expect(strstr(out, "nothing was trained"), "%s", out);
+}
+
+Test(config_train, market_data_that_does_not_load_exits_2_naming_the_key) {
+  char out[65536], path[256];
+  snprintf(path, sizeof path, "/tmp/ppo_test_config_%d.ini", (int)getpid());
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("[run]\nseed = 3\n\n[env]\ndata = /nonexistent/gold.h5\n", f);
+  fclose(f);
+  char args[512];
+  snprintf(args, sizeof args, "'%s'", path);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  char expected[512];
+  snprintf(expected, sizeof expected, "%s:5: [env] data = /nonexistent/gold.h5: /nonexistent/gold.h5: cannot open",
+           path);
+  cr_expect(strstr(out, expected), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set env.data='" PPO_SOURCE_DIR
+                         "/test/data/broken_csv/ask_below_bid_close.csv'",
+                         out, sizeof out),
+               2, "%s", out);
+  cr_expect(strstr(out, "command line: --set #1: [env] data = "), "%s", out);
+  cr_expect(strstr(out, "ask_below_bid_close.csv:2: ask_close 1.14 < bid_close 1.15"), "%s", out);
+  remove(path);
+}
+
+Test(config_print, describe_key_names_origin_and_value) {
+  Config cfg;
+  const char *args[] = {"ppo.gamma=0.9"};
+  cr_assert_eq(load_with(&cfg, "[env]\nn_envs = 8\n", 1, args), 0, "%s", error_message());
+  char buf[512];
+  cr_expect_str_eq(config_describe_key(&cfg, "env", "n_envs", buf, sizeof buf), "t.ini:2: [env] n_envs = 8");
+  cr_expect_str_eq(config_describe_key(&cfg, "ppo", "gamma", buf, sizeof buf),
+                   "command line: --set #1: [ppo] gamma = 0.9");
+  cr_expect_str_eq(config_describe_key(&cfg, "ppo", "n_epochs", buf, sizeof buf), "default: [ppo] n_epochs = 10");
+}
+
+Test(config_train, print_config_reads_back) {
+  static char out[65536];
+  int status =
+      run_train_stdout("'" PPO_SOURCE_DIR "/configs/default.ini' --print-config --set env.n_envs=16", out, sizeof out);
+  cr_assert_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "n_envs = 16"), "%s", out);
+  cr_expect(strstr(out, "configs/default.ini:"), "%s", out);
+  cr_expect(!strstr(out, "nothing was trained"), "stdout must hold only the configuration");
+  Config printed, direct;
+  cr_assert_eq(config_load_text(&printed, out, strlen(out), "stdout", 0, NULL), 0, "%s", error_message());
+  const char *args[] = {"env.n_envs=16"};
+  cr_assert_eq(config_load(&direct, PPO_SOURCE_DIR "/configs/default.ini", 1, args), 0, "%s", error_message());
+  cr_expect(config_values_equal(&printed, &direct));
+}
+
+Test(config_train, usage_errors_exit_2) {
+  char out[16384];
+  cr_expect_eq(run_train("", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "missing CONFIG.ini"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --resume x.h5", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "unknown option '--resume'"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan", out, sizeof out), 2, "%s", out);
+  cr_expect_eq(run_train("a.ini b.ini", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "more than one configuration file"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set", out, sizeof out), 2, "%s", out);
+  cr_expect_eq(run_train("/nonexistent.ini", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "/nonexistent.ini: cannot read configuration: No such file or directory"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set=ppo.gama=1", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "command line: --set ppo.gama=1: [ppo] gama = 1: unknown key (did you mean 'gamma'?)"), "%s",
+            out);
+}
+
+Test(config_train, help_and_help_config_exit_0) {
+  static char out[65536];
+  cr_expect_eq(run_train("--help", out, sizeof out), 0);
+  cr_expect(strstr(out, "usage: ppo-train CONFIG.ini"), "%s", out);
+  cr_expect_eq(run_train("--help-config", out, sizeof out), 0);
+  cr_expect(strstr(out, "[amp]"), "%s", out);
+  cr_expect(strstr(out, "growth_interval"), "%s", out);
+}
+
+Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
+  char out[65536];
+  int status =
+      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set ppo.batch_size=100 --set env.data='" PPO_SOURCE_DIR
+                "/data/XAUUSD_1H.h5'",
+                out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out,
+                   "[warn] command line: --set ppo.batch_size=100: [ppo] batch_size = 100 (set by --set "
+                   "ppo.batch_size=100) does not divide [ppo] n_steps = 256"),
+            "%s", out);
+  cr_expect(strstr(out, "minibatch of 92"), "%s", out);  // 8192 = 81 x 100 + 92
+}
+
+// --- robustness ---------------------------------------------------------------------------------
+
+// A message line is "t.ini:LINE: ..." or the "... N more errors not shown" tail.
+static void expect_located_lines(const char *message, const char *text) {
+  const char *line = message;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    bool located = false;
+    if (strncmp(line, "fuzz.ini:", 9) == 0) {
+      const char *p = line + 9;
+      const char *digits = p;
+      while (*p >= '0' && *p <= '9') p++;
+      located = p > digits && p[0] == ':' && p[1] == ' ';
+    } else if (strncmp(line, "... ", 4) == 0) {
+      located = true;
+    }
+    cr_assert(located, "unlocated message line: %.*s\nfor input:\n%s", (int)n, line, text);
+    line += n + (end != NULL);
+  }
+}
+
+Test(config_fuzz, mutations_fail_cleanly_or_round_trip) {
+  log_set_level(LOG_LEVEL_ERROR);  // warnings of mutated configs are not the point here
+  size_t base_length;
+  char *base = read_file(PPO_SOURCE_DIR "/configs/default.ini", &base_length);
+  char *text = malloc(base_length * 2 + 64);
+  Rng rng;
+  rng_seed(&rng, 7);
+  int failures = 0, successes = 0;
+  for (int round = 0; round < 3000; round++) {
+    memcpy(text, base, base_length);
+    size_t length = base_length;
+    int kind = (int)rng_below(&rng, 4);
+    if (kind == 0) {  // a few random bytes, any value (NUL, newline, '[', '=' included)
+      int edits = 1 + (int)rng_below(&rng, 4);
+      for (int e = 0; e < edits; e++) text[rng_below(&rng, length)] = (char)rng_below(&rng, 256);
+    } else if (kind == 1) {  // truncation
+      length = rng_below(&rng, length + 1);
+    } else if (kind == 2) {  // swap two lines
+      char *lines[256];
+      size_t lens[256];
+      int n = 0;
+      for (char *p = base; p < base + base_length && n < 256;) {
+        char *e = memchr(p, '\n', (size_t)(base + base_length - p));
+        size_t l = e ? (size_t)(e - p) + 1 : (size_t)(base + base_length - p);
+        lines[n] = p, lens[n] = l, n++;
+        p += l;
+      }
+      int a = (int)rng_below(&rng, (uint64_t)n), b = (int)rng_below(&rng, (uint64_t)n);
+      char *tmp = lines[a];
+      size_t tl = lens[a];
+      lines[a] = lines[b], lens[a] = lens[b], lines[b] = tmp, lens[b] = tl;
+      length = 0;
+      for (int i = 0; i < n; i++) memcpy(text + length, lines[i], lens[i]), length += lens[i];
+    } else {  // insert a burst of structural characters
+      size_t at = rng_below(&rng, length + 1);
+      static const char alphabet[] = "[]=:;# \t\n_.eE-+0123456789abcxyz\r";
+      size_t burst = 1 + rng_below(&rng, 40);
+      memmove(text + at + burst, text + at, length - at);
+      for (size_t i = 0; i < burst; i++) text[at + i] = alphabet[rng_below(&rng, sizeof alphabet - 1)];
+      length += burst;
+    }
+    Config c;
+    char shown[256];
+    snprintf(shown, sizeof shown, "round %d, kind %d", round, kind);
+    if (config_load_text(&c, text, length, "fuzz.ini", 0, NULL) != 0) {
+      cr_assert_neq(error_message()[0], '\0', "%s: failed without a message", shown);
+      expect_located_lines(error_message(), shown);
+      failures++;
+    } else {
+      size_t printed_length;
+      char *printed = write_ini(&c, &printed_length);
+      Config back;
+      cr_assert_eq(config_load_text(&back, printed, printed_length, "printed.ini", 0, NULL), 0, "%s: %s", shown,
+                   error_message());
+      cr_assert(config_values_equal(&c, &back), "%s", shown);
+      free(printed);
+      successes++;
+    }
+  }
+  // Both paths must have been exercised, or the mutations are too weak or too strong.
+  cr_expect_gt(failures, 100);
+  cr_expect_gt(successes, 100);
+  free(text);
+  free(base);
+}
