@@ -1,0 +1,184 @@
+// envs/vecenv.c: N envs stepped with OpenMP (see vecenv.h).
+//
+// Memory: one allocation holds the VecEnv, the N env states (stride rounded up to 64 bytes and the
+// first state 64-byte aligned, so two threads never write to one cache line), the N pending episode
+// logs and the ring of K logs. Legend: N envs, O obs dim, A action dim, L log fields, K ring capacity.
+#include "envs/vecenv.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+
+#define VECENV_ALIGN 64
+
+struct VecEnv {
+  const EnvKind *kind;
+  EnvSpec spec;
+  int num_envs;             // N
+  int num_threads;          // 0: OpenMP's default
+  int started;              // vecenv_reset has run
+  size_t stride;            // bytes between env states
+  unsigned char *states;    // (N, stride)
+  float *pending_logs;      // (N, L) written by env i's step when its episode ends
+  float *ring;              // (K, L) the last K finished episodes' logs
+  int ring_capacity;        // K
+  int ring_count;           // held, <= K
+  int ring_next;            // slot the next log goes to
+  uint64_t episodes_total;  // finished since init
+  size_t bytes;             // the whole slab
+};
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared, int num_envs, uint64_t seed,
+                    int log_capacity, int num_threads) {
+  if (!kind) {
+    error_set("vecenv: no env kind given");
+    return NULL;
+  }
+  if (num_envs < 1) {
+    error_set("vecenv: num_envs = %d: must be >= 1", num_envs);
+    return NULL;
+  }
+  if (log_capacity < 1) {
+    error_set("vecenv: log_capacity = %d: must be >= 1", log_capacity);
+    return NULL;
+  }
+  if (num_threads < 0) {
+    error_set("vecenv: num_threads = %d: must be >= 0 (0: OpenMP's default)", num_threads);
+    return NULL;
+  }
+  EnvSpec spec;
+  if (kind->describe(&spec, params, shared) != 0) {
+    error_prepend("env '%s': ", kind->name);
+    return NULL;
+  }
+  CHECK(spec.log_size >= 2 && spec.log_size <= ENV_LOG_MAX, "an env kind's log_size must lie in 2..ENV_LOG_MAX");
+  CHECK(spec.obs_dim >= 1, "an env kind's obs_dim must be >= 1");
+
+  size_t stride = round_up(spec.state_size ? spec.state_size : 1, VECENV_ALIGN);
+  size_t head = round_up(sizeof(VecEnv), VECENV_ALIGN);
+  size_t states_bytes = (size_t)num_envs * stride;
+  size_t pending_bytes = (size_t)num_envs * (size_t)spec.log_size * sizeof(float);
+  size_t ring_bytes = (size_t)log_capacity * (size_t)spec.log_size * sizeof(float);
+  // + VECENV_ALIGN: room to align the states whatever malloc returns.
+  size_t bytes = head + VECENV_ALIGN + states_bytes + pending_bytes + ring_bytes;
+  unsigned char *slab = CHECK_ALLOC(bytes, "VecEnv slab");
+  VecEnv *vec = (VecEnv *)slab;
+  unsigned char *states = slab + head;
+  states += (VECENV_ALIGN - (uintptr_t)states % VECENV_ALIGN) % VECENV_ALIGN;
+  memset(states, 0, states_bytes);
+
+  *vec = (VecEnv){
+      .kind = kind,
+      .spec = spec,
+      .num_envs = num_envs,
+      .num_threads = num_threads,
+      .stride = stride,
+      .states = states,
+      .pending_logs = (float *)(states + states_bytes),
+      .ring = (float *)(states + states_bytes + pending_bytes),
+      .ring_capacity = log_capacity,
+      .bytes = bytes,
+  };
+  memset(vec->pending_logs, 0, pending_bytes + ring_bytes);
+  for (int i = 0; i < num_envs; i++) {
+    Rng rng;
+    rng_seed(&rng, rng_stream_seed(seed, (uint64_t)i));
+    kind->init(vec->states + (size_t)i * stride, params, shared, i, num_envs, rng);
+  }
+  return vec;
+}
+
+void vecenv_free(VecEnv *vec) {
+  if (!vec) return;
+  for (int i = 0; i < vec->num_envs; i++) vec->kind->close(vec->states + (size_t)i * vec->stride);
+  free(vec);  // the slab starts with the VecEnv
+}
+
+const EnvSpec *vecenv_spec(const VecEnv *vec) { return &vec->spec; }
+int vecenv_num_envs(const VecEnv *vec) { return vec->num_envs; }
+size_t vecenv_memory_bytes(const VecEnv *vec) { return vec->bytes; }
+
+void *vecenv_env(VecEnv *vec, int index) {
+  CHECK(index >= 0 && index < vec->num_envs, "vecenv_env: env index out of range");
+  return vec->states + (size_t)index * vec->stride;
+}
+
+static int vecenv_threads(const VecEnv *vec) {
+  int threads = vec->num_threads > 0 ? vec->num_threads : omp_get_max_threads();
+  return threads < vec->num_envs ? threads : vec->num_envs;
+}
+
+void vecenv_reset(VecEnv *vec, float *obs) {
+  const int n = vec->num_envs, obs_dim = vec->spec.obs_dim;
+  const int threads = vecenv_threads(vec);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int i = 0; i < n; i++) vec->kind->reset(vec->states + (size_t)i * vec->stride, obs + (size_t)i * obs_dim);
+  vec->started = 1;
+}
+
+// Env i's step and, when its episode ends, its auto-reset; writes only row/element i of the buffers.
+static inline void vecenv_step_one(VecEnv *vec, const VecEnvBuffers *b, int i) {
+  const EnvSpec *spec = &vec->spec;
+  void *env = vec->states + (size_t)i * vec->stride;
+  const void *action;
+  if (spec->action_kind == ENV_ACTION_DISCRETE) {
+    const int32_t *a = (const int32_t *)b->actions + i;
+    CHECK((uint32_t)*a < (uint32_t)spec->action_count, "a discrete action lies outside 0..action_count-1");
+    action = a;
+  } else {
+    action = (const float *)b->actions + (size_t)i * spec->action_dim;
+  }
+  float *obs = b->obs + (size_t)i * spec->obs_dim;
+  vec->kind->step(env, action, obs, &b->rewards[i], &b->terminated[i], &b->truncated[i],
+                  vec->pending_logs + (size_t)i * spec->log_size);
+  if (b->terminated[i] | b->truncated[i]) {
+    memcpy(b->final_obs + (size_t)i * spec->obs_dim, obs, (size_t)spec->obs_dim * sizeof(float));
+    vec->kind->reset(env, obs);
+  }
+}
+
+void vecenv_step(VecEnv *vec, const VecEnvBuffers *b) {
+  CHECK(vec->started, "call vecenv_reset before the first vecenv_step");
+  const int n = vec->num_envs, log_size = vec->spec.log_size;
+  const int threads = vecenv_threads(vec);
+  if (threads == 1) {  // no OpenMP region at all: entering one costs as much as stepping a few CartPoles
+    for (int i = 0; i < n; i++) vecenv_step_one(vec, b, i);
+  } else {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int i = 0; i < n; i++) vecenv_step_one(vec, b, i);
+  }
+
+  // Serial, by env index: the ring's order does not depend on which thread finished first.
+  for (int i = 0; i < n; i++) {
+    if (!(b->terminated[i] | b->truncated[i])) continue;
+    memcpy(vec->ring + (size_t)vec->ring_next * log_size, vec->pending_logs + (size_t)i * log_size,
+           (size_t)log_size * sizeof(float));
+    vec->ring_next = vec->ring_next + 1 == vec->ring_capacity ? 0 : vec->ring_next + 1;
+    if (vec->ring_count < vec->ring_capacity) vec->ring_count++;
+    vec->episodes_total++;
+  }
+}
+
+int vecenv_log_count(const VecEnv *vec) { return vec->ring_count; }
+uint64_t vecenv_log_total(const VecEnv *vec) { return vec->episodes_total; }
+
+const float *vecenv_log_get(const VecEnv *vec, int k) {
+  CHECK(k >= 0 && k < vec->ring_count, "vecenv_log_get: k must lie in 0..vecenv_log_count()-1");
+  int oldest = vec->ring_count < vec->ring_capacity ? 0 : vec->ring_next;
+  int slot = (oldest + k) % vec->ring_capacity;
+  return vec->ring + (size_t)slot * vec->spec.log_size;
+}
+
+double vecenv_log_mean(const VecEnv *vec, int field) {
+  CHECK(field >= 0 && field < vec->spec.log_size, "vecenv_log_mean: field must lie in 0..log_size-1");
+  if (vec->ring_count == 0) return NAN;
+  double sum = 0.0;  // oldest to newest: a fixed order
+  for (int k = 0; k < vec->ring_count; k++) sum += vecenv_log_get(vec, k)[field];
+  return sum / vec->ring_count;
+}
