@@ -113,10 +113,12 @@ Test(time_utc, round_trip_over_a_million_days) {
 }
 
 Test(time_utc, rejects_impossible_and_malformed_dates) {
-  const char *bad[] = {"2019-02-29", "2100-02-29", "2019-13-01", "2019-00-10", "2019-04-31", "2019-01-01 24:00",
-                       "2019-01-01 10:60", "2019-1-01", "20190101", "2019-01-01x", "", "2019-01-01 10", "abcd-ef-gh"};
+  const char *bad[] = {"2019-02-29",       "2100-02-29", "2019-13-01", "2019-00-10",  "2019-04-31", "2019-01-01 24:00",
+                       "2019-01-01 10:60", "2019-1-01",  "20190101",   "2019-01-01x", "",           "2019-01-01 10",
+                       "abcd-ef-gh"};
   int64_t t;
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) cr_assert_not(utc_parse_iso(bad[i], &t), "accepted '%s'", bad[i]);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    cr_assert_not(utc_parse_iso(bad[i], &t), "accepted '%s'", bad[i]);
   cr_assert(utc_parse_iso("2016-02-29", &t));
   cr_assert(utc_parse_iso("2000-02-29T23:59:59", &t));
 }
@@ -376,7 +378,8 @@ Test(h5io, reader_errors_name_file_and_dataset) {
   h5io_close(file);
 
   cr_assert_lt(h5io_open_read("/nonexistent/x.h5"), 0);
-  cr_assert(strstr(error_message(), "/nonexistent/x.h5: cannot open: No such file or directory"), "%s", error_message());
+  cr_assert(strstr(error_message(), "/nonexistent/x.h5: cannot open: No such file or directory"), "%s",
+            error_message());
   char text_path[128];
   snprintf(text_path, sizeof text_path, "%s/not.h5", dir);
   FILE *f = fopen(text_path, "w");

@@ -17,9 +17,11 @@ typedef struct {
 
 static const PhiloxKat philox_kats[] = {
     {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff},
+    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+     {0xffffffff, 0xffffffff},
      {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
+    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+     {0xa4093822, 0x299f31d0},
      {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 };
 
@@ -62,7 +64,7 @@ Test(philox, fill_is_independent_of_thread_count_and_split) {
   cr_assert(memcmp(one, two, n * sizeof *one) == 0, "1 and 2 threads differ");
   rng_fill_uniform(tail, n - 1000, 42, 7, 1003);  // a later offset continues the same stream
   cr_assert(memcmp(one + 1000, tail, (n - 1000) * sizeof *one) == 0, "offset does not continue the stream");
-  rng_fill_uniform(tail, 1000, 42, 8, 3);         // another subsequence is another stream
+  rng_fill_uniform(tail, 1000, 42, 8, 3);  // another subsequence is another stream
   cr_assert(memcmp(one, tail, 1000 * sizeof *one) != 0);
   free(one);
   free(two);

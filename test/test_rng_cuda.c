@@ -21,8 +21,8 @@ Test(philox_cuda, device_matches_curand_and_cpu) {
       uint32_t cpu = philox_u32(seed, subsequence, offset + (uint64_t)i);
       cr_assert_eq(r.ours[i], r.curand[i], "case %zu word %d: ours %08x, curand %08x", c, i, r.ours[i], r.curand[i]);
       cr_assert_eq(r.ours[i], cpu, "case %zu word %d: device %08x, CPU %08x", c, i, r.ours[i], cpu);
-      cr_assert_eq(r.ours_uniform[i], r.curand_uniform[i], "case %zu uniform %d: %.9g vs %.9g", c, i,
-                   r.ours_uniform[i], r.curand_uniform[i]);
+      cr_assert_eq(r.ours_uniform[i], r.curand_uniform[i], "case %zu uniform %d: %.9g vs %.9g", c, i, r.ours_uniform[i],
+                   r.curand_uniform[i]);
       cr_assert_eq(r.ours_uniform[i], rng_uniform_from_u32(cpu));
     }
   }

@@ -10,9 +10,9 @@ extern "C" {
 #endif
 
 typedef struct {
-  uint32_t *ours, *curand;              // (n) words: common/rng.h on the device, and curand()
-  float *ours_uniform, *curand_uniform; // (n) the same words mapped by rng_uniform_from_u32 / curand_uniform
-} PhiloxDeviceResult;                   // host buffers owned by the caller
+  uint32_t *ours, *curand;               // (n) words: common/rng.h on the device, and curand()
+  float *ours_uniform, *curand_uniform;  // (n) the same words mapped by rng_uniform_from_u32 / curand_uniform
+} PhiloxDeviceResult;                    // host buffers owned by the caller
 
 int philox_device_available(char *why, size_t capacity);  // 1, or 0 and the reason in why
 // Runs both generators for words offset..offset+n-1 of (seed, subsequence). 0, or -1 and why.
