@@ -1,6 +1,6 @@
 // apps/ppo_train.c: ppo-train, the training front end (thin: parse, call, exit).
 //
-//   ppo-train CONFIG.ini [--set section.key=value]... [--print-config] [--help-config] [--help]
+//   ppo-train CONFIG.ini [--set section.key=value]... [--print-config] [--help-config[=markdown]] [--help]
 //
 // Today it resolves and checks the configuration, prints it, and loads the trading env's market
 // data (so a wrong path or a broken file is reported now); the training loop arrives with the
@@ -17,12 +17,13 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: ppo-train CONFIG.ini [--set section.key=value]... [--print-config]\n"
-          "       ppo-train --help-config | --help\n"
+          "       ppo-train --help-config[=markdown] | --help\n"
           "\n"
           "  CONFIG.ini            the run's configuration (INI; see configs/default.ini)\n"
           "  --set SECTION.KEY=V   override one key after the file (repeatable), e.g. --set ppo.gamma=0.995\n"
           "  --print-config        print the resolved configuration (every key, defaults marked) and exit\n"
           "  --help-config         list every configuration key with its type, default and allowed values\n"
+          "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
           "  --help                this text\n");
 }
 
@@ -53,6 +54,10 @@ int main(int argc, char **argv) {
       return EXIT_OK;
     } else if (strcmp(arg, "--help-config") == 0) {
       config_write_help(stdout);
+      free(overrides);
+      return EXIT_OK;
+    } else if (strcmp(arg, "--help-config=markdown") == 0) {
+      config_write_markdown(stdout);  // docs/CONFIG.md
       free(overrides);
       return EXIT_OK;
     } else if (strcmp(arg, "--print-config") == 0) {

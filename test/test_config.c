@@ -727,6 +727,25 @@ Test(config_print, describe_key_names_origin_and_value) {
   cr_expect_str_eq(config_describe_key(&cfg, "ppo", "n_epochs", buf, sizeof buf), "default: [ppo] n_epochs = 10");
 }
 
+Test(config_docs, config_md_is_the_generated_reference) {
+  // docs/CONFIG.md is `ppo-train --help-config=markdown`; regenerate it when the schema changes.
+  static char generated[1 << 18];
+  cr_assert_eq(run_train_stdout("--help-config=markdown", generated, sizeof generated), 0);
+  cr_assert_lt(strlen(generated), sizeof generated - 1, "output larger than the test's buffer");
+  size_t length = 0;
+  char *committed = read_file(PPO_SOURCE_DIR "/docs/CONFIG.md", &length);
+  cr_assert(strcmp(committed, generated) == 0,
+            "docs/CONFIG.md differs from the schema: run build/bin/ppo-train --help-config=markdown > docs/CONFIG.md");
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    char row[128];
+    snprintf(row, sizeof row, "| `%s` |", keys[i].key);
+    cr_expect(strstr(generated, row), "key %s missing from the reference", keys[i].key);
+  }
+  free(committed);
+}
+
 Test(config_train, print_config_reads_back) {
   static char out[65536];
   int status =
