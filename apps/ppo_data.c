@@ -2,6 +2,7 @@
 //
 //   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ]
 //   ppo-data info FILE.h5|FILE.csv[.gz]
+//   ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv
 //
 // Exit status: 0 success; 2 bad usage or bad data (the message names file, line, column, value);
 // 1 a failure at run time (check.h).
@@ -9,13 +10,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
+#include "envs/features.h"
 #include "envs/market_data.h"
 
 static const char usage_text[] =
     "usage: ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format auto|lean-quote|lean-equity|csv]\n"
     "                      [--symbol SYMBOL] [--timezone TZ]\n"
     "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
+    "       ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv\n"
     "       ppo-data --help\n";
 
 static const char help_text[] =
@@ -28,6 +32,9 @@ static const char help_text[] =
     "         --symbol defaults to the file name's first part (XAUUSD_OANDA_1H_BIDASK.csv -> XAUUSD);\n"
     "         --timezone names the source's clock (default UTC; SPY daily: America/New_York).\n"
     "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread.\n"
+    "features writes the trading env's feature matrix (what the agent sees, before the window and the agent\n"
+    "         state) as CSV: a time column and one column per feature, default parameters for the bar size;\n"
+    "         written atomically (on any error nothing is left at FEATURES.csv).\n"
     "\n"
     "Exit status: 0 ok, 2 bad usage or bad data (the message says file, line, column and value), 1 runtime failure.\n";
 
@@ -149,6 +156,53 @@ static int command_info(int argc, char **argv) {
   return EXIT_OK;
 }
 
+static int command_features(int argc, char **argv) {
+  const char *input = NULL, *output = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--out") == 0) {
+      if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
+      output = argv[++i];
+    } else if (strncmp(argv[i], "--", 2) == 0) {
+      return usage_error("unknown option '%s'", argv[i]);
+    } else if (!input) {
+      input = argv[i];
+    } else {
+      return usage_error("unexpected argument '%s' (features takes one FILE)", argv[i]);
+    }
+  }
+  if (!input || !output) return usage_error("%s", "features needs FILE and --out FEATURES.csv");
+  MarketData *data = market_data_load(input);
+  if (!data) {
+    fprintf(stderr, "ppo-data: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  FeatureParams params = features_params_default();
+  if (features_params_resolve(&params, data) != 0) {
+    fprintf(stderr, "ppo-data: %s: %s\n", input, error_message());
+    market_data_free(data);
+    return EXIT_BAD_INPUT;
+  }
+  Features *features = features_compute(data, &params);
+  AtomicFile af;
+  int status = EXIT_OK;
+  if (!atomic_file_open(&af, output)) {
+    status = EXIT_BAD_INPUT;
+  } else if (features_write_csv(features, data, af.stream) != 0) {
+    atomic_file_abort(&af);
+    status = EXIT_BAD_INPUT;
+  } else if (atomic_file_commit(&af) != 0) {
+    status = EXIT_BAD_INPUT;
+  }
+  if (status != EXIT_OK)
+    fprintf(stderr, "ppo-data: %s: %s\n", output, error_message());
+  else
+    printf("%s: %lld bars x %d features (%s data, sigma half-life %g bars)\n", output, (long long)features->rows,
+           features->count, params.daily ? "daily" : "intraday", params.sigma_halflife);
+  features_free(features);
+  market_data_free(data);
+  return status;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("%s%s", usage_text, help_text);
@@ -163,5 +217,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "import") == 0) return command_import(argc - 2, argv + 2);
   if (strcmp(argv[1], "info") == 0) return command_info(argc - 2, argv + 2);
-  return usage_error("unknown command '%s' (allowed: import, info)", argv[1]);
+  if (strcmp(argv[1], "features") == 0) return command_features(argc - 2, argv + 2);
+  return usage_error("unknown command '%s' (allowed: import, info, features)", argv[1]);
 }

@@ -1,13 +1,21 @@
-// bench/bench_envs.c: CartPole steps per second, headless, in plain C (STYLE rule 13).
+// bench/bench_envs.c: env steps per second, headless, in plain C (STYLE rule 13).
 //
-//   bench_envs [--envs N] [--steps S] [--repeats R]     defaults: 32 envs, 100000 vector steps, 7 repeats
+//   bench_envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]
+//   defaults: 32 envs, 100000 vector steps (CartPole; a fifth of that for the trading env), 7 repeats,
+//   the shipped XAUUSD_1H.h5
 //
-// For 1 and 2 OpenMP threads: a VecEnv of N CartPoles with random actions, a warm-up, then R timed
-// runs of S vector steps each (S * N env steps, auto-resets included); the table shows the median
-// and the range of env steps per second, and per thread. A "serial" row steps the same N envs with a
-// plain loop (no VecEnv, no OpenMP) to show VecEnv's own cost. Actions come from counter-based Philox
-// (one 128-bit block per vector step gives up to 128 actions), generated inside the timed loop.
-// Issue target: at least 20 M CartPole steps/s per core.
+// CartPole: for 1 and 2 OpenMP threads, a VecEnv of N CartPoles with random actions, a warm-up, then R
+// timed runs of S vector steps each (S * N env steps, auto-resets included); the table shows the
+// median and the range of env steps per second, and per thread. A "serial" row steps the same N envs
+// with a plain loop (no VecEnv, no OpenMP) to show VecEnv's own cost. Actions come from counter-based
+// Philox (one 128-bit block per vector step), generated inside the timed loop.
+// Trading: the same for N trading envs on the file's market (window 32, the 16 default features,
+// discrete3, default costs, 2048-bar episodes), random levels every step (a trade on two steps in
+// three: the costly path). Its memory row gives the shared market (bars + feature matrix, one copy),
+// the VecEnv (states, logs) and the per-env state.
+// --json FILE appends JSON lines {name, backend, precision, shape, value, unit}, as ppo-bench does.
+// Issue targets: at least 20 M CartPole steps/s per core; at least 8.5 M trading steps/s for 32 envs on
+// 2 threads; market data resident once (adding envs costs a few KiB at most).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +26,36 @@
 #include "common/rng.h"
 #include "common/timer.h"
 #include "envs/cartpole.h"
+#include "envs/features.h"
+#include "envs/market_data.h"
+#include "envs/trading_env.h"
 #include "envs/vecenv.h"
 
 #define BENCH_SEED 12345
-#define MAX_ENVS 128  // one Philox block of actions per vector step
+#define MAX_ENVS 128  // one Philox block of actions per vector step (CartPole: 1 bit each; trading: 2 bits, 64 envs)
+#define TRADING_MAX_ENVS 64
+#ifndef PPO_SOURCE_DIR
+#define PPO_SOURCE_DIR "."
+#endif
 
 typedef struct {
-  int num_envs;  // N
-  long steps;    // S vector steps per timed run
-  int repeats;   // R
+  int num_envs;           // N
+  long steps;             // S vector steps per timed run
+  int repeats;            // R
+  const char *data_path;  // the trading env's market
+  const char *json_path;  // NULL: no JSON lines
 } BenchOptions;
 
 // Actions of vector step t: bit i of the block's 128 bits, for env i (N <= 128).
 static void actions_fill(int32_t *actions, int num_envs, uint64_t t) {
   Philox4x32 block = philox_block(BENCH_SEED, 0, t);
   for (int i = 0; i < num_envs; i++) actions[i] = (int32_t)((block.v[i >> 5] >> (i & 31)) & 1u);
+}
+
+// Trading levels of vector step t: 2 bits of the block per env, mod 3 (N <= 64).
+static void trading_actions_fill(int32_t *actions, int num_envs, uint64_t t) {
+  Philox4x32 block = philox_block(BENCH_SEED, 1, t);
+  for (int i = 0; i < num_envs; i++) actions[i] = (int32_t)(((block.v[i >> 4] >> ((i & 15) * 2)) & 3u) % 3u);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -58,6 +81,7 @@ static void bench_repeat(RunFn run, void *context, const BenchOptions *o, double
 typedef struct {
   VecEnv *vec;
   VecEnvBuffers buffers;
+  void (*fill)(int32_t *actions, int num_envs, uint64_t t);
 } VecContext;
 
 static double run_vecenv(void *context, long steps, uint64_t *t) {
@@ -66,10 +90,18 @@ static double run_vecenv(void *context, long steps, uint64_t *t) {
   int32_t *actions = (int32_t *)c->buffers.actions;
   double t0 = timer_now();
   for (long s = 0; s < steps; s++) {
-    actions_fill(actions, n, (*t)++);
+    c->fill(actions, n, (*t)++);
     vecenv_step(c->vec, &c->buffers);
   }
   return timer_since(t0);
+}
+
+static void json_line(FILE *json, const char *name, const char *shape, double value, const char *unit) {
+  if (json)
+    fprintf(json,
+            "{\"name\": \"%s\", \"backend\": \"cpu\", \"precision\": \"-\", \"shape\": \"%s\", "
+            "\"value\": %.6g, \"unit\": \"%s\"}\n",
+            name, shape, value, unit);
 }
 
 typedef struct {
@@ -99,22 +131,102 @@ static double run_serial(void *context, long steps, uint64_t *t) {
 }
 
 static int parse_options(int argc, char **argv, BenchOptions *o) {
-  *o = (BenchOptions){.num_envs = 32, .steps = 100000, .repeats = 7};
+  *o = (BenchOptions){.num_envs = 32, .steps = 100000, .repeats = 7, .data_path = PPO_SOURCE_DIR "/data/XAUUSD_1H.h5"};
   for (int a = 1; a < argc; a++) {
     long value = a + 1 < argc ? strtol(argv[a + 1], NULL, 10) : 0;
-    if (strcmp(argv[a], "--envs") == 0 && value >= 1 && value <= MAX_ENVS)
+    if (strcmp(argv[a], "--envs") == 0 && value >= 1 && value <= TRADING_MAX_ENVS)
       o->num_envs = (int)value;
-    else if (strcmp(argv[a], "--steps") == 0 && value >= 1)
+    else if (strcmp(argv[a], "--steps") == 0 && value >= 5)
       o->steps = value;
     else if (strcmp(argv[a], "--repeats") == 0 && value >= 1)
       o->repeats = (int)value;
+    else if (strcmp(argv[a], "--data") == 0 && a + 1 < argc)
+      o->data_path = argv[a + 1];
+    else if (strcmp(argv[a], "--json") == 0 && a + 1 < argc)
+      o->json_path = argv[a + 1];
     else {
-      error_set("%s: bad option or value (usage: bench_envs [--envs 1..%d] [--steps S>=1] [--repeats R>=1])", argv[a],
-                MAX_ENVS);
+      error_set(
+          "%s: bad option or value (usage: bench_envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
+          "[--data FILE] [--json FILE])",
+          argv[a], TRADING_MAX_ENVS);
       return -1;
     }
     a++;
   }
+  return 0;
+}
+
+// The trading rows: N envs on the market at o->data_path, 1 and 2 threads; S/5 vector steps a run.
+static int bench_trading(const BenchOptions *o, FILE *json) {
+  MarketData *data = market_data_load(o->data_path);
+  if (!data) return -1;
+  FeatureParams fp = features_params_default();
+  if (features_params_resolve(&fp, data) != 0) {
+    market_data_free(data);
+    return -1;
+  }
+  Features *features = features_compute(data, &fp);
+  TradingParams params = trading_params_default();
+  TradingContext context;
+  if (trading_context_init(&context, data, features, &params) != 0) {
+    features_free(features), market_data_free(data);
+    return -1;
+  }
+  const int n = o->num_envs, obs_dim = context.obs_dim;
+  size_t market_bytes = features->bytes + (size_t)data->rows * (sizeof(int64_t) + 13 * sizeof(double));
+  BenchOptions to = *o;
+  to.steps = o->steps / 5;
+  int32_t *actions = CHECK_ALLOC(sizeof(int32_t) * n, "actions");
+  float *obs = CHECK_ALLOC(sizeof(float) * n * obs_dim, "obs"),
+        *final_obs = CHECK_ALLOC(sizeof(float) * n * obs_dim, "final_obs");
+  float *rewards = CHECK_ALLOC(sizeof(float) * n, "rewards");
+  uint8_t *terminated = CHECK_ALLOC(n, "terminated"), *truncated = CHECK_ALLOC(n, "truncated");
+  printf(
+      "\nTrading env on %s (%s, %lld bars), window %d x %d features + %d agent state = obs %d floats, %d envs,\n"
+      "random discrete3 levels, default costs, %ld vector steps x %d repeats (median [min, max])\n",
+      data->source, data->symbol, (long long)data->rows, context.window, features->count, TRADING_AGENT_STATE, obs_dim,
+      n, to.steps, to.repeats);
+  printf("%-8s %7s %16s %25s %14s %10s %12s\n", "runner", "threads", "steps/s", "range", "steps/s/thread", "ns/step",
+         "vecenv B");
+  char shape[128];
+  size_t vec_bytes[2] = {0, 0}, state_bytes = 0;
+  for (int threads = 1; threads <= 2; threads++) {
+    VecContext vc = {vecenv_init(&trading_kind, NULL, &context, n, BENCH_SEED, 100, threads),
+                     {actions, obs, rewards, terminated, truncated, final_obs},
+                     trading_actions_fill};
+    if (!vc.vec) {
+      free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
+      features_free(features), market_data_free(data);
+      return -1;
+    }
+    vecenv_reset(vc.vec, obs);
+    double median, lo, hi;
+    bench_repeat(run_vecenv, &vc, &to, &median, &lo, &hi);
+    vec_bytes[threads - 1] = vecenv_memory_bytes(vc.vec);
+    state_bytes = vecenv_spec(vc.vec)->state_size;
+    printf("%-8s %7d %14.2f M %11.2f M - %7.2f M %12.2f M %10.2f %12zu\n", "trading", threads, median / 1e6, lo / 1e6,
+           hi / 1e6, median / 1e6 / threads, 1e9 / median, vec_bytes[threads - 1]);
+    printf("         episodes finished %llu, mean log growth of the last %d: %.4f\n",
+           (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec), vecenv_log_mean(vc.vec, 3));
+    snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d", n, threads, context.window,
+             features->count);
+    json_line(json, "env_trading_steps_per_s", shape, median, "steps/s");
+    vecenv_free(vc.vec);
+  }
+  // Memory: the market once, plus a VecEnv whose growth per env is its state.
+  VecEnv *twice = vecenv_init(&trading_kind, NULL, &context, 2 * n, BENCH_SEED, 100, 1);
+  size_t per_env = (vecenv_memory_bytes(twice) - vec_bytes[0]) / (size_t)n;
+  vecenv_free(twice);
+  printf(
+      "memory   shared market %zu B (bars %zu + features %zu, one copy for any N); VecEnv of %d envs %zu B;\n"
+      "         per env: state %zu B, %zu B with its slot and logs (measured from %d to %d envs)\n",
+      market_bytes, market_bytes - features->bytes, features->bytes, n, vec_bytes[0], state_bytes, per_env, n, 2 * n);
+  snprintf(shape, sizeof shape, "envs=%d,window=%d,features=%d", n, context.window, features->count);
+  json_line(json, "env_trading_market_bytes", shape, (double)market_bytes, "bytes");
+  json_line(json, "env_trading_vecenv_bytes", shape, (double)vec_bytes[0], "bytes");
+  json_line(json, "env_trading_bytes_per_env", shape, (double)per_env, "bytes");
+  free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
+  features_free(features), market_data_free(data);
   return 0;
 }
 
@@ -124,7 +236,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_envs: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
+  FILE *json = NULL;
+  if (o.json_path && !(json = fopen(o.json_path, "a"))) {
+    fprintf(stderr, "bench_envs: cannot open %s for appending\n", o.json_path);
+    return EXIT_BAD_INPUT;
+  }
   const int n = o.num_envs;
+  char shape[64];
   int32_t *actions = CHECK_ALLOC(sizeof(int32_t) * n, "actions");
   float *obs = CHECK_ALLOC(sizeof(float) * n * 4, "obs"), *final_obs = CHECK_ALLOC(sizeof(float) * n * 4, "final_obs");
   float *rewards = CHECK_ALLOC(sizeof(float) * n, "rewards"), *log = CHECK_ALLOC(sizeof(float) * n * 2, "log");
@@ -153,7 +271,8 @@ int main(int argc, char **argv) {
 
   for (int threads = 1; threads <= 2; threads++) {
     VecContext vc = {vecenv_init(&cartpole_kind, &params, NULL, n, BENCH_SEED, 100, threads),
-                     {actions, obs, rewards, terminated, truncated, final_obs}};
+                     {actions, obs, rewards, terminated, truncated, final_obs},
+                     actions_fill};
     if (!vc.vec) {
       fprintf(stderr, "bench_envs: %s\n", error_message());
       return EXIT_BAD_INPUT;
@@ -165,8 +284,19 @@ int main(int argc, char **argv) {
     printf("         episodes finished %llu, mean length of the last %d: %.1f\n",
            (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec),
            vecenv_log_mean(vc.vec, ENV_LOG_EPISODE_LENGTH));
+    snprintf(shape, sizeof shape, "envs=%d,threads=%d", n, threads);
+    json_line(json, "env_cartpole_steps_per_s", shape, median, "steps/s");
     vecenv_free(vc.vec);
   }
   free(actions), free(obs), free(final_obs), free(rewards), free(log), free(terminated), free(truncated);
-  return EXIT_OK;
+  int status = EXIT_OK;
+  if (bench_trading(&o, json) != 0) {
+    fprintf(stderr, "bench_envs: trading env: %s\n", error_message());
+    status = EXIT_BAD_INPUT;
+  }
+  if (json && fclose(json) != 0) {
+    fprintf(stderr, "bench_envs: write error on %s\n", o.json_path);
+    status = EXIT_RUNTIME;
+  }
+  return status;
 }

@@ -5,9 +5,12 @@
 
 #include "common/error.h"
 #include "envs/cartpole.h"
+#include "envs/trading_env.h"
 
 static const EnvKind *const kinds[] = {
     &cartpole_kind,
+    &trading_kind,
+    &synthetic_kind,
 };
 
 enum { KIND_COUNT = (int)(sizeof kinds / sizeof kinds[0]) };

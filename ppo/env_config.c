@@ -1,0 +1,140 @@
+// ppo/env_config.c: Config [env] -> TradingParams, FeatureParams, SyntheticParams (see env_config.h).
+#include "ppo/env_config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+
+// The enums list their choices in the same order on both sides.
+_Static_assert((int)CONFIG_EXEC_CLOSE == (int)TRADING_EXEC_CLOSE, "exec enums out of step");
+_Static_assert((int)CONFIG_ACTION_DISCRETE_K == (int)TRADING_ACTION_DISCRETE_K &&
+                   (int)CONFIG_ACTION_CONTINUOUS == (int)TRADING_ACTION_CONTINUOUS &&
+                   (int)CONFIG_ACTION_TOGGLE2 == (int)TRADING_ACTION_TOGGLE2,
+               "action enums out of step");
+_Static_assert((int)CONFIG_REWARD_PNL == (int)TRADING_REWARD_PNL && (int)CONFIG_REWARD_DSR == (int)TRADING_REWARD_DSR &&
+                   (int)CONFIG_REWARD_D3R == (int)TRADING_REWARD_D3R &&
+                   (int)CONFIG_REWARD_VOL_TARGET == (int)TRADING_REWARD_VOL_TARGET,
+               "reward enums out of step");
+_Static_assert((int)CONFIG_SYNTHETIC_GBM == (int)SYNTHETIC_GBM &&
+                   (int)CONFIG_SYNTHETIC_REGIME == (int)SYNTHETIC_REGIME &&
+                   (int)CONFIG_SYNTHETIC_AR1 == (int)SYNTHETIC_AR1,
+               "synthetic model enums out of step");
+
+static int64_t date_of(ConfigDate d) { return d.is_auto ? TRADING_DATE_AUTO : d.seconds; }
+static double real_of(ConfigAutoReal r) { return r.is_auto ? NAN : r.value; }
+static int64_t int_of(ConfigAutoInt i) { return i.is_auto ? TRADING_AUTO_INT : i.value; }
+
+void env_config_trading_params(const Config *cfg, TradingParams *out) {
+  const ConfigEnv *e = &cfg->env;
+  TradingParams p = trading_params_default();
+  p.train_start = date_of(e->train_start);
+  p.val_start = date_of(e->val_start);
+  p.test_start = date_of(e->test_start);
+  p.test_end = date_of(e->test_end);
+  p.exec = (TradingExec)e->exec;
+  p.action_mode = (TradingActionMode)e->action_mode;
+  p.n_levels = (int)e->n_levels;
+  p.max_leverage = e->max_leverage;
+  p.long_only = e->long_only;
+  p.no_trade_band = e->no_trade_band;
+  p.reward = (TradingReward)e->reward;
+  p.reward_scale = real_of(e->reward_scale);
+  p.dsr_eta = real_of(e->dsr_eta);
+  p.vol_target_annual = e->vol_target_annual;
+  p.shaping_turnover = e->shaping_turnover;
+  p.shaping_drawdown = e->shaping_drawdown;
+  p.shaping_variance = e->shaping_variance;
+  p.shaping_flat = e->shaping_flat;
+  p.reward_clip = e->reward_clip.is_none ? 0.0 : e->reward_clip.value;
+  p.use_data_spread = e->use_data_spread.is_auto ? TRADING_AUTO_INT : e->use_data_spread.value;
+  p.half_spread_bps = real_of(e->half_spread_bps);
+  p.commission_bps = real_of(e->commission_bps);
+  p.slippage_bps = real_of(e->slippage_bps);
+  p.fee_fixed = e->fee_fixed;
+  p.slippage_vol_k = e->slippage_vol_k;
+  p.slippage_random_max_bps = e->slippage_random_max_bps;
+  p.financing_long_apr = e->financing_long_apr;
+  p.financing_short_apr = e->financing_short_apr;
+  p.impact_y = e->impact_y;
+  p.cost_mult = e->cost_mult;
+  p.episode_length = int_of(e->episode_length);
+  p.window = int_of(e->window);
+  p.warmup = int_of(e->warmup);
+  p.max_loss = e->max_loss;
+  p.random_initial_position = e->random_initial_position;
+  p.stratified_starts = e->stratified_starts;
+  p.position_onehot = e->position_onehot;
+  p.episode_progress = e->episode_progress;
+  *out = p;
+}
+
+void env_config_feature_params(const Config *cfg, FeatureParams *out) {
+  FeatureParams p = features_params_default();
+  p.sigma_halflife = real_of(cfg->env.sigma_halflife);
+  p.ema_fast = (int)cfg->env.ema_fast;
+  p.ema_slow = (int)cfg->env.ema_slow;
+  *out = p;
+}
+
+void env_config_synthetic_params(const Config *cfg, SyntheticParams *out) {
+  const ConfigEnv *e = &cfg->env;
+  SyntheticParams p = synthetic_params_default();
+  p.model = (SyntheticModel)e->synthetic_model;
+  p.bars = e->synthetic_bars;
+  p.bar_seconds = e->synthetic_bar_seconds;
+  p.seed = (uint64_t)e->synthetic_seed;
+  p.drift = e->synthetic_drift;
+  p.sigma = e->synthetic_sigma;
+  p.rho = e->synthetic_rho;
+  p.switch_prob = e->synthetic_switch_prob;
+  p.drift2 = e->synthetic_drift2;
+  p.sigma2 = e->synthetic_sigma2;
+  *out = p;
+}
+
+int env_market_open(EnvMarket *m, const Config *cfg) {
+  memset(m, 0, sizeof *m);
+  char where[512];
+  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
+    error_set("%s: cartpole has no market", config_describe_key(cfg, "env", "type", where, sizeof where));
+    return -1;
+  }
+  if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
+    SyntheticParams sp;
+    env_config_synthetic_params(cfg, &sp);
+    m->data = synthetic_market_new(&sp);
+    if (!m->data) {
+      error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));
+      return -1;
+    }
+  } else {
+    m->data = market_data_load(cfg->env.data);
+    if (!m->data) {
+      error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
+      return -1;
+    }
+  }
+  FeatureParams fp;
+  env_config_feature_params(cfg, &fp);
+  if (features_params_resolve(&fp, m->data) != 0) {
+    error_prepend("%s: ", config_describe_key(cfg, "env", "sigma_halflife", where, sizeof where));
+    env_market_close(m);
+    return -1;
+  }
+  m->features = features_compute(m->data, &fp);
+  TradingParams tp;
+  env_config_trading_params(cfg, &tp);
+  if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {
+    error_prepend("[env] with data %s: ", m->data->source);
+    env_market_close(m);
+    return -1;
+  }
+  return 0;
+}
+
+void env_market_close(EnvMarket *m) {
+  features_free(m->features);
+  market_data_free(m->data);
+  memset(m, 0, sizeof *m);
+}

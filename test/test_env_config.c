@@ -1,0 +1,87 @@
+// test/test_env_config.c: Config [env] -> simulator parameters (ppo/env_config.h), and the market an
+// env type opens. Values are set through config_load's --set path, as a user would.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/time_utc.h"
+#include "envs/vecenv.h"
+#include "ppo/env_config.h"
+
+static Config load(int n, const char *const *sets) {
+  Config c;
+  cr_assert_eq(config_load(&c, NULL, n, sets), 0, "%s", error_message());
+  return c;
+}
+
+Test(env_config, defaults_stay_auto) {
+  Config c = load(0, NULL);
+  TradingParams p;
+  env_config_trading_params(&c, &p);
+  cr_assert(isnan(p.reward_scale) && isnan(p.dsr_eta) && isnan(p.commission_bps) && isnan(p.half_spread_bps));
+  cr_assert(p.train_start == TRADING_DATE_AUTO && p.test_end == TRADING_DATE_AUTO);
+  cr_assert(p.window == TRADING_AUTO_INT && p.episode_length == TRADING_AUTO_INT &&
+            p.use_data_spread == TRADING_AUTO_INT);
+  cr_assert(p.exec == TRADING_EXEC_NEXT_OPEN && p.action_mode == TRADING_ACTION_DISCRETE3);
+  cr_assert(p.max_loss == 0.5 && p.no_trade_band == 0.02 && p.reward_clip == 0 && p.stratified_starts);
+  FeatureParams f;
+  env_config_feature_params(&c, &f);
+  cr_assert(isnan(f.sigma_halflife) && f.ema_fast == 12 && f.ema_slow == 48 && f.daily_auto);
+}
+
+Test(env_config, values_map_through) {
+  const char *sets[] = {"env.exec=close",
+                        "env.action_mode=continuous",
+                        "env.reward=d3r",
+                        "env.reward_clip=5",
+                        "env.commission_bps=1.25",
+                        "env.val_start=2012-06-01",
+                        "env.test_end=2018-03-31",
+                        "env.window=16",
+                        "env.use_data_spread=false",
+                        "env.sigma_halflife=30",
+                        "env.synthetic_model=regime",
+                        "env.synthetic_rho=0.2"};
+  Config c = load(12, sets);
+  TradingParams p;
+  env_config_trading_params(&c, &p);
+  cr_assert(p.exec == TRADING_EXEC_CLOSE && p.action_mode == TRADING_ACTION_CONTINUOUS &&
+            p.reward == TRADING_REWARD_D3R);
+  cr_assert(p.reward_clip == 5 && p.commission_bps == 1.25 && p.window == 16 && p.use_data_spread == 0);
+  cr_assert_eq(p.val_start, utc_days_from_civil(2012, 6, 1) * 86400);
+  cr_assert_eq(p.test_end, utc_days_from_civil(2018, 3, 31) * 86400);
+  FeatureParams f;
+  env_config_feature_params(&c, &f);
+  cr_assert_eq(f.sigma_halflife, 30);
+  SyntheticParams s;
+  env_config_synthetic_params(&c, &s);
+  cr_assert(s.model == SYNTHETIC_REGIME && s.rho == 0.2 && s.bars == 100000);
+}
+
+Test(env_config, markets_open_for_trading_and_synthetic) {
+  const char *spy[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5"};
+  Config c = load(1, spy);
+  EnvMarket m;
+  cr_assert_eq(env_market_open(&m, &c), 0, "%s", error_message());
+  cr_assert_eq(m.context.asset_class, TRADING_CLASS_STOCK);
+  cr_assert_eq(m.context.params.window, 30);
+  VecEnv *vec = vecenv_init(env_kind_find("trading"), NULL, &m.context, 4, 1, 8, 1);
+  cr_assert_not_null(vec, "%s", error_message());
+  cr_assert_eq(vecenv_spec(vec)->obs_dim, 30 * 16 + 5);
+  vecenv_free(vec);
+  env_market_close(&m);
+
+  const char *synth[] = {"env.type=synthetic", "env.synthetic_bars=5000", "env.synthetic_seed=3"};
+  c = load(3, synth);
+  cr_assert_eq(env_market_open(&m, &c), 0, "%s", error_message());
+  cr_assert_str_eq(m.data->symbol, "SYNTH-AR1");
+  cr_assert_eq(m.data->rows, 5000);
+  env_market_close(&m);
+
+  const char *missing[] = {"env.data=/nonexistent/bars.h5"};
+  c = load(1, missing);
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  cr_assert_not_null(strstr(error_message(), "[env] data = /nonexistent/bars.h5"), "%s", error_message());
+  cr_assert_null(m.data);
+}

@@ -1,0 +1,699 @@
+// test/test_trading_env.c: the trading simulator's execution and accounting invariant
+// (TRADING_ENV.md sections 3-7 and section 10, tests 2-4), on shipped data and hand-made bars.
+//
+// Expected values are built from the bars and the spec's formulas directly (fill price = ask_open
+// (1 + s), units = w E / M, ...), never by calling the env's own helpers.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "envs/synthetic.h"
+#include "trading_test_util.h"
+
+static float *obs_new(const TradingContext *c) { return calloc((size_t)c->obs_dim, sizeof(float)); }
+
+typedef struct {
+  float reward;
+  uint8_t terminated, truncated;
+  float log[TRADING_LOG_SIZE];
+} StepOut;
+
+static StepOut step_level(TradingEnv *e, int32_t level, float *obs) {
+  StepOut o = {0};
+  trading_env_step(e, &level, obs, &o.reward, &o.terminated, &o.truncated, o.log);
+  return o;
+}
+
+static StepOut step_cont(TradingEnv *e, float a, float *obs) {
+  StepOut o = {0};
+  trading_env_step(e, &a, obs, &o.reward, &o.terminated, &o.truncated, o.log);
+  return o;
+}
+
+// An env on context c, reset; seeded 1.
+static void env_start(TradingEnv *e, const TradingContext *c, float *obs) {
+  Rng rng;
+  rng_seed(&rng, 1);
+  trading_env_init(e, c, 0, 1, rng);
+  trading_env_reset(e, obs);
+}
+
+// A hand-made hourly market for execution tests: `rows` bars of mid 100, half spread 0.01, evaluated
+// from row 10 with a window of 4 and no warm-up; costs as the caller set them in *p.
+static void hand_context(TradingContext *c, Features **f, MarketData *d, TradingParams *p) {
+  *f = features_for(d);
+  p->window = 4, p->warmup = 0, p->eval = true, p->eval_split = TRADING_SPLIT_TRAIN, p->eval_offset = 10 - 3;
+  p->val_start = d->ts[d->rows - 3] / 86400 * 86400 + 86400;
+  p->test_start = p->val_start + 86400, p->test_end = p->test_start;
+  context_for(c, d, *f, p);
+  cr_assert_eq(c->eval_start, 10);
+}
+
+// --- timing -----------------------------------------------------------------------------------------
+
+// Bars after t_k replaced by noise: the observation and every reward up to t_k are unchanged.
+Test(trading_timing, future_perturbation_leaves_obs_unchanged) {
+  MarketData *d = load_shipped("EURUSD_1H.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.eval = true, p.eval_split = TRADING_SPLIT_TEST, p.eval_offset = 500;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  const int K = 60;
+  float *obs_a = obs_new(&c), *obs_b = obs_new(&c);
+  float rewards[60];
+  TradingEnv e;
+  env_start(&e, &c, obs_a);
+  for (int k = 0; k < K; k++) rewards[k] = step_level(&e, (int32_t)((k / 7) % 3), obs_a).reward;
+  const int64_t t = e.t;
+
+  MarketData *noisy = market_prefix(d, d->rows);
+  Rng rng;
+  rng_seed(&rng, 5);
+  for (int64_t i = t + 1; i < d->rows; i++) {
+    double o = 1.1 * (1 + 0.02 * rng_normal(&rng)), cl = 1.1 * (1 + 0.02 * rng_normal(&rng));
+    bar_set(noisy, i, o, (o > cl ? o : cl) * 1.001, (o < cl ? o : cl) * 0.999, cl, 2e-5);
+  }
+  cr_assert_eq(market_data_validate(noisy, "noisy"), 0, "%s", error_message());
+  Features *g = features_for(noisy);
+  TradingContext c2;
+  context_for(&c2, noisy, g, &p);
+  TradingEnv e2;
+  env_start(&e2, &c2, obs_b);
+  for (int k = 0; k < K; k++) {
+    float r = step_level(&e2, (int32_t)((k / 7) % 3), obs_b).reward;
+    cr_assert_eq(memcmp(&r, &rewards[k], sizeof r), 0, "reward %d changed by noise after t", k);
+  }
+  cr_assert_eq(e2.t, t);
+  cr_assert_eq(memcmp(obs_a, obs_b, sizeof(float) * (size_t)c.obs_dim), 0, "obs_t changed by bars after t");
+  // The next step does see bar t+1: the noise must show (else this test could not fail).
+  step_level(&e, 2, obs_a), step_level(&e2, 2, obs_b);
+  cr_assert_neq(memcmp(obs_a, obs_b, sizeof(float) * (size_t)c.obs_dim), 0);
+  free(obs_a), free(obs_b);
+  features_free(f), features_free(g);
+  market_data_free(d), market_data_free(noisy);
+}
+
+// A spike in bar t's close is seen at t; the fill is at bar t+1's ask open, so the spike is not earned.
+// CLOSE mode fills at bar t's close instead (the cheat the spec allows only for parity).
+Test(trading_timing, spike_fills_at_next_open) {
+  for (int mode = 0; mode < 2; mode++) {
+    MarketData *d = market_flat(40, 100.0, 0.01, "TEST");
+    bar_set(d, 12, 100, 110, 100, 110, 0.01);  // the spike, seen at t = 12
+    bar_set(d, 13, 112, 113, 111, 112.5, 0.01);
+    for (int64_t i = 14; i < 40; i++) bar_set(d, i, 112.5, 112.5, 112.5, 112.5, 0.01);
+    cr_assert_eq(market_data_validate(d, "spike"), 0, "%s", error_message());
+    TradingParams p = trading_params_default();
+    p.exec = mode == 0 ? TRADING_EXEC_NEXT_OPEN : TRADING_EXEC_CLOSE;
+    p.commission_bps = 0.35, p.slippage_bps = 0;
+    TradingContext c;
+    Features *f;
+    hand_context(&c, &f, d, &p);
+    float *obs = obs_new(&c);
+    TradingEnv e;
+    env_start(&e, &c, obs);
+    step_level(&e, 1, obs), step_level(&e, 1, obs);  // flat at t = 10, 11
+    cr_assert_eq(e.t, 12);
+    const double q = 1.0 / 110.0, com = 0.35e-4;
+    step_level(&e, 2, obs);  // long, decided after the spike
+    if (mode == 0) {
+      cr_assert_eq(e.fill_price, 112.01, "NEXT_OPEN: the ask at bar 13's open");
+      cr_assert_float_eq(e.equity, 1 - q * 112.01 * (1 + com) + q * 112.5, 1e-14);
+    } else {
+      cr_assert_eq(e.fill_price, 110.01, "CLOSE: the ask at bar 12's close");
+      cr_assert_float_eq(e.equity, 1 - q * 110.01 * (1 + com) + q * 112.5, 1e-14);
+    }
+    cr_assert_float_eq(e.fill_units, q, 1e-18);
+    free(obs);
+    features_free(f);
+    market_data_free(d);
+  }
+}
+
+// The peeking oracle sign(M_{t+1} - M_t) cannot be read from obs_t (two futures, one observation);
+// fed from outside in CLOSE mode it is hugely profitable.
+Test(trading_timing, peeking_oracle) {
+  MarketData *d = load_shipped("EURUSD_1H.h5");
+  MarketData *up = market_prefix(d, d->rows), *down = market_prefix(d, d->rows);
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.eval = true, p.eval_split = TRADING_SPLIT_VAL, p.eval_offset = 100;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  const int64_t t = c.eval_start;
+  const double m = d->close[t];
+  bar_set(up, t + 1, m, m * 1.01, m, m * 1.01, 1e-5);
+  bar_set(down, t + 1, m, m, m * 0.99, m * 0.99, 1e-5);
+  cr_assert_eq(market_data_validate(up, "up"), 0, "%s", error_message());
+  cr_assert_eq(market_data_validate(down, "down"), 0, "%s", error_message());
+  Features *fu = features_for(up), *fd = features_for(down);
+  TradingContext cu, cd;
+  context_for(&cu, up, fu, &p), context_for(&cd, down, fd, &p);
+  float *ou = obs_new(&c), *od = obs_new(&c);
+  TradingEnv eu, ed;
+  env_start(&eu, &cu, ou), env_start(&ed, &cd, od);
+  cr_assert_eq(memcmp(ou, od, sizeof(float) * (size_t)c.obs_dim), 0, "obs_t differs between two futures");
+
+  // The oracle from outside, zero costs, CLOSE mode, 2000 bars of the validation split.
+  TradingParams q = p;
+  params_zero_cost(&q);
+  q.exec = TRADING_EXEC_CLOSE;
+  TradingContext cc;
+  context_for(&cc, d, f, &q);
+  float *obs = obs_new(&cc);
+  TradingEnv e;
+  env_start(&e, &cc, obs);
+  for (int k = 0; k < 2000; k++) {
+    int64_t s = e.t;
+    step_level(&e, d->close[s + 1] > d->close[s] ? 2 : d->close[s + 1] < d->close[s] ? 0 : 1, obs);
+  }
+  cr_assert_gt(log(e.equity), 1.0, "oracle log growth %g over 2000 bars", log(e.equity));
+  free(ou), free(od), free(obs);
+  features_free(f), features_free(fu), features_free(fd);
+  market_data_free(d), market_data_free(up), market_data_free(down);
+}
+
+// --- accounting --------------------------------------------------------------------------------------
+
+// Random levels on XAUUSD with every cost on (data spread, commission, slippage incl. random and
+// vol-scaled, fixed fee, financing): per episode the log-return rewards sum to ln(E_N/E_0), and cash
+// and units rebuilt from the per-step fills (the ledger) give the env's equity.
+Test(trading_accounting, rewards_sum_and_ledger_rebuild) {
+  MarketData *d = load_shipped("XAUUSD_1H.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.reward_scale = 1, p.episode_length = 300, p.fee_fixed = 1e-5, p.slippage_vol_k = 0.1;
+  p.slippage_random_max_bps = 2, p.financing_long_apr = 0.05, p.financing_short_apr = 0.03, p.max_leverage = 2;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  Rng rng;
+  rng_seed(&rng, 77);
+  double sum_exact = 0, sum_float = 0, cash = 1, units = 0;
+  int episodes = 0;
+  for (int k = 0; k < 3000; k++) {
+    StepOut o = step_level(&e, (int32_t)rng_below(&rng, 3), obs);
+    sum_exact += e.reward_exact, sum_float += o.reward;
+    cash -= e.fill_units * e.fill_price + e.fill_commission + e.fill_fee + e.fill_financing;
+    units += e.fill_units;
+    double rebuilt = cash + units * d->close[e.t];
+    cr_assert_float_eq(rebuilt, e.equity, 1e-12, "step %d: ledger equity %.17g, env %.17g", k, rebuilt, e.equity);
+    if (o.terminated | o.truncated) {
+      cr_assert_float_eq(sum_exact, log(e.equity), 1e-9, "sum of rewards vs ln(E_N/E_0)");
+      cr_assert_float_eq(sum_float, log(e.equity), 1e-5);
+      cr_assert_float_eq(o.log[ENV_LOG_EPISODE_RETURN], (float)sum_exact, 1e-5);
+      cr_assert_float_eq(o.log[2], (float)(e.exit_equity - 1), 1e-7, "total_return is net of the forced close");
+      cr_assert_leq(e.exit_equity,
+                    units == 0 ? e.equity : e.equity + fabs(units) * fabs(d->open[e.t + 1] - d->close[e.t]));
+      cr_assert_gt(o.log[10], 0.0f, "costs paid");
+      episodes++;
+      trading_env_reset(&e, obs);
+      sum_exact = sum_float = 0, cash = 1, units = 0;
+    }
+  }
+  cr_assert_geq(episodes, 9);
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// Zero costs, always long: on a gapless market E_N = M_N / M_first_fill exactly; on XAUUSD (gaps
+// between close and next open) E_N = 1 + (M_N - F) / M_s with F = open[s+1].
+Test(trading_accounting, always_long_tracks_price) {
+  SyntheticParams sp = synthetic_params_default();
+  sp.model = SYNTHETIC_GBM, sp.bars = 20000, sp.sigma = 0.002, sp.seed = 11;
+  MarketData *g = synthetic_market_new(&sp);
+  MarketData *x = load_shipped("XAUUSD_1H.h5");
+  MarketData *markets[2] = {g, x};
+  for (int k = 0; k < 2; k++) {
+    const MarketData *d = markets[k];
+    Features *f = features_for(d);
+    TradingParams p = trading_params_default();
+    params_zero_cost(&p);
+    p.eval = true, p.eval_split = TRADING_SPLIT_TRAIN;
+    TradingContext c;
+    context_for(&c, d, f, &p);
+    float *obs = obs_new(&c);
+    TradingEnv e;
+    env_start(&e, &c, obs);
+    const int64_t s = e.t;
+    StepOut o;
+    do o = step_level(&e, 2, obs);
+    while (!(o.terminated | o.truncated));
+    const int64_t n = e.t;
+    cr_assert_eq(o.terminated, 0);
+    cr_assert_eq(n, c.eval_end);
+    double M_s = d->close[s], F = d->open[s + 1], M_n = d->close[n];
+    if (k == 0) {
+      cr_assert_float_eq(e.equity, M_n / F, 1e-12 * M_n / F, "E_N %.17g vs M_N/M_first_fill %.17g", e.equity, M_n / F);
+    } else {
+      cr_assert_float_eq(e.equity, 1 + (M_n - F) / M_s, 1e-12);
+      cr_assert_float_eq(e.exit_equity, 1 + (d->open[n + 1] - F) / M_s, 1e-12, "forced close at the next open");
+      cr_assert_float_eq(e.equity, M_n / F, 0.01, "tracks M_N / M_first_fill");
+    }
+    cr_assert_eq(o.log[6], 1.0f, "one trade");
+    free(obs);
+    features_free(f);
+  }
+  market_data_free(g), market_data_free(x);
+}
+
+// Buy at t0, sell at t0 + 1, mid unchanged: the loss is exactly the spread plus two commissions,
+// scaled by cost_mult, plus two fixed fees.
+Test(trading_accounting, round_trip_at_unchanged_mid) {
+  const double mults[] = {1.0, 2.0, 0.0};
+  for (int k = 0; k < 3; k++) {
+    MarketData *d = market_flat(40, 100.0, 0.01, "TEST");
+    for (int64_t i = 0; i < 40; i++) bar_set(d, i, 100, 101, 99, 100, 0.01);  // a range: no cap binds
+    cr_assert_eq(market_data_validate(d, "range"), 0, "%s", error_message());
+    TradingParams p = trading_params_default();
+    p.cost_mult = mults[k], p.fee_fixed = 1e-4, p.commission_bps = 0.35, p.slippage_bps = 0;
+    TradingContext c;
+    Features *f;
+    hand_context(&c, &f, d, &p);
+    float *obs = obs_new(&c);
+    TradingEnv e;
+    env_start(&e, &c, obs);
+    step_level(&e, 2, obs);
+    StepOut o = step_level(&e, 1, obs);
+    const double m = mults[k], q = 1.0 / 100.0, ask = 100 + 0.01 * m, bid = 100 - 0.01 * m, com = 0.35e-4 * m;
+    double expect = 1 - q * (ask - bid) - com * q * (ask + bid) - 2 * 1e-4 * m;
+    cr_assert_float_eq(e.equity, expect, 1e-15, "cost_mult %g: E %.17g, expected %.17g", m, e.equity, expect);
+    cr_assert_float_eq(1 - expect, m * (2e-4 + 2 * 0.35e-4 + 2e-4), 1e-15, "spread 2 bp + 2 x 0.35 bp + fees");
+    cr_assert_eq(e.q, 0.0);
+    (void)o;
+    free(obs);
+    features_free(f);
+    market_data_free(d);
+  }
+}
+
+// Financing by timestamps: a weekend gap of 49 hours is charged 49 hours of the annual rate.
+Test(trading_accounting, financing_charges_weekends) {
+  MarketData *d = market_flat(40, 100.0, 0.0, "TEST");
+  for (int64_t i = 13; i < 40; i++) d->ts[i] += 48 * 3600;  // bar 12 -> 13 spans 49 h
+  cr_assert_eq(market_data_validate(d, "weekend"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  p.financing_long_apr = 0.10, p.financing_short_apr = 0.04;
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  step_level(&e, 2, obs);  // t = 10 -> 11
+  const double year = 365.25 * 86400;
+  cr_assert_float_eq(e.fill_financing, 0.01 * 100 * 0.10 * 3600 / year, 1e-18);
+  step_level(&e, 2, obs);  // 11 -> 12
+  step_level(&e, 2, obs);  // 12 -> 13: the weekend
+  double q = 0.01;
+  cr_assert_float_eq(e.fill_financing, q * 100 * 0.10 * 49 * 3600 / year, 1e-18);
+  cr_assert_float_eq(e.equity, 1 - q * 100 * 0.10 * (1 + 1 + 49) * 3600 / year, 1e-15);
+  step_level(&e, 0, obs);  // short: the short rate on the new position
+  cr_assert_float_eq(e.fill_financing, fabs(e.q) * 100 * 0.04 * 3600 / year, 1e-18);
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// A crash terminates at E <= (1 - max_loss) E_0; the forced close at the next open is in the log.
+Test(trading_accounting, max_loss_terminates) {
+  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
+  for (int64_t i = 11; i < 60; i++) {
+    double o = d->close[i - 1], cl = o * 0.9;
+    bar_set(d, i, o, o, cl, cl, 0.0);
+  }
+  cr_assert_eq(market_data_validate(d, "crash"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  StepOut o;
+  int steps = 0;
+  do o = step_level(&e, 2, obs), steps++;
+  while (!(o.terminated | o.truncated));
+  cr_assert_eq(o.terminated, 1);
+  cr_assert_eq(o.truncated, 0);
+  // E after k falling bars = 0.9^k (gapless): 0.9^7 = 0.478 is the first at or below 0.5.
+  cr_assert_eq(steps, 7);
+  cr_assert_float_eq(e.equity, pow(0.9, 7), 1e-12);
+  cr_assert_float_eq(e.exit_equity, pow(0.9, 7), 1e-12, "next open = this close on this market");
+  cr_assert_float_eq(o.log[2], (float)(pow(0.9, 7) - 1), 1e-6);
+  cr_assert_float_eq(o.log[5], (float)(1 - pow(0.9, 7)), 1e-6, "max drawdown");
+  cr_assert_eq(o.log[8], 0.0f, "the one trade lost");
+  cr_assert_eq(o.log[9], 7.0f, "held 7 bars");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// Trade statistics on a scripted sequence: long 3 bars on a rise, flat, short 2 bars on the rise.
+Test(trading_accounting, episode_log_fields) {
+  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
+  for (int64_t i = 1; i < 60; i++) {
+    double o = d->close[i - 1], cl = o + 1;
+    bar_set(d, i, o, cl, o, cl, 0.0);
+  }
+  cr_assert_eq(market_data_validate(d, "rise"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  const int32_t script[] = {2, 2, 2, 1, 0, 0, 1, 1};
+  double dw = 0;
+  for (int k = 0; k < 8; k++) {
+    double w_before = trading_env_position(&e);
+    double target = script[k] == 2 ? 1 : script[k] == 0 ? -1 : 0;
+    if (script[k] != e.level) dw += fabs(target - w_before);
+    step_level(&e, script[k], obs);
+  }
+  // Force the end: the pass ends at eval_end; step flat until then.
+  StepOut o;
+  int n = 8;
+  do o = step_level(&e, 1, obs), n++;
+  while (!(o.terminated | o.truncated));
+  cr_assert_eq(o.log[6], 2.0f, "two trades");
+  cr_assert_float_eq(o.log[8], 0.5f, 1e-7, "the long won, the short lost");
+  cr_assert_float_eq(o.log[9], 2.5f, 1e-7, "held 3 and 2 bars");
+  cr_assert_float_eq(o.log[7], (float)(dw / n), 1e-6, "turnover per step");
+  cr_assert_eq(o.log[11], (float)n);
+  cr_assert_eq(o.log[ENV_LOG_EPISODE_LENGTH], (float)n);
+  cr_assert_eq(o.log[10], 0.0f, "no costs");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// --- observation, actions, rewards -----------------------------------------------------------------
+
+Test(trading_obs, window_and_agent_state) {
+  MarketData *d = load_shipped("XAUUSD_1H.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.eval = true, p.eval_split = TRADING_SPLIT_VAL, p.position_onehot = true, p.episode_progress = true;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  cr_assert_eq(c.obs_dim, 32 * 16 + 5 + 3 + 1);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  cr_assert_eq(memcmp(obs, f->values + (e.t - 31) * 16, sizeof(float) * 32 * 16), 0, "rows t-W+1..t");
+  const float *tail = obs + 32 * 16;
+  cr_assert(tail[0] == 0 && tail[1] == 0 && tail[2] == 0 && tail[3] == 0 && tail[4] == 0);
+  cr_assert(tail[5] == 0 && tail[6] == 1 && tail[7] == 0, "one-hot of the flat level");
+  for (int k = 0; k < 3; k++) step_level(&e, 2, obs);
+  const double M = d->close[e.t];
+  cr_assert_float_eq(tail[0], (float)(e.q * M / e.equity), 1e-7, "w_t");
+  cr_assert_float_eq(tail[1], (float)(log(M / e.entry_price) / f->sigma[e.t]), 1e-5, "unrealised P&L in sigma");
+  cr_assert_eq(tail[2], 0.03f, "3 bars in position / 100");
+  cr_assert_float_eq(tail[3], (float)(1 - e.equity / e.equity_peak), 1e-7);
+  cr_assert_eq(tail[4], 0.0f, "no trade in the last step");
+  cr_assert(tail[7] == 1 && tail[6] == 0);
+  cr_assert_float_eq(tail[8], (float)(3.0 / (double)(c.eval_end - c.eval_start)), 1e-9);
+  step_level(&e, 0, obs);
+  cr_assert_float_eq(tail[4], (float)(e.fill_cost / e.equity * 1e4), 0.05, "cost in bp of equity: %g", tail[4]);
+  cr_assert_gt(tail[4], 2.0f, "a flip on gold costs several bp");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+Test(trading_actions, levels_band_and_long_only) {
+  MarketData *d = market_flat(40, 100.0, 0.0, "TEST");
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  p.action_mode = TRADING_ACTION_DISCRETE_K, p.n_levels = 5;
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  cr_assert_eq(c.action_count, 5);
+  const double expect[5] = {-1, -0.5, 0, 0.5, 1};
+  for (int i = 0; i < 5; i++) cr_assert_eq(c.levels[i], expect[i]);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  step_level(&e, 3, obs);
+  cr_assert_float_eq(trading_env_position(&e), 0.5, 1e-15);
+  free(obs);
+
+  // Continuous: w* = L a, no trade inside the band.
+  p.action_mode = TRADING_ACTION_CONTINUOUS;
+  context_for(&c, d, f, &p);
+  obs = obs_new(&c);
+  env_start(&e, &c, obs);
+  step_cont(&e, 0.3f, obs);
+  cr_assert_float_eq(trading_env_position(&e), 0.3, 1e-7);
+  step_cont(&e, 0.31f, obs);
+  cr_assert_eq(e.fill_units, 0.0, "|0.31 - 0.3| < band 0.02: no trade");
+  step_cont(&e, 0.35f, obs);
+  cr_assert_float_eq(trading_env_position(&e), 0.35, 1e-7);
+  step_cont(&e, 7.0f, obs);
+  cr_assert_float_eq(trading_env_position(&e), 1.0, 1e-12, "clipped to L");
+  free(obs);
+
+  // long_only: continuous -1 is flat; discrete3 levels are {0, L/2, L}.
+  p.long_only = true;
+  context_for(&c, d, f, &p);
+  obs = obs_new(&c);
+  env_start(&e, &c, obs);
+  step_cont(&e, -1.0f, obs);
+  cr_assert_eq(e.q, 0.0);
+  free(obs);
+  p.action_mode = TRADING_ACTION_DISCRETE3;
+  context_for(&c, d, f, &p);
+  cr_assert(c.levels[0] == 0 && c.levels[1] == 0.5 && c.levels[2] == 1 && c.flat_level == 0);
+
+  // TOGGLE2: {Sell, Buy} = {-L, L}; starts flat, so the first action trades either way.
+  p.long_only = false, p.action_mode = TRADING_ACTION_TOGGLE2;
+  context_for(&c, d, f, &p);
+  obs = obs_new(&c);
+  env_start(&e, &c, obs);
+  step_level(&e, 0, obs);
+  cr_assert_float_eq(trading_env_position(&e), -1.0, 1e-12);
+  step_level(&e, 0, obs);
+  cr_assert_eq(e.fill_units, 0.0, "same action: hold");
+  step_level(&e, 1, obs);
+  cr_assert_float_eq(trading_env_position(&e), 1.0, 1e-12, "flip");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// PNL sums to E_N - E_0; DSR equals Moody-Saffell on the same returns from the warm state; VOL_TARGET
+// sizes to sigma_target / sigma_t; the flat shaping costs lambda per flat bar.
+Test(trading_rewards, variants_from_the_same_equity) {
+  MarketData *d = load_shipped("SPY_1D.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.eval = true, p.eval_split = TRADING_SPLIT_VAL;
+  const TradingReward kinds[] = {TRADING_REWARD_PNL, TRADING_REWARD_DSR, TRADING_REWARD_D3R, TRADING_REWARD_VOL_TARGET};
+  for (int k = 0; k < 4; k++) {
+    p.reward = kinds[k];
+    TradingContext c;
+    context_for(&c, d, f, &p);
+    cr_assert_eq(c.params.reward_scale, 10.0, "daily scale");
+    float *obs = obs_new(&c);
+    TradingEnv e;
+    env_start(&e, &c, obs);
+    // Independent warm state: plain means over the 63 bars before the start.
+    DsrState ref = {0, 0};
+    for (int64_t i = e.t - 62; i <= e.t; i++) {
+      double r = d->close[i] / d->close[i - 1] - 1;
+      ref.a += r / 63, ref.b += (kinds[k] == TRADING_REWARD_D3R ? (r < 0 ? r * r : 0) : r * r) / 63;
+    }
+    double sum = 0;
+    for (int s = 0; s < 200; s++) {
+      double E0 = e.equity, sigma = f->sigma[e.t];
+      int32_t a = (int32_t)((s / 5) % 3);
+      step_level(&e, a, obs);
+      double R = e.equity / E0 - 1;
+      sum += e.reward_exact;
+      double expect = kinds[k] == TRADING_REWARD_DSR   ? 10 * dsr_step(&ref, R, 1.0 / 63, sigma)
+                      : kinds[k] == TRADING_REWARD_D3R ? 10 * d3r_step(&ref, R, 1.0 / 63, sigma)
+                                                       : e.reward_exact;
+      cr_assert_float_eq(e.reward_exact, expect, 1e-9, "reward %d step %d", (int)kinds[k], s);
+      if (kinds[k] == TRADING_REWARD_VOL_TARGET && e.fill_units != 0 && a == 2) {
+        double w = fmin(1.0, c.sigma_target_bar / f->sigma[e.t - 1]);
+        cr_assert_float_eq(e.q * d->close[e.t - 1] / E0, w, 1e-12, "vol-targeted size");
+      }
+    }
+    if (kinds[k] == TRADING_REWARD_PNL) cr_assert_float_eq(sum, 10 * (e.equity - 1), 1e-12);
+    free(obs);
+  }
+  p.reward = TRADING_REWARD_LOG_RETURN, p.shaping_flat = 0.25;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  cr_assert_eq(step_level(&e, 1, obs).reward, -0.25f, "flat: log return 0 minus lambda_flat");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// --- parameters --------------------------------------------------------------------------------------
+
+Test(trading_params, auto_resolution_per_instrument) {
+  MarketData *x = load_shipped("XAUUSD_1H.h5"), *s = load_shipped("SPY_1D.h5");
+  Features *fx = features_for(x), *fs = features_for(s);
+  TradingParams p = trading_params_default();
+  TradingContext c;
+  context_for(&c, x, fx, &p);
+  cr_assert_eq(c.asset_class, TRADING_CLASS_FX);
+  cr_assert(c.params.use_data_spread == 1 && c.params.commission_bps == 0.35 && c.params.slippage_bps == 0.5);
+  cr_assert(c.params.half_spread_bps == 1.5 && c.params.reward_scale == 100 && c.params.dsr_eta == 1.0 / 500);
+  cr_assert(c.params.window == 32 && c.params.warmup == 360 && c.params.episode_length == 2048);
+  cr_assert_eq(c.params.val_start, utc_days_from_civil(2015, 1, 1) * 86400);
+  cr_assert_eq(c.start_lo, 360);
+  cr_assert_eq(c.start_hi, c.split_hi[0] - 2 - 2048);
+  context_for(&c, s, fs, &p);
+  cr_assert_eq(c.asset_class, TRADING_CLASS_STOCK);
+  cr_assert(c.params.use_data_spread == 0 && c.params.commission_bps == 0.5 && c.params.slippage_bps == 1.0);
+  cr_assert(c.params.half_spread_bps == 0.5 && c.params.reward_scale == 10 && c.params.episode_length == 252);
+  cr_assert(c.params.window == 30 && c.params.warmup == 189);
+  cr_assert_eq(c.params.test_start, utc_days_from_civil(2017, 1, 1) * 86400);
+
+  // Unknown instrument: splits at the days after the bars at 70% and 85% of the rows.
+  SyntheticParams sp = synthetic_params_default();
+  sp.bars = 10000;
+  MarketData *g = synthetic_market_new(&sp);
+  Features *fg = features_for(g);
+  context_for(&c, g, fg, &p);
+  cr_assert_eq(c.params.val_start, (g->ts[6999] / 86400 + 1) * 86400);
+  cr_assert_eq(c.params.test_start, (g->ts[8499] / 86400 + 1) * 86400);
+  cr_assert_eq(c.split_hi[2], g->rows);
+  cr_assert_eq(c.params.half_spread_bps, 1.0);
+
+  // User errors name the parameter.
+  TradingParams bad = p;
+  bad.val_start = bad.test_start = utc_days_from_civil(2001, 1, 1) * 86400;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "split dates"), "%s", error_message());
+  bad = p, bad.impact_y = 0.1;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "impact_y"), "%s", error_message());
+  bad = p, bad.use_data_spread = 1;
+  cr_assert_eq(trading_context_init(&c, s, fs, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "use_data_spread"), "%s", error_message());
+  bad = p, bad.action_mode = TRADING_ACTION_CONTINUOUS, bad.position_onehot = true;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  bad = p, bad.action_mode = TRADING_ACTION_DISCRETE_K, bad.n_levels = 4;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "n_levels"), "%s", error_message());
+  features_free(fx), features_free(fs), features_free(fg);
+  market_data_free(x), market_data_free(s), market_data_free(g);
+}
+
+// Slippage cannot push a fill outside bar t+1's range on the side traded: a 50 bp slippage on a bar
+// whose ask high is 100.02 fills the buy at 100.02, and the sell at the bid low.
+Test(trading_timing, fill_capped_to_the_bar_range) {
+  MarketData *d = market_flat(40, 100.0, 0.01, "TEST");
+  for (int64_t i = 0; i < 40; i++) bar_set(d, i, 100, 100.01, 99.99, 100, 0.01);
+  cr_assert_eq(market_data_validate(d, "cap"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  p.commission_bps = 0, p.slippage_bps = 50;
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  step_level(&e, 2, obs);
+  cr_assert_eq(e.fill_price, d->ask_high[11]);
+  step_level(&e, 0, obs);
+  cr_assert_eq(e.fill_price, d->bid_low[12]);
+  p.slippage_bps = 0.5;  // uncapped: ask_open (1 + s)
+  context_for(&c, d, f, &p);
+  env_start(&e, &c, obs);
+  step_level(&e, 2, obs);
+  cr_assert_float_eq(e.fill_price, d->ask_open[11] * (1 + 0.5e-4), 1e-12);
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// Every shaping term and the clip, recomputed from the equity the test tracks itself: the reward is
+// scale ln(E_{t+1}/E_t) - l_turn |dw| - l_dd max(0, DD_{t+1} - DD_t) - l_var (w sigma_t)^2 - l_flat [q = 0],
+// clipped to +-reward_clip.
+Test(trading_rewards, shaping_terms_and_clip) {
+  SyntheticParams sp = synthetic_params_default();
+  sp.model = SYNTHETIC_GBM, sp.bars = 3000, sp.sigma = 0.004, sp.seed = 21;
+  MarketData *d = synthetic_market_new(&sp);
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.eval = true, p.eval_split = TRADING_SPLIT_TRAIN, p.max_leverage = 1.5;
+  p.shaping_turnover = 0.01, p.shaping_drawdown = 2.0, p.shaping_variance = 50.0, p.shaping_flat = 0.003;
+  p.reward_clip = 0.4;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  Rng rng;
+  rng_seed(&rng, 3);
+  double peak = 1.0;
+  int clipped = 0;
+  for (int k = 0; k < 1500; k++) {
+    const int64_t t = e.t;
+    const double E0 = e.equity, M = d->close[t], sigma = f->sigma[t] > 0 ? f->sigma[t] : 0;
+    const double w_before = e.q * M / E0;
+    int32_t a = (int32_t)rng_below(&rng, 3);
+    StepOut o = step_level(&e, a, obs);
+    double dw = fabs(e.q * M / E0 - w_before), w_post = e.q * M / E0;
+    double dd0 = 1 - E0 / peak;
+    if (e.equity > peak) peak = e.equity;
+    double dd1 = 1 - e.equity / peak;
+    double r = 100 * log(e.equity / E0) - 0.01 * dw - 2.0 * fmax(0, dd1 - dd0) -
+               50.0 * (w_post * sigma) * (w_post * sigma) - 0.003 * (e.q == 0);
+    clipped += fabs(r) > 0.4;
+    r = fmax(-0.4, fmin(0.4, r));
+    cr_assert_float_eq(e.reward_exact, r, 1e-12, "step %d: env %.15g, expected %.15g", k, e.reward_exact, r);
+    cr_assert(!(o.terminated | o.truncated));
+  }
+  cr_assert_gt(clipped, 0, "some rewards must hit the clip, or the clip is untested");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// random_initial_position: training episodes start holding a random level, taken at the mid without
+// cost (E_0 = 1 exactly), and the starts draw levels across the whole set.
+Test(trading_params, random_initial_position) {
+  MarketData *d = load_shipped("EURUSD_1H.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.random_initial_position = true, p.action_mode = TRADING_ACTION_DISCRETE_K, p.n_levels = 5;
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  int seen[5] = {0};
+  for (int i = 0; i < 40; i++) {
+    TradingEnv e;
+    Rng rng;
+    rng_seed(&rng, (uint64_t)i);
+    trading_env_init(&e, &c, i, 40, rng);
+    trading_env_reset(&e, obs);
+    seen[e.level]++;
+    cr_assert_float_eq(e.cash + e.q * d->close[e.t], 1.0, 1e-15, "E_0 = 1");
+    cr_assert_float_eq(trading_env_position(&e), c.levels[e.level], 1e-15);
+    cr_assert_float_eq(obs[c.obs_dim - 5], (float)c.levels[e.level], 1e-7, "w in the agent state");
+  }
+  for (int k = 0; k < 5; k++) cr_assert_gt(seen[k], 0, "level %d never drawn in 40 starts", k);
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
