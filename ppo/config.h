@@ -116,7 +116,6 @@ typedef struct {
   int64_t n_envs;
   // data and splits (TRADING_ENV.md sections 1-2)
   char data[CONFIG_STRING_MAX + 1];
-  bool validate_data;
   ConfigDate train_start, val_start, test_start, test_end;  // test_end inclusive
   // execution and actions (sections 3, 5)
   ConfigExec exec;

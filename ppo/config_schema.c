@@ -99,7 +99,6 @@ static const ConfigKey config_keys[] = {
     K_INT(env, n_envs, "32", 1, 4096,
           "parallel envs; 32 = the spec's stratified starts (one train stratum per env) and the headline run"),
     K_PATH(env, data, "data/XAUUSD_1H.h5", "market data: HDF5 written by ppo-data import, or a CSV"),
-    K_BOOL(env, validate_data, "true", "stop on bars that fail the load checks (order, OHLC, bid/ask); false = warn"),
     K_DATE(env, train_start, "first day of the train split; auto = the instrument's default split"),
     K_DATE(env, val_start, "first day of the validation split (the train split ends the day before)"),
     K_DATE(env, test_start, "first day of the test split (the validation split ends the day before)"),
