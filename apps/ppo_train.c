@@ -2,9 +2,9 @@
 //
 //   ppo-train CONFIG.ini [--set section.key=value]... [--print-config] [--help-config[=markdown]] [--help]
 //
-// Today it resolves and checks the configuration, prints it, and loads the trading env's market
-// data (so a wrong path or a broken file is reported now); the training loop arrives with the
-// PPO issue. Exit status: 0 success, 2 bad usage, configuration or data (common/error.h).
+// Today it resolves and checks the configuration, prints it, and opens the env's market as training
+// will (bars, features, splits and every "auto" key resolved), so a wrong path, a broken file or an
+// impossible split is reported now; the training loop arrives with the PPO issue. Exit status: 0 success, 2 bad usage, configuration or data (common/error.h).
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "envs/market_data.h"
+#include "ppo/env_config.h"
 #include "ppo/config.h"
 
 static void usage(FILE *out) {
@@ -102,19 +103,31 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return EXIT_RUNTIME;
   }
-  if (cfg.env.type == CONFIG_ENV_TRADING) {
-    MarketData *data = market_data_load(cfg.env.data);
-    if (!data) {
-      char key[1024];
-      fprintf(stderr, "%s: %s\n", config_describe_key(&cfg, "env", "data", key, sizeof key), error_message());
+  if (cfg.env.type != CONFIG_ENV_CARTPOLE) {
+    // Open the market exactly as training will: load or generate the bars, compute the features and
+    // resolve every "auto" key and the splits, so a bad data file or split is reported today.
+    EnvMarket market;
+    if (env_market_open(&market, &cfg) != 0) {
+      fprintf(stderr, "%s\n", error_message());
       return EXIT_BAD_INPUT;
     }
+    const MarketData *data = market.data;
+    const TradingContext *ctx = &market.context;
     char first[32], last[32];
-    fprintf(stderr, "\nppo-train: market data %s: %s, %lld bars %s .. %s, bar %lld s%s\n", cfg.env.data, data->symbol,
+    fprintf(stderr, "\nppo-train: market %s: %s, %lld bars %s .. %s, bar %lld s%s\n",
+            cfg.env.type == CONFIG_ENV_TRADING ? cfg.env.data : "(synthetic)", data->symbol,
             (long long)data->rows, market_time_format(data->ts[0], first, sizeof first),
             market_time_format(data->ts[data->rows - 1], last, sizeof last), (long long)data->bar_seconds,
             data->has_bid_ask ? ", bid/ask" : "");
-    market_data_free(data);
+    for (int split = TRADING_SPLIT_TRAIN; split <= TRADING_SPLIT_TEST; split++) {
+      int64_t lo = ctx->split_lo[split], hi = ctx->split_hi[split];
+      fprintf(stderr, "ppo-train: %-5s split: %lld bars %s .. %s\n", trading_split_name((TradingSplit)split),
+              (long long)(hi - lo), market_time_format(data->ts[lo], first, sizeof first),
+              market_time_format(data->ts[hi - 1], last, sizeof last));
+    }
+    fprintf(stderr, "ppo-train: observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window,
+            ctx->action_count);
+    env_market_close(&market);
   }
   fprintf(stderr,
           "\nppo-train: configuration %s is valid. The training loop arrives with the PPO issue;\n"

@@ -685,7 +685,11 @@ Test(config_train, valid_config_prints_and_says_nothing_was_trained) {
                          "/data/XAUUSD_1H.h5'",
                          out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
-  cr_expect(strstr(out, "market data " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
+  cr_expect(strstr(out, "market " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
+  // The default split of TRADING_ENV.md section 2, with the bar counts of the data README's table.
+  cr_expect(strstr(out, "train split: 52676 bars 2006-03-20 00:00 .. 2014-12-31 18:00"), "%s", out);
+  cr_expect(strstr(out, "val   split: 11387 bars"), "%s", out);
+  cr_expect(strstr(out, "test  split: 12436 bars"), "%s", out);
   cr_expect(strstr(out, "[ppo]"), "%s", out);
   cr_expect(strstr(out, "; default"), "%s", out);
   cr_expect(strstr(out, "gamma = 0.98"), "%s", out);
