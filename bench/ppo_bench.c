@@ -1,0 +1,400 @@
+// bench/ppo_bench.c: ppo-bench, the plain-C benchmark driver (STYLE rule 13).
+//
+//   ppo-bench backend [--backend cpu] [--precision all|fp32|fp16|bf16] [--obs 24] [--actions 3]
+//                     [--hidden 2048,1024,512] [--repeats 7] [--json FILE]
+//
+// For each precision, on the headline network (actor and critic with the given hidden sizes, a
+// categorical head): every GEMM of the forward and backward pass at batch 32 (rollout) and 1024
+// (update), each first checked against a double-precision dot product on sampled entries, then
+// timed; then the full forward + backward + clip + Adam step of both networks at minibatch 1024
+// (samples/s) and rollout inference (forward of both networks + sampling) at batch 32. A square
+// 2048^3 GEMM gives the machine's measured best next to the network's shapes (DESIGN.md section 10).
+// Times are medians of --repeats runs. --json appends one JSON object per line:
+// {"name", "backend", "precision", "shape", "value", "unit"}.
+// OpenMP threads spin briefly, then sleep (GOMP_SPINCOUNT=10000, set here by re-executing when
+// neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set): libgomp's default spin (300000) made a
+// 2-core machine shared with other work collapse (2.5x slower steps), while PASSIVE costs small
+// ops (rollout inference at batch 32) a futex wake-up per parallel region, 40 % of their speed.
+// bench/torch_reference.py --omp spin runs PyTorch the same way.
+// Exit status: 0, 1 when a check fails, 2 on bad usage.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/error.h"
+#include "common/rng.h"
+#include "common/timer.h"
+#include "nn/optim.h"
+#include "nn/policy.h"
+
+typedef struct {
+  const char *backend;
+  int precisions[3], n_precisions;
+  int obs, actions, n_hidden, hidden[NN_MAX_LINEAR - 1];
+  int repeats;
+  const char *json;
+} BenchOptions;
+
+static FILE *json_file;
+static const char *backend_label;
+
+static void emit(const char *name, const char *precision, const char *shape, double value, const char *unit) {
+  printf("  %-26s %-6s %-18s %12.1f %s\n", name, precision, shape, value, unit);
+  if (json_file)
+    fprintf(json_file,
+            "{\"name\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"shape\": \"%s\", \"value\": %.6g, "
+            "\"unit\": \"%s\"}\n",
+            name, backend_label, precision, shape, value, unit);
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+// --- GEMM: check, then time ---------------------------------------------------------------------------------
+
+typedef struct {
+  const char *name;
+  int trans_a, trans_b, M, N, K;
+} GemmShape;
+
+static float load(const void *x, NnDtype dt, size_t i) {
+  if (dt == NN_F16) return nn_f16_to_f32(((const uint16_t *)x)[i]);
+  if (dt == NN_BF16) return nn_bf16_to_f32(((const uint16_t *)x)[i]);
+  return ((const float *)x)[i];
+}
+
+// Runs C = op(A) op(B) once and compares 64 sampled entries with a double dot product of the same
+// (rounded) inputs. Returns 0 when all agree.
+static int gemm_check(Backend *b, NnDtype dt, const GemmShape *s, const void *A, const void *Bm, float *C) {
+  backend_gemm(b, dt, s->trans_a, s->trans_b, s->M, s->N, s->K, 1.0f, A, Bm, 0.0f, C);
+  backend_sync(b);
+  Rng rng;
+  rng_seed(&rng, 99);
+  for (int t = 0; t < 64; t++) {
+    size_t i = rng_below(&rng, (uint64_t)s->M), j = rng_below(&rng, (uint64_t)s->N);
+    double sum = 0, mag = 0;
+    for (size_t k = 0; k < (size_t)s->K; k++) {
+      double a = load(A, dt, s->trans_a ? k * s->M + i : i * s->K + k);
+      double c = load(Bm, dt, s->trans_b ? j * s->K + k : k * s->N + j);
+      sum += a * c, mag += fabs(a * c);
+    }
+    double got = C[i * s->N + j];
+    if (!(fabs(got - sum) <= 1e-5 * sqrt((double)s->K) * mag + 1e-6)) {
+      fprintf(stderr, "ppo-bench: %s %s (%dx%dx%d) C[%zu][%zu] = %.9g, expected %.9g\n", s->name, nn_dtype_name(dt),
+              s->M, s->N, s->K, i, j, got, sum);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+// Median seconds per call of fn over `repeats` runs, each run long enough (>= 20 ms) to time.
+typedef void (*BenchFn)(void *arg);
+static double time_median(BenchFn fn, void *arg, int repeats) {
+  fn(arg);  // warm-up (library state, caches)
+  double t0 = timer_now();
+  fn(arg);
+  double one = timer_since(t0);
+  int iters = one > 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+  double *samples = CHECK_ALLOC((size_t)repeats * sizeof(double), "bench samples");
+  for (int r = 0; r < repeats; r++) {
+    t0 = timer_now();
+    for (int i = 0; i < iters; i++) fn(arg);
+    samples[r] = timer_since(t0) / iters;
+  }
+  qsort(samples, (size_t)repeats, sizeof(double), compare_double);
+  double median = samples[repeats / 2];
+  free(samples);
+  return median;
+}
+
+typedef struct {
+  Backend *b;
+  NnDtype dt;
+  const GemmShape *s;
+  const void *A, *B;
+  float *C;
+} GemmArg;
+
+static void gemm_call(void *p) {
+  GemmArg *g = p;
+  backend_gemm(g->b, g->dt, g->s->trans_a, g->s->trans_b, g->s->M, g->s->N, g->s->K, 1.0f, g->A, g->B, 0.0f, g->C);
+  backend_sync(g->b);
+}
+
+static int bench_gemm(Backend *b, NnDtype dt, const GemmShape *s, int repeats, const char *label) {
+  size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, es = nn_dtype_size(dt);
+  float *tmp = CHECK_ALLOC((na > nb ? na : nb) * sizeof(float), "bench operands");
+  void *A = backend_alloc(b, na * es), *Bm = backend_alloc(b, nb * es);
+  float *C = backend_alloc(b, (size_t)s->M * s->N * sizeof(float));
+  Rng rng;
+  rng_seed(&rng, 7);
+  for (size_t i = 0; i < na; i++) tmp[i] = (float)(rng_uniform(&rng) * 2 - 1);
+  backend_cast(b, A, dt, tmp, NN_F32, na);
+  for (size_t i = 0; i < nb; i++) tmp[i] = (float)(rng_uniform(&rng) * 2 - 1);
+  backend_cast(b, Bm, dt, tmp, NN_F32, nb);
+  free(tmp);
+  int rc = gemm_check(b, dt, s, A, Bm, C);
+  if (rc == 0) {
+    GemmArg arg = {b, dt, s, A, Bm, C};
+    double t = time_median(gemm_call, &arg, repeats);
+    char shape[64];
+    snprintf(shape, sizeof shape, "%dx%dx%d%s%s", s->M, s->N, s->K, s->trans_a ? " At" : "", s->trans_b ? " Bt" : "");
+    emit(label, nn_dtype_name(dt), shape, 2.0 * s->M * s->N * s->K / t * 1e-9, "GFLOP/s");
+  }
+  backend_free(b, A), backend_free(b, Bm), backend_free(b, C);
+  return rc;
+}
+
+// --- the full step and rollout inference -------------------------------------------------------------------
+
+typedef struct {
+  Backend *b;
+  Policy *p;
+  Optimizer *o;
+  float *obs, *actions, *adv, *ret, *dlogp, *dent, *dval, *dloss, *uniforms;
+  int B;
+  float loss;
+} StepArg;
+
+static void train_step(void *arg) {
+  StepArg *s = arg;
+  int B = s->B;
+  policy_zero_grad(s->p);
+  policy_evaluate(s->p, s->obs, s->actions, B);
+  float mse;
+  backend_mse_forward(s->b, &mse, policy_values(s->p), s->ret, B);
+  float loss = 0.5f * mse;
+  for (int i = 0; i < B; i++) {
+    loss += (-s->p->acts.logp[i] * s->adv[i] - 0.01f * s->p->acts.entropy[i]) / (float)B;
+    s->dlogp[i] = -s->adv[i] / (float)B;
+    s->dent[i] = -0.01f / (float)B;
+  }
+  backend_mse_backward(s->b, s->dval, s->dloss, policy_values(s->p), s->ret, B);
+  grad_scaler_scale_seed(&s->o->scaler, s->dlogp, (size_t)B);
+  grad_scaler_scale_seed(&s->o->scaler, s->dent, (size_t)B);
+  grad_scaler_scale_seed(&s->o->scaler, s->dval, (size_t)B);
+  policy_backward(s->p, s->obs, s->actions, s->dlogp, s->dent, s->dval, B);
+  optim_step(s->o, s->p, 1.0);
+  backend_sync(s->b);
+  s->loss = loss;
+}
+
+static void rollout_step(void *arg) {
+  StepArg *s = arg;
+  policy_act(s->p, s->actions, s->obs, s->uniforms, s->B);
+  backend_sync(s->b);
+}
+
+static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
+  PolicySpec spec = {.obs_dim = opt->obs,
+                     .action_dim = opt->actions,
+                     .head = POLICY_HEAD_CATEGORICAL,
+                     .n_pi = opt->n_hidden,
+                     .n_vf = opt->n_hidden,
+                     .activation = NN_ACT_TANH,
+                     .dtype = dt,
+                     .max_batch = 1024,
+                     .ortho_init = 1,
+                     .seed = 1};
+  memcpy(spec.pi_layers, opt->hidden, sizeof spec.pi_layers);
+  memcpy(spec.vf_layers, opt->hidden, sizeof spec.vf_layers);
+  Policy *p = policy_init(b, &spec);
+  if (!p) return fprintf(stderr, "ppo-bench: %s\n", error_message()), -1;
+  OptimSpec os = {.adam = {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
+                  .max_grad_norm = 0.5f,
+                  .scaler = grad_scaler_defaults(dt == NN_F16)};
+  Optimizer *o = optim_init(b, &os);
+  int B = 1024, O = opt->obs;
+  StepArg s = {.b = b, .p = p, .o = o, .B = B};
+  s.obs = backend_alloc(b, (size_t)B * O * 4);
+  s.actions = backend_alloc(b, (size_t)B * 4);
+  s.adv = backend_alloc(b, (size_t)B * 4), s.ret = backend_alloc(b, (size_t)B * 4);
+  s.dlogp = backend_alloc(b, (size_t)B * 4), s.dent = backend_alloc(b, (size_t)B * 4);
+  s.dval = backend_alloc(b, (size_t)B * 4), s.dloss = backend_alloc(b, 4);
+  s.uniforms = backend_alloc(b, (size_t)B * 4);
+  float *host = CHECK_ALLOC((size_t)B * O * 4, "bench inputs");
+  Rng rng;
+  rng_seed(&rng, 3);
+  for (int i = 0; i < B * O; i++) host[i] = (float)(rng_uniform(&rng) * 2 - 1);
+  backend_upload(b, s.obs, host, (size_t)B * O * 4);
+  for (int i = 0; i < B; i++) host[i] = (float)rng_below(&rng, (uint64_t)opt->actions);
+  backend_upload(b, s.actions, host, (size_t)B * 4);
+  for (int i = 0; i < B; i++) host[i] = (float)(rng_uniform(&rng) * 2 - 1);
+  backend_upload(b, s.adv, host, (size_t)B * 4);
+  backend_upload(b, s.ret, host, (size_t)B * 4);
+  float half = 0.5f;
+  backend_upload(b, s.dloss, &half, 4);
+  backend_uniform(b, s.uniforms, (size_t)B, 1, 0, 0);
+  free(host);
+
+  // check: one step changes the parameters, finitely, and is not skipped
+  float first = p->params_memory[0];
+  train_step(&s);
+  OptimScalars st;
+  optim_read_state(o, &st);
+  int rc = 0;
+  if (!isfinite(s.loss) || st.found_inf != 0.0f || st.adam_step != 1 || p->params_memory[0] == first ||
+      !isfinite(st.grad_norm)) {
+    fprintf(stderr, "ppo-bench: %s training step check failed (loss %g, found_inf %g, grad norm %g)\n",
+            nn_dtype_name(dt), s.loss, st.found_inf, st.grad_norm);
+    rc = -1;
+  }
+  if (rc == 0) {
+    char shape[64];
+    double t = time_median(train_step, &s, opt->repeats);
+    snprintf(shape, sizeof shape, "B=1024");
+    emit("train_step_fwd_bwd_adam", nn_dtype_name(dt), shape, B / t, "samples/s");
+    s.B = 32;
+    t = time_median(rollout_step, &s, opt->repeats);
+    snprintf(shape, sizeof shape, "B=32");
+    emit("rollout_inference", nn_dtype_name(dt), shape, 32 / t, "samples/s");
+    emit("rollout_inference_latency", nn_dtype_name(dt), shape, t * 1e6, "us");
+  }
+  backend_free(b, s.obs), backend_free(b, s.actions), backend_free(b, s.adv), backend_free(b, s.ret);
+  backend_free(b, s.dlogp), backend_free(b, s.dent), backend_free(b, s.dval), backend_free(b, s.dloss);
+  backend_free(b, s.uniforms);
+  optim_free(o);
+  policy_free(p);
+  return rc;
+}
+
+// --- main ---------------------------------------------------------------------------------------------------
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: ppo-bench backend [--backend cpu|cuda|auto] [--precision all|fp32|fp16|bf16[,...]] [--obs O]\n"
+          "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n");
+  return EXIT_BAD_INPUT;
+}
+
+static int parse_list(const char *text, int *out, int max) {
+  int n = 0;
+  const char *p = text;
+  while (*p && n < max) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > 65536) return -1;
+    out[n++] = (int)v;
+    if (*end == ',')
+      end++;
+    else if (*end)
+      return -1;
+    p = end;
+  }
+  return *p ? -1 : n;
+}
+
+static int parse_precisions(const char *text, BenchOptions *o) {
+  o->n_precisions = 0;
+  if (strcmp(text, "all") == 0) text = "fp32,bf16,fp16";
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", text);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    int dt = strcmp(tok, "fp32") == 0   ? NN_F32
+             : strcmp(tok, "fp16") == 0 ? NN_F16
+             : strcmp(tok, "bf16") == 0 ? NN_BF16
+                                        : -1;
+    if (dt < 0 || o->n_precisions == 3) return -1;
+    o->precisions[o->n_precisions++] = dt;
+  }
+  return o->n_precisions ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "backend") != 0) return usage();
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {  // libgomp reads them when it loads
+    CHECK_ERRNO(setenv("GOMP_SPINCOUNT", "10000", 1) == 0, "setenv");
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "ppo-bench: could not re-execute with GOMP_SPINCOUNT=10000; going on without it\n");
+  }
+  BenchOptions opt = {
+      .backend = "cpu", .obs = 24, .actions = 3, .n_hidden = 3, .hidden = {2048, 1024, 512}, .repeats = 7};
+  parse_precisions("all", &opt);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) return usage();
+    if (strcmp(a, "--backend") == 0)
+      opt.backend = v;
+    else if (strcmp(a, "--precision") == 0) {
+      if (parse_precisions(v, &opt)) return usage();
+    } else if (strcmp(a, "--obs") == 0)
+      opt.obs = atoi(v);
+    else if (strcmp(a, "--actions") == 0)
+      opt.actions = atoi(v);
+    else if (strcmp(a, "--hidden") == 0) {
+      if ((opt.n_hidden = parse_list(v, opt.hidden, NN_MAX_LINEAR - 1)) < 1) return usage();
+    } else if (strcmp(a, "--repeats") == 0)
+      opt.repeats = atoi(v);
+    else if (strcmp(a, "--json") == 0)
+      opt.json = v;
+    else
+      return usage();
+    i++;
+  }
+  if (opt.obs < 1 || opt.actions < 2 || opt.repeats < 1) return usage();
+  Backend *b = backend_open(opt.backend);
+  if (!b) return fprintf(stderr, "ppo-bench: %s\n", error_message()), EXIT_BAD_INPUT;
+  backend_label = backend_name(b);
+  if (opt.json) {
+    json_file = fopen(opt.json, "a");
+    if (!json_file) return fprintf(stderr, "ppo-bench: cannot open %s\n", opt.json), EXIT_BAD_INPUT;
+  }
+  double load[3] = {0};
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    fclose(la);
+  }
+  time_t now = time(NULL);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  printf(
+      "ppo-bench backend  %s\n  %s\n  OpenMP threads %d (OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s), load average %.2f "
+      "%.2f %.2f, median of %d runs\n",
+      when, backend_describe(b), omp_get_max_threads(), getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "unset",
+      getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "unset", load[0], load[1], load[2], opt.repeats);
+  printf("  network: obs %d, actor and critic hidden", opt.obs);
+  for (int l = 0; l < opt.n_hidden; l++) printf("%s%d", l ? "," : " ", opt.hidden[l]);
+  printf(", %d actions (categorical)\n\n", opt.actions);
+
+  int rc = 0;
+  for (int pi = 0; pi < opt.n_precisions; pi++) {
+    NnDtype dt = (NnDtype)opt.precisions[pi];
+    GemmShape peak = {"peak_square", 0, 1, 2048, 2048, 2048};
+    rc |= bench_gemm(b, dt, &peak, opt.repeats, "machine_best_gemm");
+    int dims[NN_MAX_LINEAR + 1], n = opt.n_hidden + 1;
+    dims[0] = opt.obs;
+    for (int l = 0; l < opt.n_hidden; l++) dims[l + 1] = opt.hidden[l];
+    dims[n] = opt.actions;
+    const int batches[2] = {32, 1024};
+    for (int bi = 0; bi < 2; bi++) {
+      int B = batches[bi];
+      for (int l = 0; l < n; l++) {
+        int I = dims[l], O = dims[l + 1];
+        char name[3][48];
+        snprintf(name[0], sizeof name[0], "gemm_fwd_l%d_B%d", l + 1, B);
+        snprintf(name[1], sizeof name[1], "gemm_dW_l%d_B%d", l + 1, B);
+        snprintf(name[2], sizeof name[2], "gemm_dx_l%d_B%d", l + 1, B);
+        GemmShape fwd = {name[0], 0, 1, B, O, I}, dw = {name[1], 1, 0, O, I, B}, dx = {name[2], 0, 0, B, I, O};
+        rc |= bench_gemm(b, dt, &fwd, opt.repeats, fwd.name);
+        if (B == 1024) {  // the rollout (B = 32) runs forward only
+          rc |= bench_gemm(b, dt, &dw, opt.repeats, dw.name);
+          if (l > 0) rc |= bench_gemm(b, dt, &dx, opt.repeats, dx.name);
+        }
+      }
+    }
+    rc |= bench_policy(b, &opt, dt);
+    printf("\n");
+  }
+  if (json_file) fclose(json_file);
+  backend_close(b);
+  return rc ? EXIT_RUNTIME : EXIT_OK;
+}

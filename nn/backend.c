@@ -1,0 +1,220 @@
+// nn/backend.c: the registry (the one place besides CMake that knows whether CUDA was built) and
+// the public wrappers, which check arguments and dispatch through the backend's table.
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+#include "nn/backend_impl.h"
+
+size_t nn_dtype_size(NnDtype dtype) { return dtype == NN_F32 ? 4 : 2; }
+
+const char *nn_dtype_name(NnDtype dtype) {
+  switch (dtype) {
+    case NN_F32:
+      return "fp32";
+    case NN_F16:
+      return "fp16";
+    case NN_BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+Backend *backend_open(const char *name) {
+  if (!name) {
+    error_set("backend: no name given (allowed: cpu, cuda, auto)");
+    return NULL;
+  }
+  if (strcmp(name, "cpu") == 0 || strcmp(name, "auto") == 0) return backend_cpu_open();
+  if (strcmp(name, "cuda") == 0) {
+#ifdef PPO_HAVE_CUDA
+    error_set("backend 'cuda': the CUDA toolkit was found but this build has no CUDA backend yet; use cpu");
+#else
+    error_set("backend 'cuda': this build has no CUDA support (configure with the CUDA toolkit); use cpu");
+#endif
+    return NULL;
+  }
+  error_set("backend '%s': unknown (allowed: cpu, cuda, auto)", name);
+  return NULL;
+}
+
+void backend_close(Backend *backend) {
+  if (backend) backend->ops->close(backend);
+}
+
+const char *backend_name(const Backend *backend) { return backend->name; }
+const char *backend_describe(const Backend *backend) { return backend->describe; }
+
+void *backend_alloc(Backend *backend, size_t bytes) {
+  CHECK(backend, "backend_alloc needs an open backend");
+  backend->alloc_count++;
+  return backend->ops->alloc(backend, bytes);
+}
+
+void backend_free(Backend *backend, void *ptr) {
+  if (ptr) backend->ops->free(backend, ptr);
+}
+
+size_t backend_alloc_count(const Backend *backend) { return backend->alloc_count; }
+
+void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes) {
+  CHECK(backend && (bytes == 0 || (dst && host_src)), "backend_upload: NULL pointer");
+  backend->ops->upload(backend, dst, host_src, bytes);
+}
+
+void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes) {
+  CHECK(backend && (bytes == 0 || (host_dst && src)), "backend_download: NULL pointer");
+  backend->ops->download(backend, host_dst, src, bytes);
+}
+
+void backend_memset_zero(Backend *backend, void *dst, size_t bytes) {
+  CHECK(backend && (bytes == 0 || dst), "backend_memset_zero: NULL pointer");
+  backend->ops->memset_zero(backend, dst, bytes);
+}
+
+void backend_sync(Backend *backend) { backend->ops->sync(backend); }
+
+void backend_reserve_workspace(Backend *backend, size_t bytes) { backend->ops->reserve_workspace(backend, bytes); }
+
+void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                  const void *A, const void *B, float beta, float *C) {
+  CHECK(backend && M >= 0 && N >= 0 && K >= 0, "backend_gemm: negative size");
+  CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_gemm: unknown dtype");
+  if (M == 0 || N == 0) return;
+  CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
+  backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
+}
+
+static void check_act(int act) {
+  CHECK(act == NN_ACT_NONE || act == NN_ACT_TANH || act == NN_ACT_RELU, "unknown activation");
+}
+
+void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
+                              int H, int act) {
+  CHECK(backend && out && in && bias && B >= 0 && H >= 0, "backend_bias_act_forward: bad argument");
+  CHECK(out_dtype <= NN_BF16, "backend_bias_act_forward: unknown dtype");
+  check_act(act);
+  backend->ops->bias_act_forward(backend, out, out_dtype, in, bias, B, H, act);
+}
+
+void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
+                               const void *out, NnDtype out_dtype, int B, int H, int act) {
+  CHECK(backend && din && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward: bad argument");
+  CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward: unknown dtype");
+  check_act(act);
+  backend->ops->bias_act_backward(backend, din, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+}
+
+void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
+                                 const float *actions, int B, int A) {
+  CHECK(backend && logp && logits && actions && B >= 0 && A >= 1, "backend_categorical_forward: bad argument");
+  backend->ops->categorical_forward(backend, logp, entropy, logits, actions, B, A);
+}
+
+void backend_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
+                                  const float *logits, const float *actions, int B, int A) {
+  CHECK(backend && dlogits && dlogp && logits && actions && B >= 0 && A >= 1,
+        "backend_categorical_backward: bad argument");
+  backend->ops->categorical_backward(backend, dlogits, dlogp, dentropy, logits, actions, B, A);
+}
+
+void backend_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,
+                                const float *uniforms, int B, int A) {
+  CHECK(backend && actions && logits && uniforms && B >= 0 && A >= 1, "backend_categorical_sample: bad argument");
+  backend->ops->categorical_sample(backend, actions, logp, logits, uniforms, B, A);
+}
+
+void backend_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
+                              const float *actions, int B, int A) {
+  CHECK(backend && logp && mean && log_std && actions && B >= 0 && A >= 1, "backend_gaussian_forward: bad argument");
+  backend->ops->gaussian_forward(backend, logp, entropy, mean, log_std, actions, B, A);
+}
+
+void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
+                               const float *dentropy, const float *mean, const float *log_std, const float *actions,
+                               int B, int A) {
+  CHECK(backend && dmean && dlog_std && dlogp && mean && log_std && actions && B >= 0 && A >= 1,
+        "backend_gaussian_backward: bad argument");
+  backend->ops->gaussian_backward(backend, dmean, dlog_std, dlogp, dentropy, mean, log_std, actions, B, A);
+}
+
+void backend_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
+                             const float *uniforms, int B, int A) {
+  CHECK(backend && actions && mean && log_std && uniforms && B >= 0 && A >= 1, "backend_gaussian_sample: bad argument");
+  backend->ops->gaussian_sample(backend, actions, logp, mean, log_std, uniforms, B, A);
+}
+
+void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
+  CHECK(backend && loss && pred && target && B >= 1, "backend_mse_forward: bad argument");
+  backend->ops->mse_forward(backend, loss, pred, target, B);
+}
+
+void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
+                          int B) {
+  CHECK(backend && dpred && dloss && pred && target && B >= 1, "backend_mse_backward: bad argument");
+  backend->ops->mse_backward(backend, dpred, dloss, pred, target, B);
+}
+
+void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows) {
+  CHECK(backend && out && src && index && B >= 0 && D >= 0 && rows >= 0, "backend_gather_rows: bad argument");
+  backend->ops->gather_rows(backend, out, src, index, B, D, rows);
+}
+
+void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
+  CHECK(backend && (n == 0 || (out && in)), "backend_cast: NULL pointer");
+  CHECK(to <= NN_BF16 && from <= NN_BF16, "backend_cast: unknown dtype");
+  backend->ops->cast(backend, out, to, in, from, n);
+}
+
+void backend_scale(Backend *backend, float *x, float alpha, size_t n) {
+  CHECK(backend && (n == 0 || x), "backend_scale: NULL pointer");
+  backend->ops->scale(backend, x, alpha, n);
+}
+
+void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n) {
+  CHECK(backend && alpha && (n == 0 || x), "backend_scale_by: NULL pointer");
+  backend->ops->scale_by(backend, x, alpha, n);
+}
+
+void backend_global_norm(Backend *backend, float *total, const float *x, size_t n) {
+  CHECK(backend && total && (n == 0 || x), "backend_global_norm: NULL pointer");
+  backend->ops->global_norm(backend, total, x, n);
+}
+
+void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm) {
+  CHECK(backend && (n == 0 || x) && max_norm > 0.0f, "backend_clip_grad_norm: bad argument");
+  backend->ops->clip_grad_norm(backend, total, x, n, max_norm);
+}
+
+void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
+  CHECK(backend && (n == 0 || x) && scale && found_inf, "backend_unscale_check: NULL pointer");
+  backend->ops->unscale_check(backend, x, n, scale, found_inf);
+}
+
+void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
+                                float growth_factor, float backoff_factor, int32_t growth_interval) {
+  CHECK(backend && scale && tracker && found_inf, "backend_grad_scaler_update: NULL pointer");
+  CHECK(growth_factor > 1.0f && backoff_factor > 0.0f && backoff_factor < 1.0f && growth_interval > 0,
+        "backend_grad_scaler_update: growth > 1, 0 < backoff < 1, interval > 0");
+  backend->ops->grad_scaler_update(backend, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval);
+}
+
+void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm) {
+  CHECK(backend && total && coef && (n == 0 || x) && max_norm > 0.0f, "backend_clip_coef: bad argument");
+  backend->ops->clip_coef(backend, total, coef, x, n, max_norm);
+}
+
+void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
+                       AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
+                       NnDtype lp_dtype) {
+  CHECK(backend && step && (n == 0 || (params && grads && m && v)), "backend_adam_step: NULL pointer");
+  CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f && hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f && hyper.eps >= 0.0f,
+        "backend_adam_step: betas in [0, 1), eps >= 0");
+  CHECK(lp_dtype <= NN_BF16, "backend_adam_step: unknown dtype");
+  backend->ops->adam_step(backend, params, grads, m, v, n, hyper, step, found_inf, grad_scale, params_lp, lp_dtype);
+}
+
+void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
+  CHECK(backend && (n == 0 || out), "backend_uniform: NULL pointer");
+  backend->ops->uniform(backend, out, n, seed, subsequence, offset);
+}

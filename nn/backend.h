@@ -1,0 +1,160 @@
+// nn/backend.h: the backend seam. Every computation of the engine goes through these calls.
+//
+// A Backend is an opaque handle opened by name ("cpu", "cuda", "auto"); each call below checks its
+// arguments and dispatches through the backend's table of functions (nn/backend_impl.h), as ggml
+// does. Pointers passed to ops are backend memory from backend_alloc (on the CPU backend that is
+// host memory; on CUDA it will be device memory): scalars such as the loss scale, the found-inf flag
+// and Adam's step count live there too, so a step can be skipped without a host round trip.
+//
+// Ops come in explicit forward/backward pairs, out-first (STYLE rule 7); backward ops that produce
+// a parameter gradient ACCUMULATE into it (the caller zeroes grads once per step), gradients of
+// activations are overwritten. All element-wise math is in nn/ops_math.h.
+//
+// Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden; M, K, N in
+// GEMM are its own matrix sizes. Matrices are row-major and contiguous.
+//
+// Failure: backend_open returns NULL and sets error_message() when the backend does not exist in
+// this build or cannot start; an op called with bad arguments (NULL pointer, negative size) or a
+// failing library call is a programming error and exits through check_fail with the location.
+// Depends on common/ (error, check, rng).
+#ifndef PPO_NN_BACKEND_H
+#define PPO_NN_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/ops_math.h"
+
+typedef struct Backend Backend;
+
+typedef enum { NN_F32 = 0, NN_F16 = 1, NN_BF16 = 2 } NnDtype;  // storage type of a GEMM input
+
+size_t nn_dtype_size(NnDtype dtype);       // 4 or 2
+const char *nn_dtype_name(NnDtype dtype);  // "fp32", "fp16", "bf16"
+
+// --- lifetime and memory ------------------------------------------------------------------------------
+
+Backend *backend_open(const char *name);           // "cpu" | "cuda" | "auto"; NULL + error_message() when unavailable
+void backend_close(Backend *backend);              // frees the handle (not memory from backend_alloc); NULL is fine
+const char *backend_name(const Backend *backend);  // "cpu"
+const char *backend_describe(const Backend *backend);  // one line: GEMM library, core, threads
+void *backend_alloc(Backend *backend, size_t bytes);   // 64-byte aligned, zeroed; exits on failure; counted
+void backend_free(Backend *backend, void *ptr);        // NULL is fine
+size_t backend_alloc_count(const Backend *backend);    // allocations made so far (including workspace growth)
+void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes);    // host -> backend
+void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes);  // backend -> host
+void backend_memset_zero(Backend *backend, void *dst, size_t bytes);
+void backend_sync(Backend *backend);  // waits for queued work (a no-op on the CPU)
+// Reserves GEMM scratch of at least `bytes` (the CPU backend widens fp16 operands to fp32 there
+// and transposes few-row products through it: M K + K N + M N floats cover any call), so that later
+// calls need no allocation. Growing it counts as an allocation.
+void backend_reserve_workspace(Backend *backend, size_t bytes);
+
+// --- GEMM -------------------------------------------------------------------------------------------------
+
+// C (M, N) = alpha * op(A) * op(B) + beta * C, fp32 accumulation and fp32 C. op(A) is (M, K): A is
+// stored (M, K), or (K, M) when trans_a. op(B) is (K, N): B is (K, N), or (N, K) when trans_b.
+// A and B are of type `dtype` (float, or uint16_t bits of fp16 / bf16).
+void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                  const void *A, const void *B, float beta, float *C);
+
+// --- bias + activation (act: NN_ACT_NONE, NN_ACT_TANH, NN_ACT_RELU) ------------------------------------------
+
+// out (B, H) = act(in (B, H) + bias (H)) computed in fp32 and stored as out_dtype (fp32, or the
+// low precision: activations are stored in it, DESIGN.md section 6). in may equal out in fp32.
+void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
+                              int H, int act);
+// din (B, H) = dout (B, H) * act'(.), the derivative written from the forward's output out (B, H)
+// of out_dtype, stored as din_dtype (the low precision when din feeds low-precision GEMMs);
+// dbias (H) += column sums of din before rounding. din may equal dout in fp32.
+void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
+                               const void *out, NnDtype out_dtype, int B, int H, int act);
+
+// --- categorical distribution over A logits ------------------------------------------------------------------
+
+// logp (B) = log softmax(logits)[action], entropy (B) = -sum p log p. actions (B) hold integer
+// values 0..A-1 stored as floats (the rollout buffer is float). entropy may be NULL.
+void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
+                                 const float *actions, int B, int A);
+// dlogits (B, A) = d(sum dlogp*logp + dentropy*entropy)/dlogits; dentropy may be NULL (zero).
+void backend_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
+                                  const float *logits, const float *actions, int B, int A);
+// actions (B) = inverse-CDF draw with uniforms (B) in (0, 1]; logp (B), optional, their log-probs.
+void backend_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,
+                                const float *uniforms, int B, int A);
+
+// --- diagonal Gaussian with state-independent log_std ------------------------------------------------------------
+
+// logp (B) = sum_j log N(actions[b,j]; mean[b,j], exp(log_std[j])); entropy (B), optional.
+void backend_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
+                              const float *actions, int B, int A);
+// dmean (B, A) overwritten; dlog_std (A) accumulated. dentropy may be NULL.
+void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
+                               const float *dentropy, const float *mean, const float *log_std, const float *actions,
+                               int B, int A);
+// actions (B, A) = mean + exp(log_std) * Box-Muller(uniforms[2 (b A + j)], uniforms[2 (b A + j) + 1]);
+// uniforms (B, A, 2) in (0, 1]. logp (B), optional.
+void backend_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
+                             const float *uniforms, int B, int A);
+
+// --- value loss ------------------------------------------------------------------------------------------------
+
+// loss (1) = mean over B of (pred - target)^2.
+void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B);
+// dpred (B) = dloss (1) * 2 (pred - target) / B; dloss is backend memory (a device scalar).
+void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
+                          int B);
+
+// --- data movement --------------------------------------------------------------------------------------------
+
+// out (B, D) = rows index (B) of src (rows, D); each index must be in [0, rows) (the CPU backend
+// checks and exits with the location otherwise).
+void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows);
+// out (n) of type to = in (n) of type from; rounding to nearest even; any pair of dtypes.
+void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n);
+// x (n) *= alpha.
+void backend_scale(Backend *backend, float *x, float alpha, size_t n);
+// x (n) *= *alpha, alpha a scalar in backend memory (the loss scale, without a host round trip).
+void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n);
+
+// --- reductions, clipping, loss scaling, optimiser ---------------------------------------------------------------
+
+// total (1) = sqrt(sum x^2) accumulated in double in a fixed order (same bits for any thread count).
+void backend_global_norm(Backend *backend, float *total, const float *x, size_t n);
+// torch.nn.utils.clip_grad_norm_: total (1) = norm; coef = max_norm / (total + 1e-6); when coef < 1,
+// x *= coef. total may be NULL.
+void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm);
+// GradScaler.unscale_: x *= (float)(1.0 / (double)*scale); *found_inf = 1.0f if any element of x was
+// inf or NaN before scaling (x is multiplied anyway), else left as it is (the caller zeroes it).
+void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf);
+// GradScaler.update: if *found_inf: scale *= backoff, tracker = 0; else tracker += 1 and at
+// growth_interval scale *= growth when finite, tracker = 0. No lower clamp.
+void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
+                                float growth_factor, float backoff_factor, int32_t growth_interval);
+
+typedef struct {
+  double lr, beta1, beta2, eps;  // doubles, as torch's Python numbers: the bias corrections are formed in double
+} AdamHyper;
+
+// clip_grad_norm_ split in two for fusion: total (1) = norm of x (n) as backend_global_norm, coef (1)
+// = min(1, max_norm / (total + 1e-6)); x is not touched (Adam applies coef through grad_scale).
+void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
+
+// One torch.optim.Adam step over n parameters unless found_inf (optional) is nonzero, in which case
+// params, m, v, params_lp and *step are untouched. *step (backend memory) is incremented first, as
+// torch does. The gradient used is grads[i] * *grad_scale when grad_scale (backend memory) is given:
+// the clip coefficient, applied with the same float multiply as clip_grad_norm_'s in-place scaling,
+// so the result is bit-identical to clipping first; grads itself is left as it is. params_lp
+// (optional, n elements of lp_dtype) receives the updated parameters rounded (the low-precision
+// weight copies), saving a separate cast pass.
+void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
+                       AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
+                       NnDtype lp_dtype);
+
+// --- randomness ------------------------------------------------------------------------------------------------
+
+// out (n) = uniforms in (0, 1] of Philox stream (seed, subsequence) from word `offset` (common/rng.h,
+// cuRAND's layout).
+void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
+
+#endif

@@ -1,0 +1,448 @@
+// nn/backend_cpu.c: the CPU backend, the reference every other backend must match (STYLE rule 1).
+//
+// Memory is host memory (64-byte aligned, zeroed). Element-wise ops are OpenMP loops with a static
+// schedule over nn/ops_math.h; reductions use a fixed chunking so the bits do not depend on the
+// thread count. GEMM lives in backend_cpu_gemm.c.
+#include "nn/backend_cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/rng.h"
+
+// Loops shorter than this run on one thread: the fork costs more than the work.
+#define CPU_PARALLEL_MIN 16384
+#define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
+
+// The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks
+// the best the CPU has, so the library needs no -march and still vectorises here. The build is
+// ISO C (-ffp-contract=off): no clone fuses a multiply-add, so all three give the same bits.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU_VECTOR_CLONES
+#endif
+
+static void cpu_close(Backend *backend) {
+  CpuContext *ctx = backend->ctx;
+  cpu_gemm_close(ctx);
+  free(ctx->workspace);
+  free(ctx);
+  free(backend);
+}
+
+static void *cpu_alloc(Backend *backend, size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *ptr = aligned_alloc(64, rounded ? rounded : 64);
+  CHECK(ptr, "out of host memory: reduce the batch or the network");
+  memset(ptr, 0, rounded ? rounded : 64);
+  return ptr;
+}
+
+static void cpu_free(Backend *backend, void *ptr) { free(ptr); }
+
+static void cpu_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
+  if (bytes) memmove(dst, src, bytes);
+}
+
+static void cpu_memset_zero(Backend *backend, void *dst, size_t bytes) {
+  if (bytes) memset(dst, 0, bytes);
+}
+
+static void cpu_sync(Backend *backend) {}
+
+static void cpu_reserve_workspace(Backend *backend, size_t bytes) {
+  CpuContext *ctx = backend->ctx;
+  if (bytes <= ctx->workspace_bytes) return;
+  free(ctx->workspace);
+  ctx->workspace = NULL;
+  ctx->workspace_bytes = 0;
+  ctx->workspace = cpu_alloc(backend, bytes);
+  ctx->workspace_bytes = bytes;
+  backend->alloc_count++;
+}
+
+// --- element-wise -------------------------------------------------------------------------------------------
+
+// dst[at .. at + n) = src rounded to dtype; one loop per dtype so each vectorises.
+CPU_VECTOR_CLONES static void store_lp_row(void *dst, NnDtype dtype, size_t at, const float *src, int n) {
+  if (dtype == NN_F16) {
+    uint16_t *d = (uint16_t *)dst + at;
+    for (int i = 0; i < n; i++) d[i] = nn_f32_to_f16(src[i]);
+  } else if (dtype == NN_BF16) {
+    uint16_t *d = (uint16_t *)dst + at;
+    for (int i = 0; i < n; i++) d[i] = nn_f32_to_bf16(src[i]);
+  } else {
+    memcpy((float *)dst + at, src, (size_t)n * sizeof(float));
+  }
+}
+
+CPU_VECTOR_CLONES static void bias_act_row(float *out, const float *in, const float *bias, int H, int act) {
+  if (act == NN_ACT_TANH)
+    for (int h = 0; h < H; h++) out[h] = nn_tanh(in[h] + bias[h]);
+  else if (act == NN_ACT_RELU)
+    for (int h = 0; h < H; h++) out[h] = nn_act_forward(in[h] + bias[h], NN_ACT_RELU);
+  else
+    for (int h = 0; h < H; h++) out[h] = in[h] + bias[h];
+}
+
+// Row pieces of CPU_COLUMN_BLOCK columns go through a stack buffer when the storage is low precision.
+#define CPU_COLUMN_BLOCK 256
+
+static void cpu_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias,
+                                 int B, int H, int act) {
+#pragma omp parallel for schedule(static) if ((size_t)B * H >= CPU_PARALLEL_MIN)
+  for (int b = 0; b < B; b++) {
+    size_t row = (size_t)b * H;
+    if (out_dtype == NN_F32) {
+      bias_act_row((float *)out + row, in + row, bias, H, act);
+      continue;
+    }
+    float tmp[CPU_COLUMN_BLOCK];
+    for (int h0 = 0; h0 < H; h0 += CPU_COLUMN_BLOCK) {
+      int n = H - h0 < CPU_COLUMN_BLOCK ? H - h0 : CPU_COLUMN_BLOCK;
+      bias_act_row(tmp, in + row + h0, bias + h0, n, act);
+      store_lp_row(out, out_dtype, row + h0, tmp, n);
+    }
+  }
+}
+
+// d[i] = dout[i] * act'(y[i]); sum[i] += d[i].
+CPU_VECTOR_CLONES static void act_backward_row(float *d, float *sum, const float *dout, const float *y, int n,
+                                               int act) {
+  if (act == NN_ACT_TANH)
+    for (int i = 0; i < n; i++) d[i] = dout[i] * (1.0f - y[i] * y[i]);
+  else if (act == NN_ACT_RELU)
+    for (int i = 0; i < n; i++) d[i] = y[i] > 0.0f ? dout[i] : 0.0f;
+  else
+    for (int i = 0; i < n; i++) d[i] = dout[i];
+  for (int i = 0; i < n; i++) sum[i] += d[i];
+}
+
+CPU_VECTOR_CLONES static void widen_row(float *dst, const uint16_t *src, NnDtype dtype, int n) {
+  if (dtype == NN_F16)
+    for (int i = 0; i < n; i++) dst[i] = nn_f16_to_f32(src[i]);
+  else
+    for (int i = 0; i < n; i++) dst[i] = nn_bf16_to_f32(src[i]);
+}
+
+// One pass, parallel over blocks of columns: each block walks the rows in order, so the bias
+// gradient's sums have a fixed order for any thread count, and rows are read contiguously.
+static void cpu_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
+                                  const void *out, NnDtype out_dtype, int B, int H, int act) {
+  int blocks = (H + CPU_COLUMN_BLOCK - 1) / CPU_COLUMN_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)B * H >= CPU_PARALLEL_MIN && blocks > 1)
+  for (int blk = 0; blk < blocks; blk++) {
+    int h0 = blk * CPU_COLUMN_BLOCK, n = H - h0 < CPU_COLUMN_BLOCK ? H - h0 : CPU_COLUMN_BLOCK;
+    float sum[CPU_COLUMN_BLOCK] = {0}, y[CPU_COLUMN_BLOCK], d[CPU_COLUMN_BLOCK];
+    for (int b = 0; b < B; b++) {
+      size_t at = (size_t)b * H + h0;
+      const float *yrow = (const float *)out + at;
+      if (out_dtype != NN_F32) {
+        widen_row(y, (const uint16_t *)out + at, out_dtype, n);
+        yrow = y;
+      }
+      float *drow = din_dtype == NN_F32 ? (float *)din + at : d;
+      act_backward_row(drow, sum, dout + at, yrow, n, act);
+      if (din_dtype != NN_F32) store_lp_row(din, din_dtype, at, d, n);
+    }
+    for (int h = 0; h < n; h++) dbias[h0 + h] += sum[h];
+  }
+}
+
+static int action_index(float a, int A) {
+  int j = (int)a;
+  CHECK(j >= 0 && j < A && (float)j == a, "categorical action must be an integer in [0, A)");
+  return j;
+}
+
+static void cpu_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
+                                    const float *actions, int B, int A) {
+  for (int b = 0; b < B; b++) {
+    const float *z = logits + (size_t)b * A;
+    float lse = nn_logsumexp(z, A);
+    logp[b] = z[action_index(actions[b], A)] - lse;
+    if (entropy) entropy[b] = nn_categorical_entropy(z, A, lse);
+  }
+}
+
+// d logp_a / dz_j = [j == a] - p_j;  d H / dz_j = -p_j (log p_j + H).
+static void cpu_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
+                                     const float *logits, const float *actions, int B, int A) {
+  for (int b = 0; b < B; b++) {
+    const float *z = logits + (size_t)b * A;
+    float *dz = dlogits + (size_t)b * A;
+    float lse = nn_logsumexp(z, A);
+    float H = nn_categorical_entropy(z, A, lse);
+    int a = action_index(actions[b], A);
+    float de = dentropy ? dentropy[b] : 0.0f;
+    for (int j = 0; j < A; j++) {
+      float lp = z[j] - lse;
+      float p = expf(lp);
+      dz[j] = dlogp[b] * ((j == a ? 1.0f : 0.0f) - p) - de * p * (lp + H);
+    }
+  }
+}
+
+static void cpu_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,
+                                   const float *uniforms, int B, int A) {
+  for (int b = 0; b < B; b++) {
+    const float *z = logits + (size_t)b * A;
+    float lse = nn_logsumexp(z, A);
+    int a = nn_categorical_sample(z, A, lse, uniforms[b]);
+    actions[b] = (float)a;
+    if (logp) logp[b] = z[a] - lse;
+  }
+}
+
+static void cpu_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
+                                 const float *actions, int B, int A) {
+  for (int b = 0; b < B; b++) {
+    float s = 0.0f, h = 0.0f;
+    for (int j = 0; j < A; j++) {
+      size_t i = (size_t)b * A + j;
+      s += nn_gaussian_logprob(actions[i], mean[i], log_std[j]);
+      h += nn_gaussian_entropy(log_std[j]);
+    }
+    logp[b] = s;
+    if (entropy) entropy[b] = h;
+  }
+}
+
+// d logp / d mu = (a - mu) / s^2;  d logp / d log_std = z^2 - 1;  d H / d log_std = 1.
+static void cpu_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
+                                  const float *dentropy, const float *mean, const float *log_std, const float *actions,
+                                  int B, int A) {
+  for (int j = 0; j < A; j++) {
+    float inv_std = expf(-log_std[j]);
+    float acc = 0.0f;
+    for (int b = 0; b < B; b++) {
+      size_t i = (size_t)b * A + j;
+      float z = (actions[i] - mean[i]) * inv_std;
+      dmean[i] = dlogp[b] * z * inv_std;
+      acc += dlogp[b] * (z * z - 1.0f) + (dentropy ? dentropy[b] : 0.0f);
+    }
+    dlog_std[j] += acc;
+  }
+}
+
+static void cpu_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
+                                const float *uniforms, int B, int A) {
+  for (int b = 0; b < B; b++) {
+    float s = 0.0f;
+    for (int j = 0; j < A; j++) {
+      size_t i = (size_t)b * A + j;
+      float eps = nn_normal_from_uniforms(uniforms[2 * i], uniforms[2 * i + 1]);
+      actions[i] = mean[i] + expf(log_std[j]) * eps;
+      s += nn_gaussian_logprob(actions[i], mean[i], log_std[j]);
+    }
+    if (logp) logp[b] = s;
+  }
+}
+
+static void cpu_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
+  float s = 0.0f;
+  for (int b = 0; b < B; b++) {
+    float d = pred[b] - target[b];
+    s += d * d;
+  }
+  *loss = s / (float)B;
+}
+
+static void cpu_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
+                             int B) {
+  float c = 2.0f * *dloss / (float)B;
+  for (int b = 0; b < B; b++) dpred[b] = c * (pred[b] - target[b]);
+}
+
+// The index is backend memory, so its bounds are checked here, where it can be read.
+static void cpu_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D,
+                            int rows) {
+  for (int b = 0; b < B; b++) CHECK(index[b] >= 0 && index[b] < rows, "backend_gather_rows: index out of range");
+#pragma omp parallel for schedule(static) if ((size_t)B * D >= CPU_PARALLEL_MIN)
+  for (int b = 0; b < B; b++) memcpy(out + (size_t)b * D, src + (size_t)index[b] * D, (size_t)D * sizeof(float));
+}
+
+static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
+  if (to == from) {
+    memmove(out, in, n * nn_dtype_size(to));
+    return;
+  }
+  size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
+  for (size_t blk = 0; blk < blocks; blk++) {
+    size_t lo = blk * CPU_CAST_BLOCK, len = lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo;
+    if (from == NN_F32) {
+      store_lp_row(out, to, lo, (const float *)in + lo, (int)len);
+    } else {
+      float tmp[CPU_CAST_BLOCK];
+      const uint16_t *src = (const uint16_t *)in + lo;
+      if (from == NN_F16)
+        for (size_t i = 0; i < len; i++) tmp[i] = nn_f16_to_f32(src[i]);
+      else
+        for (size_t i = 0; i < len; i++) tmp[i] = nn_bf16_to_f32(src[i]);
+      store_lp_row(out, to, lo, tmp, (int)len);
+    }
+  }
+}
+
+CPU_VECTOR_CLONES static void scale_block(float *x, float alpha, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] *= alpha;
+}
+
+static void cpu_scale(Backend *backend, float *x, float alpha, size_t n) {
+  size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
+  for (size_t blk = 0; blk < blocks; blk++) {
+    size_t lo = blk * CPU_CAST_BLOCK;
+    scale_block(x + lo, alpha, lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo);
+  }
+}
+
+static void cpu_scale_by(Backend *backend, float *x, const float *alpha, size_t n) { cpu_scale(backend, x, *alpha, n); }
+
+// --- reductions: CPU_CHUNKS fixed slices summed in double, then added in order ---------------------------------
+
+#define CPU_CHUNKS 64
+
+static double sum_squares(const float *x, size_t n) {
+  double partial[CPU_CHUNKS];
+  size_t chunk = (n + CPU_CHUNKS - 1) / CPU_CHUNKS;
+#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
+  for (int c = 0; c < CPU_CHUNKS; c++) {
+    size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    double s = 0.0;
+    for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
+    partial[c] = s;
+  }
+  double total = 0.0;
+  for (int c = 0; c < CPU_CHUNKS; c++) total += partial[c];
+  return total;
+}
+
+static void cpu_global_norm(Backend *backend, float *total, const float *x, size_t n) {
+  *total = (float)sqrt(sum_squares(x, n));
+}
+
+static void cpu_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm) {
+  float norm = (float)sqrt(sum_squares(x, n));
+  if (total) *total = norm;
+  float coef = max_norm / (norm + 1e-6f);
+  if (coef < 1.0f) cpu_scale(backend, x, coef, n);
+}
+
+static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
+  float inv = (float)(1.0 / (double)*scale);
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++) {
+    bad |= !isfinite(x[i]);
+    x[i] *= inv;
+  }
+  if (bad) *found_inf = 1.0f;
+}
+
+static void cpu_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
+                                   float growth_factor, float backoff_factor, int32_t growth_interval) {
+  if (*found_inf != 0.0f) {
+    *scale *= backoff_factor;
+    *tracker = 0;
+    return;
+  }
+  int32_t next = *tracker + 1;
+  if (next == growth_interval) {
+    float grown = *scale * growth_factor;
+    if (isfinite(grown)) *scale = grown;
+    next = 0;
+  }
+  *tracker = next;
+}
+
+CPU_VECTOR_CLONES static void adam_block(float *restrict p, const float *restrict g, float *restrict m,
+                                         float *restrict v, size_t n, float gscale, float weight1, float beta2,
+                                         float one_minus_beta2, float neg_step_size, float bc2_sqrt, float eps) {
+  for (size_t i = 0; i < n; i++)
+    nn_adam_element(&p[i], &m[i], &v[i], g[i] * gscale, weight1, beta2, one_minus_beta2, neg_step_size, bc2_sqrt, eps);
+}
+
+static void cpu_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm) {
+  float norm = (float)sqrt(sum_squares(x, n));
+  float c = max_norm / (norm + 1e-6f);
+  *total = norm;
+  *coef = c < 1.0f ? c : 1.0f;
+}
+
+static void cpu_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
+                          AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale,
+                          void *params_lp, NnDtype lp_dtype) {
+  if (found_inf && *found_inf != 0.0f) return;
+  int32_t t = ++*step;
+  double bc1 = 1.0 - pow(hyper.beta1, (double)t);
+  double bc2 = 1.0 - pow(hyper.beta2, (double)t);
+  float weight1 = (float)(1.0 - hyper.beta1);
+  float beta2 = (float)hyper.beta2;
+  float one_minus_beta2 = (float)(1.0 - hyper.beta2);
+  float neg_step_size = (float)(-(hyper.lr / bc1));
+  float bc2_sqrt = (float)sqrt(bc2);
+  float eps = (float)hyper.eps;
+  float gscale = grad_scale ? *grad_scale : 1.0f;
+  size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
+  for (size_t blk = 0; blk < blocks; blk++) {
+    size_t lo = blk * CPU_CAST_BLOCK, len = lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo;
+    adam_block(params + lo, grads + lo, m + lo, v + lo, len, gscale, weight1, beta2, one_minus_beta2, neg_step_size,
+               bc2_sqrt, eps);
+    if (params_lp) store_lp_row(params_lp, lp_dtype, lo, params + lo, (int)len);
+  }
+}
+
+static void cpu_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
+  rng_fill_uniform(out, n, seed, subsequence, offset);
+}
+
+static const BackendOps cpu_ops = {
+    .close = cpu_close,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .memset_zero = cpu_memset_zero,
+    .sync = cpu_sync,
+    .reserve_workspace = cpu_reserve_workspace,
+    .gemm = cpu_gemm,
+    .bias_act_forward = cpu_bias_act_forward,
+    .bias_act_backward = cpu_bias_act_backward,
+    .categorical_forward = cpu_categorical_forward,
+    .categorical_backward = cpu_categorical_backward,
+    .categorical_sample = cpu_categorical_sample,
+    .gaussian_forward = cpu_gaussian_forward,
+    .gaussian_backward = cpu_gaussian_backward,
+    .gaussian_sample = cpu_gaussian_sample,
+    .mse_forward = cpu_mse_forward,
+    .mse_backward = cpu_mse_backward,
+    .gather_rows = cpu_gather_rows,
+    .cast = cpu_cast,
+    .scale = cpu_scale,
+    .scale_by = cpu_scale_by,
+    .global_norm = cpu_global_norm,
+    .clip_grad_norm = cpu_clip_grad_norm,
+    .unscale_check = cpu_unscale_check,
+    .grad_scaler_update = cpu_grad_scaler_update,
+    .clip_coef = cpu_clip_coef,
+    .adam_step = cpu_adam_step,
+    .uniform = cpu_uniform,
+};
+
+Backend *backend_cpu_open(void) {
+  Backend *backend = CHECK_ALLOC(sizeof *backend, "cpu backend");
+  memset(backend, 0, sizeof *backend);
+  CpuContext *ctx = CHECK_ALLOC(sizeof *ctx, "cpu backend context");
+  memset(ctx, 0, sizeof *ctx);
+  backend->name = "cpu";
+  backend->ops = &cpu_ops;
+  backend->ctx = ctx;
+  cpu_gemm_open(backend);
+  return backend;
+}

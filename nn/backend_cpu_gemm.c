@@ -1,0 +1,259 @@
+// nn/backend_cpu_gemm.c: GEMM on the CPU, fp32 accumulation in every precision.
+//
+// Libraries (bench/results/ has the measurements behind the choice):
+//   fp32: oneDNN's matmul (one OpenMP thread pool shared with our element-wise loops) when built
+//         with oneDNN, else OpenBLAS's cblas_sgemm. PPO_CPU_GEMM=openblas in the environment forces
+//         OpenBLAS (for comparisons).
+//   bf16: oneDNN's matmul on bf16 inputs (AMX / AVX512-BF16 kernels); without oneDNN, operands are
+//         widened to fp32 in the workspace and multiplied by sgemm (exact products, same sums).
+//   fp16: storage emulation: operands widened to fp32 in the workspace, then the fp32 path.
+// Why oneDNN for fp32 too: on the 2-core AMX machine both reach ~290 GFLOP/s on large shapes, but
+// oneDNN is faster at the rollout's batch 32 (190 vs 130 GFLOP/s) and shares our OpenMP threads,
+// where OpenBLAS's pthread build competes with them: the full update step measured 7130 samples/s
+// against 5960 (pthread build) and 6770 (OpenMP build, libopenblas0-openmp), rollout inference
+// 15700 against 6800 / 12200 (bench/results/*-blas-choice.txt). OpenBLAS's core type can only be
+// chosen before it loads (OPENBLAS_CORETYPE), so a fallback to kernels without AVX-512 is reported.
+// oneDNN primitives are created once per shape and cached; the cache is the only state.
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/check.h"
+#include "nn/backend_cpu.h"
+
+#ifdef PPO_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+
+#define DNNL_CHECK(call) CHECK((call) == dnnl_success, "oneDNN call failed (unsupported shape or out of memory)")
+#define GEMM_CACHE_MAX 128
+
+typedef struct {
+  NnDtype dtype;
+  int trans_a, trans_b, M, N, K, swap;
+  float alpha, beta;
+  dnnl_primitive_t prim;
+  dnnl_memory_t a, b, c;
+} GemmEntry;
+#endif
+
+struct CpuGemm {
+  int use_onednn;
+#ifdef PPO_HAVE_ONEDNN
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  GemmEntry cache[GEMM_CACHE_MAX];
+  int cache_used, cache_next;
+#endif
+};
+
+// A hint when OpenBLAS fell back to kernels without AVX-512 on a CPU that has it (DESIGN.md
+// section 10: Debian's 0.3.21 does that on some recent Xeons, about 4x slower sgemm). On this
+// project's Sapphire Rapids-class machine it reports SkylakeX, whose sgemm measured as fast as any
+// other core type (bench/results/*-blas-choice.txt).
+static const char *openblas_core_hint(void) {
+  const char *core = openblas_get_corename();
+  int avx512 = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  __builtin_cpu_init();
+  avx512 = __builtin_cpu_supports("avx512f");
+#endif
+  static const char *const avx512_cores[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  if (!avx512 || !core) return "";
+  for (size_t i = 0; i < sizeof avx512_cores / sizeof avx512_cores[0]; i++)
+    if (strcasecmp(core, avx512_cores[i]) == 0) return "";
+  return " (OpenBLAS chose a core without AVX-512 kernels on an AVX-512 CPU: set OPENBLAS_CORETYPE=SkylakeX)";
+}
+
+// OPENBLAS_VERSION is " OpenBLAS 0.3.21 ": without the padding.
+static const char *openblas_version(char *buf, size_t size) {
+  const char *v = OPENBLAS_VERSION;
+  while (*v == ' ') v++;
+  snprintf(buf, size, "%s", v);
+  for (size_t n = strlen(buf); n > 0 && buf[n - 1] == ' '; n--) buf[n - 1] = '\0';
+  return buf;
+}
+
+void cpu_gemm_open(Backend *backend) {
+  CpuContext *ctx = backend->ctx;
+  CpuGemm *g = CHECK_ALLOC(sizeof *g, "gemm state");
+  memset(g, 0, sizeof *g);
+  ctx->gemm = g;
+  const char *force = getenv("PPO_CPU_GEMM");
+  int blas_threads = openblas_get_num_threads();
+  char version[64];
+#ifdef PPO_HAVE_ONEDNN
+  g->use_onednn = !(force && strcmp(force, "openblas") == 0);
+  DNNL_CHECK(dnnl_engine_create(&g->engine, dnnl_cpu, 0));
+  DNNL_CHECK(dnnl_stream_create(&g->stream, g->engine, dnnl_stream_default_flags));
+  const dnnl_version_t *v = dnnl_version();
+  snprintf(backend->describe, sizeof backend->describe,
+           "cpu: GEMM fp32 %s, bf16 oneDNN %d.%d.%d matmul (fp16 widened to fp32); %s core %s, %d threads%s",
+           g->use_onednn ? "oneDNN matmul" : "OpenBLAS sgemm", v->major, v->minor, v->patch,
+           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads,
+           g->use_onednn ? "" : openblas_core_hint());
+#else
+  (void)force;
+  snprintf(backend->describe, sizeof backend->describe,
+           "cpu: GEMM %s sgemm (core %s, %d threads); bf16 and fp16 widened to fp32%s",
+           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads, openblas_core_hint());
+#endif
+}
+
+void cpu_gemm_close(CpuContext *ctx) {
+  CpuGemm *g = ctx->gemm;
+  if (!g) return;
+#ifdef PPO_HAVE_ONEDNN
+  for (int i = 0; i < g->cache_used; i++) {
+    dnnl_primitive_destroy(g->cache[i].prim);
+    dnnl_memory_destroy(g->cache[i].a);
+    dnnl_memory_destroy(g->cache[i].b);
+    dnnl_memory_destroy(g->cache[i].c);
+  }
+  dnnl_stream_destroy(g->stream);
+  dnnl_engine_destroy(g->engine);
+#endif
+  free(g);
+  ctx->gemm = NULL;
+}
+
+static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, const float *B,
+                  float beta, float *C) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+              A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
+}
+
+#ifdef PPO_HAVE_ONEDNN
+// swap: build C^T (N, M) = op(B)^T op(A)^T instead, into a plain scratch that the caller transposes
+// into C. With few rows (the rollout's batch 32) oneDNN's kernels run the long weight side as the
+// rows much faster: 1.5x in fp32, 2x in bf16 at (32, 1024, 2048) on the 2-core AMX machine. (A
+// dst with transposed strides instead sends oneDNN 2.6 to its reference kernel, 1000x slower.)
+static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                             float beta, int swap) {
+  for (int i = 0; i < g->cache_used; i++) {
+    GemmEntry *e = &g->cache[i];
+    if (e->dtype == dtype && e->trans_a == trans_a && e->trans_b == trans_b && e->M == M && e->N == N && e->K == K &&
+        e->alpha == alpha && e->beta == beta)
+      return e;
+  }
+  GemmEntry *e;
+  if (g->cache_used < GEMM_CACHE_MAX) {
+    e = &g->cache[g->cache_used++];
+  } else {  // full: replace round robin
+    e = &g->cache[g->cache_next];
+    g->cache_next = (g->cache_next + 1) % GEMM_CACHE_MAX;
+    dnnl_primitive_destroy(e->prim);
+    dnnl_memory_destroy(e->a);
+    dnnl_memory_destroy(e->b);
+    dnnl_memory_destroy(e->c);
+  }
+  dnnl_data_type_t in_type = dtype == NN_BF16 ? dnnl_bf16 : dnnl_f32;
+  dnnl_dims_t a_dims = {M, K}, b_dims = {K, N}, c_dims = {M, N};
+  dnnl_dims_t a_strides = {trans_a ? 1 : K, trans_a ? M : 1};
+  dnnl_dims_t b_strides = {trans_b ? 1 : N, trans_b ? K : 1};
+  dnnl_dims_t c_strides = {N, 1};
+  if (swap) {  // src = op(B)^T (N, K), weights = op(A)^T (K, M), dst = C^T (N, M) over C's memory
+    a_dims[0] = N, a_dims[1] = K, a_strides[0] = trans_b ? K : 1, a_strides[1] = trans_b ? 1 : N;
+    b_dims[0] = K, b_dims[1] = M, b_strides[0] = trans_a ? M : 1, b_strides[1] = trans_a ? 1 : K;
+    c_dims[0] = N, c_dims[1] = M, c_strides[0] = M, c_strides[1] = 1;
+  }
+  dnnl_memory_desc_t a_md, b_md, c_md;
+  DNNL_CHECK(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, in_type, a_strides));
+  DNNL_CHECK(dnnl_memory_desc_init_by_strides(&b_md, 2, b_dims, in_type, b_strides));
+  DNNL_CHECK(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_strides));
+  dnnl_matmul_desc_t desc;
+  DNNL_CHECK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md));
+  dnnl_primitive_attr_t attr;
+  DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+  if (alpha != 1.0f) DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+  dnnl_post_ops_t post_ops = NULL;
+  if (beta != 0.0f) {
+    DNNL_CHECK(dnnl_post_ops_create(&post_ops));
+    DNNL_CHECK(dnnl_post_ops_append_sum(post_ops, beta));
+    DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+  }
+  dnnl_primitive_desc_t pd;
+  DNNL_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, g->engine, NULL));
+  DNNL_CHECK(dnnl_primitive_create(&e->prim, pd));
+  DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+  DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+  if (post_ops) DNNL_CHECK(dnnl_post_ops_destroy(post_ops));
+  DNNL_CHECK(dnnl_memory_create(&e->a, &a_md, g->engine, DNNL_MEMORY_NONE));
+  DNNL_CHECK(dnnl_memory_create(&e->b, &b_md, g->engine, DNNL_MEMORY_NONE));
+  DNNL_CHECK(dnnl_memory_create(&e->c, &c_md, g->engine, DNNL_MEMORY_NONE));
+  *e = (GemmEntry){dtype, trans_a, trans_b, M, N, K, swap, alpha, beta, e->prim, e->a, e->b, e->c};
+  return e;
+}
+
+// C (M, N) = S (N, M)^T for few rows M, in tiles of 16 columns: the tile of S (16 M floats) stays in
+// L1 while each row of C gets one whole cache line at a time (rows of C are N floats apart, often a
+// multiple of 4 KiB, so row-by-row column walks would thrash one L1 set).
+static void transpose_into(float *restrict C, const float *restrict S, int M, int N) {
+#pragma omp parallel for schedule(static) if ((size_t)M * N >= 65536)
+  for (int j0 = 0; j0 < N; j0 += 16) {
+    int j1 = j0 + 16 < N ? j0 + 16 : N;
+    for (int i = 0; i < M; i++)
+      for (int j = j0; j < j1; j++) C[(size_t)i * N + j] = S[(size_t)j * M + i];
+  }
+}
+
+static int onednn_swaps(int M, int N, float beta) { return beta == 0.0f && M <= 64 && N >= 4 * M && N >= 256; }
+
+// scratch: M N floats when onednn_swaps(M, N, beta), else unused.
+static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                        const void *A, const void *B, float beta, float *C, float *scratch) {
+  int swap = onednn_swaps(M, N, beta);
+  GemmEntry *e = gemm_entry(g, dtype, trans_a, trans_b, M, N, K, alpha, beta, swap);
+  DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)(swap ? B : A)));
+  DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)(swap ? A : B)));
+  DNNL_CHECK(dnnl_memory_set_data_handle(e->c, swap ? scratch : C));
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}};
+  DNNL_CHECK(dnnl_primitive_execute(e->prim, g->stream, 3, args));
+  DNNL_CHECK(dnnl_stream_wait(g->stream));
+  if (swap) transpose_into(C, scratch, M, N);
+}
+#endif
+
+static void widen(float *out, const uint16_t *in, size_t n, NnDtype dtype) {
+#pragma omp parallel for schedule(static) if (n >= 16384)
+  for (size_t i = 0; i < n; i++) out[i] = dtype == NN_F16 ? nn_f16_to_f32(in[i]) : nn_bf16_to_f32(in[i]);
+}
+
+void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+              const void *A, const void *B, float beta, float *C) {
+  CpuContext *ctx = backend->ctx;
+  CpuGemm *g = ctx->gemm;
+  if (K == 0) {  // libraries differ on empty products: C = beta C by hand
+    for (size_t i = 0; i < (size_t)M * N; i++) C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+    return;
+  }
+#ifdef PPO_HAVE_ONEDNN
+  if (dtype == NN_BF16 || (dtype == NN_F32 && g->use_onednn)) {
+    if (onednn_swaps(M, N, beta)) backend_reserve_workspace(backend, (size_t)M * N * sizeof(float));
+    onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, ctx->workspace);
+    return;
+  }
+#else
+  (void)g;
+#endif
+  if (dtype == NN_F32) {
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    return;
+  }
+  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = 0;
+#ifdef PPO_HAVE_ONEDNN
+  if (g->use_onednn && onednn_swaps(M, N, beta)) nc = (size_t)M * N;
+#endif
+  backend_reserve_workspace(backend, (na + nb + nc) * sizeof(float));  // a no-op once reserved
+  float *a32 = ctx->workspace, *b32 = a32 + na;
+  widen(a32, A, na, dtype);
+  widen(b32, B, nb, dtype);
+#ifdef PPO_HAVE_ONEDNN
+  if (g->use_onednn) {
+    onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C, b32 + nb);
+    return;
+  }
+#endif
+  sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C);
+}

@@ -1,0 +1,69 @@
+// nn/backend_impl.h: the table of functions behind nn/backend.h and the Backend struct.
+//
+// Seen only by the backends (backend.c, backend_cpu*.c, later backend_cuda*.cu), as ggml's
+// ggml-backend-impl.h. The public wrappers in backend.c check every argument before calling
+// through the table, so an implementation may assume valid sizes and non-NULL required pointers.
+// Depends on nn/backend.h.
+#ifndef PPO_NN_BACKEND_IMPL_H
+#define PPO_NN_BACKEND_IMPL_H
+
+#include "nn/backend.h"
+
+typedef struct {
+  void (*close)(Backend *backend);  // frees ctx
+  void *(*alloc)(Backend *backend, size_t bytes);
+  void (*free)(Backend *backend, void *ptr);
+  void (*upload)(Backend *backend, void *dst, const void *src, size_t bytes);
+  void (*download)(Backend *backend, void *dst, const void *src, size_t bytes);
+  void (*memset_zero)(Backend *backend, void *dst, size_t bytes);
+  void (*sync)(Backend *backend);
+  void (*reserve_workspace)(Backend *backend, size_t bytes);
+
+  void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+               const void *A, const void *B, float beta, float *C);
+  void (*bias_act_forward)(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
+                           int H, int act);
+  void (*bias_act_backward)(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
+                            const void *out, NnDtype out_dtype, int B, int H, int act);
+  void (*categorical_forward)(Backend *backend, float *logp, float *entropy, const float *logits, const float *actions,
+                              int B, int A);
+  void (*categorical_backward)(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
+                               const float *logits, const float *actions, int B, int A);
+  void (*categorical_sample)(Backend *backend, float *actions, float *logp, const float *logits, const float *uniforms,
+                             int B, int A);
+  void (*gaussian_forward)(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
+                           const float *actions, int B, int A);
+  void (*gaussian_backward)(Backend *backend, float *dmean, float *dlog_std, const float *dlogp, const float *dentropy,
+                            const float *mean, const float *log_std, const float *actions, int B, int A);
+  void (*gaussian_sample)(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
+                          const float *uniforms, int B, int A);
+  void (*mse_forward)(Backend *backend, float *loss, const float *pred, const float *target, int B);
+  void (*mse_backward)(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
+                       int B);
+  void (*gather_rows)(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows);
+  void (*cast)(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n);
+  void (*scale)(Backend *backend, float *x, float alpha, size_t n);
+  void (*scale_by)(Backend *backend, float *x, const float *alpha, size_t n);
+  void (*global_norm)(Backend *backend, float *total, const float *x, size_t n);
+  void (*clip_grad_norm)(Backend *backend, float *total, float *x, size_t n, float max_norm);
+  void (*unscale_check)(Backend *backend, float *x, size_t n, const float *scale, float *found_inf);
+  void (*grad_scaler_update)(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
+                             float growth_factor, float backoff_factor, int32_t growth_interval);
+  void (*clip_coef)(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
+  void (*adam_step)(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
+                    int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype);
+  void (*uniform)(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
+} BackendOps;
+
+struct Backend {
+  const char *name;    // "cpu", "cuda"
+  char describe[256];  // GEMM library, core, threads
+  const BackendOps *ops;
+  size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
+  void *ctx;           // the implementation's own state
+};
+
+// The constructors the registry knows; each returns NULL and sets error_message() on failure.
+Backend *backend_cpu_open(void);
+
+#endif

@@ -1,0 +1,175 @@
+// nn/ops_math.h: per-element math shared by the CPU backend and the future CUDA backend.
+//
+// Every function here is PPO_HD static inline: backend_cpu.c calls it in OpenMP loops and a .cu
+// file will call it from kernels, so the CPU tests cover the GPU's arithmetic (DESIGN.md section 3).
+// Only fp32 (and an fp64 detail where torch uses one) arithmetic; no allocation, no state.
+//
+// Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden.
+// Depends on common/host_device.h.
+#ifndef PPO_NN_OPS_MATH_H
+#define PPO_NN_OPS_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/host_device.h"
+
+// --- low-precision storage: IEEE binary16 and bfloat16 as raw bits, round to nearest even ----------
+
+PPO_HD static inline uint32_t nn_f32_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+PPO_HD static inline float nn_bits_f32(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// fp32 -> bf16: round to nearest even; NaN stays a (quiet) NaN, overflow rounds to inf.
+PPO_HD static inline uint16_t nn_f32_to_bf16(float x) {
+  uint32_t u = nn_f32_bits(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+PPO_HD static inline float nn_bf16_to_f32(uint16_t h) { return nn_bits_f32((uint32_t)h << 16); }
+
+// fp32 -> binary16: round to nearest even, subnormals kept, overflow to inf, NaN stays NaN.
+PPO_HD static inline uint16_t nn_f32_to_f16(float x) {
+  uint32_t u = nn_f32_bits(x);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);   // NaN
+  if (abs >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);  // >= 65520 rounds to inf (and inf)
+  if (abs < 0x38800000u) {                                    // below 2^-14: subnormal or zero
+    if (abs < 0x33000000u) return sign;                       // below 2^-25 rounds to 0 (2^-25 ties to even 0)
+    uint32_t mant = (abs & 0x007FFFFFu) | 0x00800000u;
+    int shift = 126 - (int)(abs >> 23);  // 14..24 bits dropped for exponents -15..-25
+    uint32_t kept = mant >> shift;
+    uint32_t rest = mant & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1u))) kept++;
+    return (uint16_t)(sign | kept);
+  }
+  uint32_t r = abs + 0x00000FFFu + ((abs >> 13) & 1u);  // round mantissa to 10 bits, ties to even
+  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));  // rebias exponent 127 -> 15
+}
+
+PPO_HD static inline float nn_f16_to_f32(uint16_t h) {
+  uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+  uint32_t exp = ((uint32_t)h >> 10) & 0x1Fu;
+  uint32_t mant = (uint32_t)h & 0x3FFu;
+  if (exp == 0x1Fu) return nn_bits_f32(sign | 0x7F800000u | (mant << 13));
+  if (exp == 0) {
+    float v = (float)mant * 5.9604644775390625e-8f;  // mant * 2^-24, exact
+    return sign ? -v : v;
+  }
+  return nn_bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+// --- activations: the derivative is written in terms of the output y = f(x) --------------------------
+
+enum { NN_ACT_NONE = 0, NN_ACT_TANH = 1, NN_ACT_RELU = 2 };
+
+// tanh as a 13/6 rational function of x on [-9, 9] (beyond, tanh is +-1 in float): the minimax
+// coefficients of Eigen's generic_fast_tanh_float, accurate to a few ulp. Unlike libm's tanhf it
+// vectorises (no call), and the CUDA backend evaluates the same arithmetic. NaN stays NaN (the
+// clamp is written with comparisons, which NaN fails), so overflow detection still sees it.
+PPO_HD static inline float nn_tanh(float x) {
+  x = x > 9.0f ? 9.0f : x;
+  x = x < -9.0f ? -9.0f : x;
+  float x2 = x * x;
+  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = x2 * p + -8.60467152213735e-11f;
+  p = x2 * p + 5.12229709037114e-08f;
+  p = x2 * p + 1.48572235717979e-05f;
+  p = x2 * p + 6.37261928875436e-04f;
+  p = x2 * p + 4.89352455891786e-03f;
+  p = x * p;
+  float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = x2 * q + 2.26843463243900e-03f;
+  q = x2 * q + 4.89352518554385e-03f;
+  return p / q;
+}
+
+PPO_HD static inline float nn_act_forward(float x, int act) {
+  if (act == NN_ACT_TANH) return nn_tanh(x);
+  if (act == NN_ACT_RELU) return x > 0.0f ? x : 0.0f;
+  return x;
+}
+
+PPO_HD static inline float nn_act_backward(float dy, float y, int act) {
+  if (act == NN_ACT_TANH) return dy * (1.0f - y * y);
+  if (act == NN_ACT_RELU) return y > 0.0f ? dy : 0.0f;
+  return dy;
+}
+
+// --- categorical over A logits (one row) -------------------------------------------------------------
+
+// Max and log-sum-exp of a row, the stable log-softmax base: log p_j = z_j - lse.
+PPO_HD static inline float nn_logsumexp(const float *z, int A) {
+  float m = z[0];
+  for (int j = 1; j < A; j++) m = z[j] > m ? z[j] : m;
+  float s = 0.0f;
+  for (int j = 0; j < A; j++) s += expf(z[j] - m);
+  return m + logf(s);
+}
+
+// Entropy -sum p log p of a row, given its lse.
+PPO_HD static inline float nn_categorical_entropy(const float *z, int A, float lse) {
+  float h = 0.0f;
+  for (int j = 0; j < A; j++) {
+    float lp = z[j] - lse;
+    h -= expf(lp) * lp;
+  }
+  return h;
+}
+
+// Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u (the last index
+// when rounding leaves the total just below u).
+PPO_HD static inline int nn_categorical_sample(const float *z, int A, float lse, float u) {
+  float cum = 0.0f;
+  for (int j = 0; j < A; j++) {
+    cum += expf(z[j] - lse);
+    if (u <= cum) return j;
+  }
+  return A - 1;
+}
+
+// --- diagonal Gaussian, one dimension ----------------------------------------------------------------
+
+#define NN_HALF_LOG_2PI 0.91893853320467274178f
+
+PPO_HD static inline float nn_gaussian_logprob(float a, float mu, float log_std) {
+  float z = (a - mu) * expf(-log_std);
+  return -0.5f * z * z - log_std - NN_HALF_LOG_2PI;
+}
+
+PPO_HD static inline float nn_gaussian_entropy(float log_std) { return 0.5f + NN_HALF_LOG_2PI + log_std; }
+
+// Box-Muller on two uniforms in (0, 1]: one standard normal (the cosine branch).
+PPO_HD static inline float nn_normal_from_uniforms(float u1, float u2) {
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+}
+
+// --- optimiser -----------------------------------------------------------------------------------------
+
+// One Adam element as torch.optim.Adam's single-tensor path computes it (torch/optim/adam.py):
+//   m.lerp_(g, 1 - beta1); v = v * beta2 + (1 - beta2) * g * g;
+//   denom = sqrt(v) / bias_correction2_sqrt + eps; p += -step_size * m / denom.
+// The scalars (weight = 1 - beta1, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)) are
+// computed in double by the caller and passed as floats, as torch does with Python numbers.
+PPO_HD static inline void nn_adam_element(float *p, float *m, float *v, float g, float weight1, float beta2,
+                                          float one_minus_beta2, float neg_step_size, float bc2_sqrt, float eps) {
+  *m = *m + weight1 * (g - *m);  // lerp with weight < 0.5
+  *v = *v * beta2 + one_minus_beta2 * g * g;
+  float denom = sqrtf(*v) / bc2_sqrt + eps;
+  *p = *p + neg_step_size * (*m / denom);
+}
+
+#endif

@@ -1,0 +1,56 @@
+// nn/optim.c: the ordered optimiser step over the policy's slabs.
+#include "nn/optim.h"
+
+#include <stdlib.h>
+
+#include "common/check.h"
+
+Optimizer *optim_init(Backend *backend, const OptimSpec *spec) {
+  CHECK(spec->adam.lr >= 0.0, "optimizer: learning_rate must be >= 0");
+  Optimizer *optim = CHECK_ALLOC(sizeof *optim, "optimizer");
+  optim->backend = backend;
+  optim->spec = *spec;
+  optim->scalars = backend_alloc(backend, sizeof(OptimScalars));  // zeroed: step 0, found_inf 0
+  grad_scaler_init(&optim->scaler, backend, &spec->scaler, &optim->scalars->scale, &optim->scalars->tracker,
+                   &optim->scalars->found_inf);
+  return optim;
+}
+
+void optim_free(Optimizer *optim) {
+  if (!optim) return;
+  backend_free(optim->backend, optim->scalars);
+  free(optim);
+}
+
+double optim_lr(const Optimizer *optim, double progress_remaining) {
+  return optim->spec.linear_schedule ? optim->spec.adam.lr * progress_remaining : optim->spec.adam.lr;
+}
+
+void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
+  Backend *b = optim->backend;
+  float *grads = policy->grads_memory;
+  size_t n = policy->param_count;
+  grad_scaler_unscale(&optim->scaler, grads, n);
+  const float *clip = NULL;
+  if (optim->spec.max_grad_norm > 0.0f) {
+    backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n, optim->spec.max_grad_norm);
+    clip = &optim->scalars->clip_coef;
+  } else {
+    backend_global_norm(b, &optim->scalars->grad_norm, grads, n);
+  }
+  AdamHyper hyper = optim->spec.adam;
+  hyper.lr = optim_lr(optim, progress_remaining);
+  backend_adam_step(b, policy->params_memory, grads, policy->m_memory, policy->v_memory, n, hyper,
+                    &optim->scalars->adam_step, grad_scaler_found_inf(&optim->scaler), clip, policy->lowp_memory,
+                    policy->spec.dtype);
+  grad_scaler_update(&optim->scaler);
+}
+
+void optim_read_state(const Optimizer *optim, OptimScalars *out) {
+  backend_sync(optim->backend);
+  backend_download(optim->backend, out, optim->scalars, sizeof *out);
+}
+
+void optim_write_state(Optimizer *optim, const OptimScalars *in) {
+  backend_upload(optim->backend, optim->scalars, in, sizeof *in);
+}

@@ -1,0 +1,374 @@
+// nn/policy.c: the actor-critic's slabs, init, forward, backward and rollout sampling.
+#include "nn/policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+
+// --- spec and shapes -------------------------------------------------------------------------------------
+
+int policy_spec_check(const PolicySpec *spec) {
+  if (spec->obs_dim < 1) return error_set("policy: obs_dim %d must be >= 1", spec->obs_dim), -1;
+  if (spec->action_dim < 1) return error_set("policy: action_dim %d must be >= 1", spec->action_dim), -1;
+  if (spec->head != POLICY_HEAD_CATEGORICAL && spec->head != POLICY_HEAD_GAUSSIAN)
+    return error_set("policy: head must be categorical or gaussian"), -1;
+  if (spec->head == POLICY_HEAD_CATEGORICAL && spec->action_dim < 2)
+    return error_set("policy: a categorical head needs at least 2 actions, got %d", spec->action_dim), -1;
+  for (int net = 0; net < 2; net++) {
+    int n = net ? spec->n_vf : spec->n_pi;
+    const int *layers = net ? spec->vf_layers : spec->pi_layers;
+    const char *key = net ? "vf_layers" : "pi_layers";
+    if (n < 0 || n > NN_MAX_LINEAR - 1)
+      return error_set("policy: %s has %d layers, allowed 0..%d", key, n, NN_MAX_LINEAR - 1), -1;
+    for (int l = 0; l < n; l++)
+      if (layers[l] < 1 || layers[l] > 65536)
+        return error_set("policy: %s[%d] = %d, allowed 1..65536", key, l, layers[l]), -1;
+  }
+  if (spec->activation != NN_ACT_TANH && spec->activation != NN_ACT_RELU)
+    return error_set("policy: activation must be tanh or relu"), -1;
+  if (spec->dtype != NN_F32 && spec->dtype != NN_F16 && spec->dtype != NN_BF16)
+    return error_set("policy: precision must be fp32, fp16 or bf16"), -1;
+  if (spec->max_batch < 1) return error_set("policy: max_batch %d must be >= 1", spec->max_batch), -1;
+  return 0;
+}
+
+static MlpShape net_shape(const PolicySpec *spec, int vf) {
+  MlpShape s = {0};
+  int n = vf ? spec->n_vf : spec->n_pi;
+  const int *layers = vf ? spec->vf_layers : spec->pi_layers;
+  s.n_linear = n + 1;
+  s.dims[0] = spec->obs_dim;
+  for (int l = 0; l < n; l++) s.dims[l + 1] = layers[l];
+  s.dims[n + 1] = vf ? 1 : spec->action_dim;
+  s.act = spec->activation;
+  return s;
+}
+
+// --- the size tables: one entry per tensor, in slab order ----------------------------------------------------
+
+#define POLICY_MAX_ENTRIES (2 * (2 * NN_MAX_LINEAR + 3) + 5)
+
+typedef struct {
+  void **ptr;  // where the tensor's address goes
+  size_t bytes;
+} SlabEntry;
+
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+// Parameter tensors of `p` (floats, packed without padding so the slab is one flat vector).
+static int param_table(SlabEntry *e, PolicyParams *p, const MlpShape *pi, const MlpShape *vf, const PolicySpec *spec) {
+  int n = 0;
+  const MlpShape *shapes[2] = {pi, vf};
+  MlpParams *nets[2] = {&p->pi, &p->vf};
+  for (int net = 0; net < 2; net++)
+    for (int l = 0; l < shapes[net]->n_linear; l++) {
+      size_t I = (size_t)shapes[net]->dims[l], O = (size_t)shapes[net]->dims[l + 1];
+      e[n++] = (SlabEntry){(void **)&nets[net]->w[l], O * I * sizeof(float)};
+      e[n++] = (SlabEntry){(void **)&nets[net]->b[l], O * sizeof(float)};
+    }
+  p->log_std = NULL;
+  if (spec->head == POLICY_HEAD_GAUSSIAN)
+    e[n++] = (SlabEntry){(void **)&p->log_std, (size_t)spec->action_dim * sizeof(float)};
+  return n;
+}
+
+static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const MlpShape *vf, const PolicySpec *spec) {
+  int n = 0;
+  size_t B = (size_t)spec->max_batch, lp = nn_dtype_size(spec->dtype);
+  int low = spec->dtype != NN_F32;
+  if (low) e[n++] = (SlabEntry){&a->obs_lp, align64(B * spec->obs_dim * lp)};
+  const MlpShape *shapes[2] = {pi, vf};
+  MlpActs *nets[2] = {&a->pi, &a->vf};
+  for (int net = 0; net < 2; net++) {
+    const MlpShape *s = shapes[net];
+    size_t maxd = (size_t)mlp_max_dim(s);
+    for (int l = 0; l < s->n_linear; l++) {
+      e[n++] = (SlabEntry){(void **)&nets[net]->h[l], align64(B * s->dims[l + 1] * sizeof(float))};
+      if (low && l < s->n_linear - 1) e[n++] = (SlabEntry){&nets[net]->h_lp[l], align64(B * s->dims[l + 1] * lp)};
+    }
+    e[n++] = (SlabEntry){(void **)&nets[net]->dh, align64(B * maxd * sizeof(float))};
+    e[n++] = (SlabEntry){(void **)&nets[net]->dh_next, align64(B * maxd * sizeof(float))};
+    if (low) e[n++] = (SlabEntry){&nets[net]->dh_lp, align64(B * maxd * lp)};
+  }
+  e[n++] = (SlabEntry){(void **)&a->logp, align64(B * sizeof(float))};
+  e[n++] = (SlabEntry){(void **)&a->entropy, align64(B * sizeof(float))};
+  e[n++] = (SlabEntry){(void **)&a->dhead, align64(B * spec->action_dim * sizeof(float))};
+  e[n++] = (SlabEntry){(void **)&a->dvalues, align64(B * sizeof(float))};
+  return n;
+}
+
+static size_t table_bytes(const SlabEntry *e, int n) {
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += e[i].bytes;
+  return total;
+}
+
+static void table_point(const SlabEntry *e, int n, void *base) {
+  char *p = base;
+  for (int i = 0; i < n; i++) {
+    *e[i].ptr = p;
+    p += e[i].bytes;
+  }
+}
+
+PolicyMemoryPlan policy_plan(const PolicySpec *spec) {
+  MlpShape pi = net_shape(spec, 0), vf = net_shape(spec, 1);
+  PolicyParams p;
+  PolicyActs a;
+  SlabEntry e[POLICY_MAX_ENTRIES];
+  PolicyMemoryPlan plan = {0};
+  plan.params = align64(table_bytes(e, param_table(e, &p, &pi, &vf, spec)));
+  size_t count = table_bytes(e, param_table(e, &p, &pi, &vf, spec)) / sizeof(float);
+  plan.lowp = spec->dtype == NN_F32 ? 0 : align64(count * nn_dtype_size(spec->dtype));
+  plan.acts = table_bytes(e, acts_table(e, &a, &pi, &vf, spec));
+  plan.total = 4 * plan.params + plan.lowp + plan.acts;
+  return plan;
+}
+
+// --- orthogonal init ------------------------------------------------------------------------------------------
+
+// Householder QR of the tall (m, n) matrix T (column-major, m >= n), Q's column j multiplied by the
+// sign of R[j][j], exactly torch's orthogonal_ (q, r = qr(A); q *= sign(diag(r))).
+static void orthogonal_tall(double *Q, double *T, int m, int n) {
+  double *V = CHECK_ALLOC((size_t)m * n * sizeof(double), "orthogonal init: Householder vectors");
+  double *vnorm2 = CHECK_ALLOC((size_t)n * sizeof(double), "orthogonal init");
+  double *rdiag = CHECK_ALLOC((size_t)n * sizeof(double), "orthogonal init");
+  for (int k = 0; k < n; k++) {
+    double *col = T + (size_t)k * m, *v = V + (size_t)k * m;
+    double norm = 0;
+    for (int i = k; i < m; i++) norm += col[i] * col[i];
+    norm = sqrt(norm);
+    double alpha = col[k] >= 0 ? -norm : norm;
+    for (int i = 0; i < m; i++) v[i] = i < k ? 0.0 : col[i];
+    v[k] -= alpha;
+    double vv = 0;
+    for (int i = k; i < m; i++) vv += v[i] * v[i];
+    vnorm2[k] = vv;
+    rdiag[k] = alpha;
+    if (vv == 0) continue;
+#pragma omp parallel for schedule(static)
+    for (int j = k; j < n; j++) {
+      double *c = T + (size_t)j * m, s = 0;
+      for (int i = k; i < m; i++) s += v[i] * c[i];
+      s *= 2.0 / vv;
+      for (int i = k; i < m; i++) c[i] -= s * v[i];
+    }
+  }
+  // Q = H_0 ... H_{n-1} I(m, n), applied right to left
+  memset(Q, 0, (size_t)m * n * sizeof(double));
+  for (int j = 0; j < n; j++) Q[(size_t)j * m + j] = 1.0;
+  for (int k = n - 1; k >= 0; k--) {
+    const double *v = V + (size_t)k * m;
+    double vv = vnorm2[k];
+    if (vv == 0) continue;
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < n; j++) {
+      double *c = Q + (size_t)j * m, s = 0;
+      for (int i = k; i < m; i++) s += v[i] * c[i];
+      s *= 2.0 / vv;
+      for (int i = k; i < m; i++) c[i] -= s * v[i];
+    }
+  }
+  for (int j = 0; j < n; j++) {
+    double sign = rdiag[j] > 0 ? 1.0 : rdiag[j] < 0 ? -1.0 : 0.0;
+    for (int i = 0; i < m; i++) Q[(size_t)j * m + i] *= sign;
+  }
+  free(V), free(vnorm2), free(rdiag);
+}
+
+void nn_orthogonal_from_gaussian(float *out, double *gauss, int rows, int cols, double gain) {
+  int tall = rows >= cols;
+  int m = tall ? rows : cols, n = tall ? cols : rows;
+  double *T = CHECK_ALLOC((size_t)m * n * sizeof(double), "orthogonal init");
+  double *Q = CHECK_ALLOC((size_t)m * n * sizeof(double), "orthogonal init");
+  // T(i, j) column-major: gauss when tall, its transpose otherwise
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      size_t at = tall ? (size_t)c * m + r : (size_t)r * m + c;
+      T[at] = gauss[(size_t)r * cols + c];
+    }
+  orthogonal_tall(Q, T, m, n);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      double q = tall ? Q[(size_t)c * m + r] : Q[(size_t)r * m + c];
+      out[(size_t)r * cols + c] = (float)(gain * q);
+    }
+  free(T), free(Q);
+}
+
+static void init_net(Policy *policy, MlpParams *p, const MlpShape *s, double head_gain, Rng *rng) {
+  for (int l = 0; l < s->n_linear; l++) {
+    int rows = s->dims[l + 1], cols = s->dims[l];
+    size_t n = (size_t)rows * cols;
+    double *gauss = CHECK_ALLOC(n * sizeof(double), "orthogonal init");
+    float *w = CHECK_ALLOC(n * sizeof(float), "orthogonal init");
+    for (size_t i = 0; i < n; i++) gauss[i] = rng_normal(rng);
+    double gain = l == s->n_linear - 1 ? head_gain : sqrt(2.0);
+    nn_orthogonal_from_gaussian(w, gauss, rows, cols, gain);
+    backend_upload(policy->backend, p->w[l], w, n * sizeof(float));
+    free(gauss), free(w);
+  }
+}
+
+// --- lifetime ---------------------------------------------------------------------------------------------------
+
+Policy *policy_init(Backend *backend, const PolicySpec *spec) {
+  if (policy_spec_check(spec) != 0) return NULL;
+  Policy *policy = CHECK_ALLOC(sizeof *policy, "policy");
+  memset(policy, 0, sizeof *policy);
+  policy->backend = backend;
+  policy->spec = *spec;
+  policy->pi_shape = net_shape(spec, 0);
+  policy->vf_shape = net_shape(spec, 1);
+  policy->plan = policy_plan(spec);
+  policy->param_count = mlp_param_count(&policy->pi_shape) + mlp_param_count(&policy->vf_shape) +
+                        (spec->head == POLICY_HEAD_GAUSSIAN ? (size_t)spec->action_dim : 0);
+
+  SlabEntry e[POLICY_MAX_ENTRIES];
+  int n = param_table(e, &policy->params, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->params_memory = backend_alloc(backend, policy->plan.params);
+  table_point(e, n, policy->params_memory);
+  n = param_table(e, &policy->grads, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->grads_memory = backend_alloc(backend, policy->plan.params);
+  table_point(e, n, policy->grads_memory);
+  n = param_table(e, &policy->m, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->m_memory = backend_alloc(backend, policy->plan.params);
+  table_point(e, n, policy->m_memory);
+  n = param_table(e, &policy->v, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->v_memory = backend_alloc(backend, policy->plan.params);
+  table_point(e, n, policy->v_memory);
+  if (spec->dtype != NN_F32) {  // the same packed layout as params, in 2-byte elements
+    policy->lowp_memory = backend_alloc(backend, policy->plan.lowp);
+    char *base = policy->lowp_memory;
+    size_t es = nn_dtype_size(spec->dtype);
+    for (int l = 0; l < policy->pi_shape.n_linear; l++)
+      policy->lowp.pi.w[l] = base + (size_t)(policy->params.pi.w[l] - policy->params_memory) * es;
+    for (int l = 0; l < policy->vf_shape.n_linear; l++)
+      policy->lowp.vf.w[l] = base + (size_t)(policy->params.vf.w[l] - policy->params_memory) * es;
+  } else {
+    for (int l = 0; l < policy->pi_shape.n_linear; l++) policy->lowp.pi.w[l] = policy->params.pi.w[l];
+    for (int l = 0; l < policy->vf_shape.n_linear; l++) policy->lowp.vf.w[l] = policy->params.vf.w[l];
+  }
+  n = acts_table(e, &policy->acts, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->acts_memory = backend_alloc(backend, policy->plan.acts);
+  table_point(e, n, policy->acts_memory);
+
+  if (spec->ortho_init) {
+    Rng rng;
+    rng_seed(&rng, spec->seed);
+    init_net(policy, &policy->params.pi, &policy->pi_shape, 0.01, &rng);
+    init_net(policy, &policy->params.vf, &policy->vf_shape, 1.0, &rng);
+  }
+  if (policy->params.log_std) {
+    float *host = CHECK_ALLOC((size_t)spec->action_dim * sizeof(float), "log_std init");
+    for (int j = 0; j < spec->action_dim; j++) host[j] = spec->log_std_init;
+    backend_upload(backend, policy->params.log_std, host, (size_t)spec->action_dim * sizeof(float));
+    free(host);
+  }
+  policy_refresh_lowp(policy);
+
+  // GEMM scratch (nn/backend.h: backend_reserve_workspace): operands widened from fp16 / bf16, and
+  // a (B, O) output the CPU backend transposes for few-row products; the largest call of any batch
+  size_t most = 0, B = (size_t)spec->max_batch;
+  for (int net = 0; net < 2; net++) {
+    const MlpShape *s = net ? &policy->vf_shape : &policy->pi_shape;
+    for (int l = 0; l < s->n_linear; l++) {
+      size_t I = (size_t)s->dims[l], O = (size_t)s->dims[l + 1];
+      size_t fwd = B * I + O * I, dw = B * O + B * I, dx = B * O + O * I;
+      size_t m = spec->dtype == NN_F32 ? 0 : (fwd > dw ? fwd : dw);
+      m = spec->dtype == NN_F32 ? 0 : (m > dx ? m : dx);
+      m += B * (O > I ? O : I);
+      most = m > most ? m : most;
+    }
+  }
+  backend_reserve_workspace(backend, most * sizeof(float));
+  return policy;
+}
+
+void policy_free(Policy *policy) {
+  if (!policy) return;
+  Backend *b = policy->backend;
+  backend_free(b, policy->params_memory);
+  backend_free(b, policy->grads_memory);
+  backend_free(b, policy->m_memory);
+  backend_free(b, policy->v_memory);
+  backend_free(b, policy->lowp_memory);
+  backend_free(b, policy->acts_memory);
+  free(policy);
+}
+
+void policy_zero_grad(Policy *policy) {
+  backend_memset_zero(policy->backend, policy->grads_memory, policy->param_count * sizeof(float));
+}
+
+void policy_refresh_lowp(Policy *policy) {
+  if (policy->spec.dtype == NN_F32) return;
+  backend_cast(policy->backend, policy->lowp_memory, policy->spec.dtype, policy->params_memory, NN_F32,
+               policy->param_count);
+}
+
+// --- forward, backward, sampling
+// --------------------------------------------------------------------------------------
+
+static const void *net_input(Policy *policy, const float *obs) {
+  return policy->spec.dtype == NN_F32 ? (const void *)obs : policy->acts.obs_lp;
+}
+
+void policy_forward(Policy *policy, const float *obs, int B) {
+  CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_forward: batch must be in 1..max_batch");
+  Backend *b = policy->backend;
+  NnDtype dt = policy->spec.dtype;
+  if (dt != NN_F32) backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * policy->spec.obs_dim);
+  const void *in = net_input(policy, obs);
+  mlp_forward(b, &policy->acts.pi, &policy->pi_shape, &policy->params.pi, &policy->lowp.pi, in, B, dt);
+  mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, in, B, dt);
+}
+
+const float *policy_head_out(const Policy *policy) { return policy->acts.pi.h[policy->pi_shape.n_linear - 1]; }
+const float *policy_values(const Policy *policy) { return policy->acts.vf.h[policy->vf_shape.n_linear - 1]; }
+
+void policy_evaluate(Policy *policy, const float *obs, const float *actions, int B) {
+  policy_forward(policy, obs, B);
+  const float *head = policy_head_out(policy);  // (B, A)
+  int A = policy->spec.action_dim;
+  if (policy->spec.head == POLICY_HEAD_CATEGORICAL)
+    backend_categorical_forward(policy->backend, policy->acts.logp, policy->acts.entropy, head, actions, B, A);
+  else
+    backend_gaussian_forward(policy->backend, policy->acts.logp, policy->acts.entropy, head, policy->params.log_std,
+                             actions, B, A);
+}
+
+void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,
+                     const float *dvalues, int B) {
+  CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_backward: batch must be in 1..max_batch");
+  Backend *b = policy->backend;
+  NnDtype dt = policy->spec.dtype;
+  int A = policy->spec.action_dim;
+  const float *head = policy_head_out(policy);
+  const void *in = net_input(policy, obs);
+  // distribution, then the actor below it
+  if (policy->spec.head == POLICY_HEAD_CATEGORICAL)
+    backend_categorical_backward(b, policy->acts.dhead, dlogp, dentropy, head, actions, B, A);
+  else
+    backend_gaussian_backward(b, policy->acts.dhead, policy->grads.log_std, dlogp, dentropy, head,
+                              policy->params.log_std, actions, B, A);
+  mlp_backward(b, &policy->grads.pi, &policy->acts.pi, policy->acts.dhead, &policy->pi_shape, &policy->lowp.pi, in, B,
+               dt);
+  // the critic: its output gradient is copied, since the MLP backward overwrites it
+  backend_cast(b, policy->acts.dvalues, NN_F32, dvalues, NN_F32, (size_t)B);
+  mlp_backward(b, &policy->grads.vf, &policy->acts.vf, policy->acts.dvalues, &policy->vf_shape, &policy->lowp.vf, in, B,
+               dt);
+}
+
+void policy_act(Policy *policy, float *actions, const float *obs, const float *uniforms, int B) {
+  policy_forward(policy, obs, B);
+  const float *head = policy_head_out(policy);
+  int A = policy->spec.action_dim;
+  if (policy->spec.head == POLICY_HEAD_CATEGORICAL)
+    backend_categorical_sample(policy->backend, actions, policy->acts.logp, head, uniforms, B, A);
+  else
+    backend_gaussian_sample(policy->backend, actions, policy->acts.logp, head, policy->params.log_std, uniforms, B, A);
+}

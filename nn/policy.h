@@ -1,0 +1,114 @@
+// nn/policy.h: the actor and the critic (separate MLPs, SB3's ActorCriticPolicy with
+// share_features_extractor=False and net_arch=dict(pi=..., vf=...)), their heads, and every slab
+// they need.
+//
+// The policy owns six slabs, each one backend allocation made in policy_init and addressed
+// through the pointer structs below, filled from one size table (STYLE rule 3, llm.c):
+//   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, param_count floats),
+//   lowp   (fp16 / bf16 copy of the params slab, same packed layout, so Adam writes it in the same
+//           pass; the GEMMs read its weights; absent in fp32 runs),
+//   acts   (activations and their gradients for max_batch rows).
+// policy_init also reserves the backend's GEMM workspace for max_batch, so nothing is allocated
+// after it (the backend's allocation count and a malloc counter prove it in test_nn_policy.c).
+//
+// Heads: categorical (logits of action_dim actions, actions stored as float indices) or diagonal
+// Gaussian (action_dim means and a state-independent log_std parameter, initialised to
+// log_std_init). Value head: one output.
+//
+// Init: SB3's orthogonal init (torch.nn.init.orthogonal_: QR of a Gaussian matrix with the signs
+// of R's diagonal folded into Q), gain sqrt(2) for hidden layers, 0.01 for the policy head, 1 for
+// the value head, zero biases. The Gaussian matrix comes from an xoshiro stream of spec.seed.
+//
+// Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden.
+// Depends on nn/backend.h, nn/mlp.h, common/rng.h.
+#ifndef PPO_NN_POLICY_H
+#define PPO_NN_POLICY_H
+
+#include <stdint.h>
+
+#include "common/rng.h"
+#include "nn/mlp.h"
+
+typedef enum { POLICY_HEAD_CATEGORICAL = 0, POLICY_HEAD_GAUSSIAN = 1 } PolicyHead;
+
+typedef struct {
+  int obs_dim;     // O
+  int action_dim;  // A: number of actions (categorical) or action dimensions (Gaussian)
+  PolicyHead head;
+  int n_pi, pi_layers[NN_MAX_LINEAR - 1];  // hidden sizes of the actor, e.g. 64,64 or 2048,1024,512
+  int n_vf, vf_layers[NN_MAX_LINEAR - 1];  // hidden sizes of the critic
+  int activation;                          // NN_ACT_TANH or NN_ACT_RELU
+  NnDtype dtype;                           // GEMM precision: NN_F32, NN_F16 or NN_BF16
+  int max_batch;                           // largest B any call will use (rollout or minibatch)
+  float log_std_init;                      // Gaussian head only (SB3 default 0)
+  int ortho_init;                          // 1: orthogonal init; 0: leave all parameters zero
+  uint64_t seed;                           // init stream
+} PolicySpec;
+
+typedef struct {
+  MlpParams pi, vf;
+  float *log_std;  // (A) Gaussian head only, else NULL
+} PolicyParams;    // the layout of params, grads, adam_m and adam_v
+
+typedef struct {
+  MlpLowp pi, vf;
+} PolicyLowp;
+
+typedef struct {
+  void *obs_lp;    // (B, O) the observations rounded to the dtype (fp16 / bf16 runs)
+  MlpActs pi, vf;  // pi output (B, A): logits or means; vf output (B, 1): values
+  float *logp;     // (B) log-prob of the given or sampled actions
+  float *entropy;  // (B)
+  float *dhead;    // (B, A) gradient of the policy head's output
+  float *dvalues;  // (B) gradient of the values (copied: the MLP backward overwrites it)
+} PolicyActs;
+
+typedef struct {
+  size_t params, lowp, acts;  // bytes of the params slab (grads, m, v are the same), low-precision copy, activations
+  size_t total;               // all six slabs together
+} PolicyMemoryPlan;
+
+typedef struct {
+  Backend *backend;  // not owned
+  PolicySpec spec;
+  MlpShape pi_shape, vf_shape;
+  size_t param_count;  // floats in each of params, grads, adam_m, adam_v
+  PolicyMemoryPlan plan;
+  float *params_memory, *grads_memory, *m_memory, *v_memory;  // the slabs
+  void *lowp_memory, *acts_memory;
+  PolicyParams params, grads, m, v;
+  PolicyLowp lowp;
+  PolicyActs acts;
+} Policy;
+
+// Checks the spec; on bad values returns -1 and sets error_message() naming the field and what is allowed.
+int policy_spec_check(const PolicySpec *spec);
+// The memory plan of a spec without allocating (for --plan); spec must pass policy_spec_check.
+PolicyMemoryPlan policy_plan(const PolicySpec *spec);
+// Allocates the slabs, initialises the parameters and the low-precision copies. Returns NULL and
+// sets error_message() when the spec is invalid. The caller owns the result: policy_free.
+Policy *policy_init(Backend *backend, const PolicySpec *spec);
+void policy_free(Policy *policy);  // frees the slabs and the struct; NULL is fine
+
+// acts.pi output (B, A) and acts.vf output (B, 1) from obs (B, O) (fp32, backend memory).
+void policy_forward(Policy *policy, const float *obs, int B);
+// policy_forward, then acts.logp and acts.entropy (B) of actions: (B) indices or (B, A) values.
+void policy_evaluate(Policy *policy, const float *obs, const float *actions, int B);
+// grads += gradient of sum_b dlogp[b] logp[b] + dentropy[b] entropy[b] + dvalues[b] values[b], using
+// the activations of the last policy_evaluate on the same obs and actions. dentropy may be NULL.
+void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,
+                     const float *dvalues, int B);
+// Rollout: policy_forward, then actions drawn with uniforms ((B) categorical, (B, A, 2) Gaussian);
+// actions (B) or (B, A), logp (B) into acts.logp; values are acts.vf.h[last] (B).
+void policy_act(Policy *policy, float *actions, const float *obs, const float *uniforms, int B);
+const float *policy_values(const Policy *policy);    // (B) values of the last forward
+const float *policy_head_out(const Policy *policy);  // (B, A) logits or means of the last forward
+
+void policy_zero_grad(Policy *policy);     // one memset of the grads slab
+void policy_refresh_lowp(Policy *policy);  // lowp = params rounded (after changing params outside optim_step)
+
+// Orthogonal matrix (rows, cols) scaled by gain, as torch.nn.init.orthogonal_ builds it from a
+// Gaussian matrix `gauss` (rows, cols) (overwritten). Exposed for the tests.
+void nn_orthogonal_from_gaussian(float *out, double *gauss, int rows, int cols, double gain);
+
+#endif

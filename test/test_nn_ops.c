@@ -1,0 +1,599 @@
+// test/test_nn_ops.c: every op of the CPU backend against numbers not computed by the op itself.
+//
+// Backward ops: central finite differences of the op's own forward, the objective summed in
+// double (L = sum w * out with fixed random weights w), step 1e-2 on float inputs: truncation
+// error ~1e-4, rounding ~1e-5, so 2e-3 relative tolerance catches any wrong term. GEMM against a
+// naive double triple loop on the same (rounded) inputs. Casts against the compiler's _Float16.
+// Distributions against closed forms. Optimiser pieces against torch's formulas written out.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/rng.h"
+#include "nn/backend.h"
+
+static Backend *cpu(void) {
+  Backend *b = backend_open("cpu");
+  cr_assert(b, "backend_open(cpu): %s", error_message());
+  return b;
+}
+
+static void fill(float *x, size_t n, Rng *rng, double lo, double hi) {
+  for (size_t i = 0; i < n; i++) x[i] = (float)(lo + (hi - lo) * rng_uniform(rng));
+}
+
+static void assert_close(double got, double want, double rel, double abs_tol, const char *what, size_t i) {
+  double tol = abs_tol + rel * fabs(want);
+  cr_assert(fabs(got - want) <= tol, "%s[%zu]: got %.9g, expected %.9g (tolerance %.3g)", what, i, got, want, tol);
+}
+
+// --- registry --------------------------------------------------------------------------------------------
+
+Test(nn_backend, open_by_name) {
+  Backend *b = backend_open("cpu");
+  cr_assert(b);
+  cr_assert_str_eq(backend_name(b), "cpu");
+  cr_assert(strlen(backend_describe(b)) > 10);
+  backend_close(b);
+  b = backend_open("auto");
+  cr_assert(b);
+  cr_assert_str_eq(backend_name(b), "cpu");
+  backend_close(b);
+  cr_assert_null(backend_open("cuda"));
+  cr_assert(strstr(error_message(), "cuda"), "message: %s", error_message());
+  cr_assert_null(backend_open("tpu"));
+  cr_assert(strstr(error_message(), "unknown"), "message: %s", error_message());
+  cr_assert_null(backend_open(NULL));
+}
+
+Test(nn_backend, allocations_are_counted_and_zeroed) {
+  Backend *b = cpu();
+  size_t before = backend_alloc_count(b);
+  float *x = backend_alloc(b, 1000 * sizeof(float));
+  cr_assert_eq(backend_alloc_count(b), before + 1);
+  cr_assert_eq((uintptr_t)x % 64, 0);
+  for (int i = 0; i < 1000; i++) cr_assert_eq(x[i], 0.0f);
+  float host[3] = {1, 2, 3}, back[3] = {0};
+  backend_upload(b, x, host, sizeof host);
+  backend_download(b, back, x, sizeof back);
+  cr_assert(memcmp(host, back, sizeof host) == 0);
+  backend_reserve_workspace(b, 4096);
+  cr_assert_eq(backend_alloc_count(b), before + 2);
+  backend_reserve_workspace(b, 1024);  // already there: no new allocation
+  cr_assert_eq(backend_alloc_count(b), before + 2);
+  backend_free(b, x);
+  backend_close(b);
+}
+
+// --- casts -------------------------------------------------------------------------------------------------
+
+Test(nn_cast, fp16_matches_the_compilers_float16) {
+  Backend *b = cpu();
+  enum { n = 200000 };
+  float *x = malloc(n * sizeof *x);
+  uint16_t *h = malloc(n * sizeof *h);
+  float *back = malloc(n * sizeof *back);
+  Rng rng;
+  rng_seed(&rng, 7);
+  // Magnitudes from 2^-30 (below the smallest subnormal) to 2^17 (above the largest half), both signs,
+  // plus the specials and exact ties.
+  for (int i = 0; i < n; i++)
+    x[i] = (float)((rng_uniform(&rng) < 0.5 ? -1 : 1) * ldexp(1.0 + rng_uniform(&rng), (int)rng_below(&rng, 48) - 31));
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            1.0009765625f / 2 + 0.5f,
+                            5.9604644775390625e-8f,
+                            2.98023223876953125e-8f,
+                            2.9802326e-8f,
+                            6.1035156e-5f,
+                            6.1032104e-5f};
+  memcpy(x, specials, sizeof specials);
+  backend_cast(b, h, NN_F16, x, NN_F32, n);
+  backend_cast(b, back, NN_F32, h, NN_F16, n);
+  for (int i = 0; i < n; i++) {
+    _Float16 ref = (_Float16)x[i];
+    uint16_t bits;
+    memcpy(&bits, &ref, 2);
+    if (isnan(x[i])) {
+      cr_assert(isnan(back[i]), "NaN must stay NaN");
+      continue;
+    }
+    cr_assert_eq(h[i], bits, "x=%a: got %04x, _Float16 gives %04x", x[i], h[i], bits);
+    cr_assert(back[i] == (float)ref || (isnan(back[i]) && isnan((float)ref)), "widen %04x", bits);
+  }
+  free(x), free(h), free(back);
+  backend_close(b);
+}
+
+Test(nn_cast, bf16_rounds_to_nearest_even) {
+  Backend *b = cpu();
+  // bf16 keeps 8 significant bits: 1 + 2^-8 is a tie (rounds to even 1.0), 1 + 3*2^-8 a tie that
+  // rounds up to 1 + 2^-6, 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7; FLT_MAX is past the largest bf16
+  // (0x1.fep127) by more than half a step and becomes inf.
+  const float in[] = {1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 1.0f + 0x1p-8f + 0x1p-20f, -2.5f, 3.4028235e38f, INFINITY, NAN};
+  const float want[] = {1.0f, 1.0f + 0x1p-6f, 1.0f + 0x1p-7f, -2.5f, INFINITY, INFINITY, NAN};
+  uint16_t h[7];
+  float back[7];
+  backend_cast(b, h, NN_BF16, in, NN_F32, 7);
+  backend_cast(b, back, NN_F32, h, NN_BF16, 7);
+  for (int i = 0; i < 6; i++)
+    cr_assert(back[i] == want[i], "case %d: %a -> %a, expected %a", i, in[i], back[i], want[i]);
+  cr_assert(isnan(back[6]));
+  backend_close(b);
+}
+
+// --- activations ---------------------------------------------------------------------------------------------
+
+Test(nn_math, tanh_is_within_a_few_ulp_of_libm) {
+  // every 2^-12 step on [-12, 12] plus tiny and huge values, against tanh in double
+  double worst = 0;
+  for (int i = -12 * 4096; i <= 12 * 4096; i++) {
+    float x = (float)i / 4096.0f;
+    double want = tanh((double)x), got = nn_tanh(x);
+    double ulp = nextafterf((float)fabs(want), INFINITY) - (float)fabs(want);
+    if (want != 0)
+      worst = fmax(worst, fabs(got - want) / ulp);
+    else
+      cr_assert_eq(got, 0.0);
+  }
+  cr_assert(worst <= 8.0, "worst error %g ulp", worst);  // 6.1 measured (Eigen documents "a couple")
+  const float tiny[] = {1e-30f, -3e-8f, 1e-4f, 20.0f, -1e30f, INFINITY, -INFINITY};
+  const double want[] = {1e-30, -3e-8, tanh(1e-4), 1.0, -1.0, 1.0, -1.0};
+  for (int i = 0; i < 7; i++)
+    cr_assert(fabs(nn_tanh(tiny[i]) - want[i]) <= 2e-7 * fabs(want[i]), "tanh(%g) = %.9g", tiny[i], nn_tanh(tiny[i]));
+  cr_assert(isnan(nn_tanh(NAN)), "NaN must propagate (overflow detection)");
+}
+
+// --- GEMM -------------------------------------------------------------------------------------------------
+
+static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, int K, float beta) {
+  Rng rng;
+  rng_seed(&rng, (uint64_t)(M * 131 + N * 7 + K + ta * 2 + tb + dtype * 1000));
+  float *a = malloc((size_t)M * K * 4), *bm = malloc((size_t)K * N * 4), *c = malloc((size_t)M * N * 4);
+  fill(a, (size_t)M * K, &rng, -1, 1);
+  fill(bm, (size_t)K * N, &rng, -1, 1);
+  fill(c, (size_t)M * N, &rng, -1, 1);
+  void *a_lp = backend_alloc(b, (size_t)M * K * 4), *b_lp = backend_alloc(b, (size_t)K * N * 4);
+  backend_cast(b, a_lp, dtype, a, NN_F32, (size_t)M * K);
+  backend_cast(b, b_lp, dtype, bm, NN_F32, (size_t)K * N);
+  // the reference multiplies the rounded values, so only the summation order differs
+  backend_cast(b, a, NN_F32, a_lp, dtype, (size_t)M * K);
+  backend_cast(b, bm, NN_F32, b_lp, dtype, (size_t)K * N);
+  double *ref = malloc((size_t)M * N * sizeof(double));
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++)
+        s += (double)(ta ? a[(size_t)k * M + i] : a[(size_t)i * K + k]) *
+             (tb ? bm[(size_t)j * K + k] : bm[(size_t)k * N + j]);
+      ref[(size_t)i * N + j] = 0.5 * s + beta * (double)c[(size_t)i * N + j];
+    }
+  backend_gemm(b, dtype, ta, tb, M, N, K, 0.5f, a_lp, b_lp, beta, c);
+  for (size_t i = 0; i < (size_t)M * N; i++) assert_close(c[i], ref[i], 1e-5, 1e-5 * sqrt(K), "gemm", i);
+  backend_free(b, a_lp), backend_free(b, b_lp);
+  free(a), free(bm), free(c), free(ref);
+}
+
+Test(nn_gemm, every_dtype_and_transpose_against_double) {
+  Backend *b = cpu();
+  for (int dtype = NN_F32; dtype <= NN_BF16; dtype++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        gemm_case(b, (NnDtype)dtype, ta, tb, 37, 29, 53, 0.0f);
+        gemm_case(b, (NnDtype)dtype, ta, tb, 64, 96, 130, 1.0f);  // accumulate, as parameter grads do
+        gemm_case(b, (NnDtype)dtype, ta, tb, 1, 17, 5, 0.25f);
+        gemm_case(b, (NnDtype)dtype, ta, tb, 32, 300, 70, 1.0f);  // few rows: oneDNN computes C^T
+        gemm_case(b, (NnDtype)dtype, ta, tb, 3, 256, 40, 0.0f);
+      }
+  backend_close(b);
+}
+
+// --- finite differences --------------------------------------------------------------------------------------
+
+#define FD_STEP 1e-2f
+
+static double dot(const float *w, const float *x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)w[i] * x[i];
+  return s;
+}
+
+static void bias_act_objective(Backend *b, double *out_l, float *tmp, const float *w, const float *in,
+                               const float *bias, int B, int H, int act) {
+  backend_bias_act_forward(b, tmp, NN_F32, in, bias, B, H, act);
+  *out_l = dot(w, tmp, (size_t)B * H);
+}
+
+Test(nn_fd, bias_act_backward) {
+  Backend *b = cpu();
+  enum { B = 5, H = 7 };
+  Rng rng;
+  rng_seed(&rng, 11);
+  for (int act = NN_ACT_NONE; act <= NN_ACT_RELU; act++) {
+    float in[B * H], bias[H], w[B * H], out[B * H], din[B * H], dbias[H], tmp[B * H];
+    fill(in, B * H, &rng, -2, 2);
+    fill(bias, H, &rng, -0.5, 0.5);
+    fill(w, B * H, &rng, -1, 1);
+    if (act == NN_ACT_RELU)  // keep clear of the kink, where the derivative has no finite difference
+      for (int i = 0; i < B * H; i++)
+        if (fabsf(in[i] + bias[i % H]) < 0.05f) in[i] += 0.1f;
+    backend_bias_act_forward(b, out, NN_F32, in, bias, B, H, act);
+    for (int h = 0; h < H; h++) dbias[h] = 0.25f;  // accumulates onto what is there
+    backend_bias_act_backward(b, din, NN_F32, dbias, w, out, NN_F32, B, H, act);
+    for (int i = 0; i < B * H; i++) {
+      double lp, lm;
+      float save = in[i];
+      in[i] = save + FD_STEP;
+      bias_act_objective(b, &lp, tmp, w, in, bias, B, H, act);
+      in[i] = save - FD_STEP;
+      bias_act_objective(b, &lm, tmp, w, in, bias, B, H, act);
+      in[i] = save;
+      assert_close(din[i], (lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "din", (size_t)i);
+    }
+    for (int h = 0; h < H; h++) {
+      double lp, lm;
+      float save = bias[h];
+      bias[h] = save + FD_STEP;
+      bias_act_objective(b, &lp, tmp, w, in, bias, B, H, act);
+      bias[h] = save - FD_STEP;
+      bias_act_objective(b, &lm, tmp, w, in, bias, B, H, act);
+      bias[h] = save;
+      assert_close(dbias[h] - 0.25f, (lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "dbias", (size_t)h);
+    }
+  }
+  backend_close(b);
+}
+
+static double categorical_objective(Backend *b, const float *logits, const float *actions, const float *wl,
+                                    const float *we, int B, int A) {
+  float logp[8], ent[8];
+  backend_categorical_forward(b, logp, ent, logits, actions, B, A);
+  return dot(wl, logp, B) + dot(we, ent, B);
+}
+
+Test(nn_fd, categorical_backward) {
+  Backend *b = cpu();
+  enum { B = 6, A = 5 };
+  Rng rng;
+  rng_seed(&rng, 12);
+  float logits[B * A], actions[B], wl[B], we[B], dlogits[B * A];
+  fill(logits, B * A, &rng, -2, 2);
+  fill(wl, B, &rng, -1, 1);
+  fill(we, B, &rng, -1, 1);
+  for (int i = 0; i < B; i++) actions[i] = (float)rng_below(&rng, A);
+  backend_categorical_backward(b, dlogits, wl, we, logits, actions, B, A);
+  for (int i = 0; i < B * A; i++) {
+    float save = logits[i];
+    logits[i] = save + FD_STEP;
+    double lp = categorical_objective(b, logits, actions, wl, we, B, A);
+    logits[i] = save - FD_STEP;
+    double lm = categorical_objective(b, logits, actions, wl, we, B, A);
+    logits[i] = save;
+    assert_close(dlogits[i], (lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "dlogits", (size_t)i);
+  }
+  backend_close(b);
+}
+
+Test(nn_distributions, categorical_closed_forms_and_sampling) {
+  Backend *b = cpu();
+  // Uniform logits: log p = -log A, entropy = log A. Probabilities (0.2, 0.3, 0.5) from log-probs.
+  float z[2 * 3] = {0.7f, 0.7f, 0.7f, logf(0.2f), logf(0.3f), logf(0.5f)};
+  float act[2] = {2, 1}, logp[2], ent[2];
+  backend_categorical_forward(b, logp, ent, z, act, 2, 3);
+  assert_close(logp[0], -log(3.0), 1e-6, 1e-6, "logp", 0);
+  assert_close(ent[0], log(3.0), 1e-6, 1e-6, "entropy", 0);
+  assert_close(logp[1], log(0.3), 1e-6, 1e-6, "logp", 1);
+  assert_close(ent[1], -(0.2 * log(0.2) + 0.3 * log(0.3) + 0.5 * log(0.5)), 1e-6, 1e-6, "entropy", 1);
+  // inverse CDF on (0.2, 0.5, 1.0]: u = 0.1 -> 0, 0.19 -> 0, 0.21 -> 1, 0.49 -> 1, 0.51 -> 2, 1.0 -> 2
+  const float u[] = {0.1f, 0.19f, 0.21f, 0.49f, 0.51f, 1.0f};
+  const float want[] = {0, 0, 1, 1, 2, 2};
+  float zz[6 * 3], drawn[6], lp[6];
+  for (int i = 0; i < 6; i++) memcpy(zz + 3 * i, z + 3, 3 * sizeof(float));
+  backend_categorical_sample(b, drawn, lp, zz, u, 6, 3);
+  for (int i = 0; i < 6; i++) {
+    cr_assert_eq(drawn[i], want[i], "u=%g drew %g, expected %g", u[i], drawn[i], want[i]);
+    assert_close(lp[i], log(i < 2 ? 0.2 : i < 4 ? 0.3 : 0.5), 1e-6, 1e-6, "sample logp", (size_t)i);
+  }
+  // Frequencies over many Philox uniforms follow p within 4 sigma.
+  enum { n = 20000 };
+  float *uu = malloc(n * sizeof(float)), *zs = malloc(n * 3 * sizeof(float)), *d = malloc(n * sizeof(float));
+  backend_uniform(b, uu, n, 5, 0, 0);
+  for (int i = 0; i < n; i++) memcpy(zs + 3 * i, z + 3, 3 * sizeof(float));
+  backend_categorical_sample(b, d, NULL, zs, uu, n, 3);
+  int count[3] = {0};
+  for (int i = 0; i < n; i++) count[(int)d[i]]++;
+  const double p[3] = {0.2, 0.3, 0.5};
+  for (int j = 0; j < 3; j++) {
+    double sigma = sqrt(n * p[j] * (1 - p[j]));
+    cr_assert(fabs(count[j] - n * p[j]) < 4 * sigma, "action %d drawn %d times of %d", j, count[j], n);
+  }
+  free(uu), free(zs), free(d);
+  backend_close(b);
+}
+
+static double gaussian_objective(Backend *b, const float *mean, const float *log_std, const float *actions,
+                                 const float *wl, const float *we, int B, int A) {
+  float logp[8], ent[8];
+  backend_gaussian_forward(b, logp, ent, mean, log_std, actions, B, A);
+  return dot(wl, logp, B) + dot(we, ent, B);
+}
+
+Test(nn_fd, gaussian_backward) {
+  Backend *b = cpu();
+  enum { B = 5, A = 3 };
+  Rng rng;
+  rng_seed(&rng, 13);
+  float mean[B * A], log_std[A], actions[B * A], wl[B], we[B], dmean[B * A], dlog_std[A] = {0.5f, 0.5f, 0.5f};
+  fill(mean, B * A, &rng, -1, 1);
+  fill(log_std, A, &rng, -0.5, 0.5);
+  fill(actions, B * A, &rng, -2, 2);
+  fill(wl, B, &rng, -1, 1);
+  fill(we, B, &rng, -1, 1);
+  backend_gaussian_backward(b, dmean, dlog_std, wl, we, mean, log_std, actions, B, A);
+  for (int i = 0; i < B * A; i++) {
+    float save = mean[i];
+    mean[i] = save + FD_STEP;
+    double lp = gaussian_objective(b, mean, log_std, actions, wl, we, B, A);
+    mean[i] = save - FD_STEP;
+    double lm = gaussian_objective(b, mean, log_std, actions, wl, we, B, A);
+    mean[i] = save;
+    assert_close(dmean[i], (lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "dmean", (size_t)i);
+  }
+  for (int j = 0; j < A; j++) {
+    float save = log_std[j];
+    log_std[j] = save + FD_STEP;
+    double lp = gaussian_objective(b, mean, log_std, actions, wl, we, B, A);
+    log_std[j] = save - FD_STEP;
+    double lm = gaussian_objective(b, mean, log_std, actions, wl, we, B, A);
+    log_std[j] = save;
+    assert_close(dlog_std[j] - 0.5f, (lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "dlog_std", (size_t)j);
+  }
+  backend_close(b);
+}
+
+Test(nn_distributions, gaussian_closed_forms_and_sampling) {
+  Backend *b = cpu();
+  // N(0; 0, 1): log pdf = -log(sqrt(2 pi)) = -0.918938533204672742; entropy 0.5 (1 + log 2 pi) = 1.418938533204672742.
+  // N(3; 1, e^0.5) over two dims, one with log_std 0: sum of the two.
+  float mean[4] = {0, 0, 1, 0}, log_std[2] = {0.5f, 0.0f}, act[4] = {0, 0, 3, 0}, logp[2], ent[2];
+  backend_gaussian_forward(b, logp, ent, mean, log_std, act, 2, 2);
+  assert_close(logp[0], 2 * -0.918938533204672742 - 0.5, 1e-6, 1e-6, "logp", 0);
+  assert_close(logp[1], (-0.918938533204672742 - 0.5 - 0.5 * 4.0 / exp(1.0)) - 0.918938533204672742, 1e-6, 1e-6, "logp",
+               1);
+  assert_close(ent[0], 2 * 1.418938533204672742 + 0.5, 1e-6, 1e-6, "entropy", 0);
+  // Box-Muller: u1 = e^-0.5 gives radius 1, u2 = 1 angle 2 pi (cos = 1), u2 = 0.5 cos = -1.
+  float u[4] = {expf(-0.5f), 1.0f, expf(-2.0f), 0.5f}, drawn[2], m1[2] = {0.25f, -1.0f}, ls[1] = {logf(2.0f)};
+  backend_gaussian_sample(b, drawn, NULL, m1, ls, u, 2, 1);
+  assert_close(drawn[0], 0.25 + 2.0 * 1.0, 1e-5, 1e-5, "sample", 0);
+  assert_close(drawn[1], -1.0 + 2.0 * -2.0, 1e-5, 1e-5, "sample", 1);
+  // Moments over many Philox uniforms: mean and variance of the standard draws.
+  enum { n = 40000 };
+  float *uu = malloc(2 * n * sizeof(float)), *zero = calloc(n, sizeof(float)), *d = malloc(n * sizeof(float));
+  float ls0 = 0.0f;
+  backend_uniform(b, uu, 2 * n, 9, 1, 0);
+  backend_gaussian_sample(b, d, NULL, zero, &ls0, uu, n, 1);
+  double s = 0, s2 = 0;
+  for (int i = 0; i < n; i++) s += d[i], s2 += (double)d[i] * d[i];
+  cr_assert(fabs(s / n) < 4.0 / sqrt(n), "mean %g", s / n);
+  cr_assert(fabs(s2 / n - 1.0) < 4.0 * sqrt(2.0 / n), "variance %g", s2 / n);
+  free(uu), free(zero), free(d);
+  backend_close(b);
+}
+
+Test(nn_fd, mse_backward) {
+  Backend *b = cpu();
+  enum { B = 9 };
+  Rng rng;
+  rng_seed(&rng, 14);
+  float pred[B], target[B], dpred[B], loss, dloss = 0.7f;
+  fill(pred, B, &rng, -2, 2);
+  fill(target, B, &rng, -2, 2);
+  backend_mse_forward(b, &loss, pred, target, B);
+  double want = 0;
+  for (int i = 0; i < B; i++) want += ((double)pred[i] - target[i]) * ((double)pred[i] - target[i]) / B;
+  assert_close(loss, want, 1e-6, 1e-7, "mse", 0);
+  backend_mse_backward(b, dpred, &dloss, pred, target, B);
+  for (int i = 0; i < B; i++) {
+    float save = pred[i], lp, lm;
+    pred[i] = save + FD_STEP;
+    backend_mse_forward(b, &lp, pred, target, B);
+    pred[i] = save - FD_STEP;
+    backend_mse_forward(b, &lm, pred, target, B);
+    pred[i] = save;
+    assert_close(dpred[i], 0.7 * ((double)lp - lm) / (2.0 * FD_STEP), 2e-3, 2e-4, "dpred", (size_t)i);
+  }
+  backend_close(b);
+}
+
+// --- data movement, reductions, scaling, optimiser ------------------------------------------------------------
+
+Test(nn_ops, gather_rows) {
+  Backend *b = cpu();
+  float src[4 * 3], out[5 * 3];
+  for (int i = 0; i < 12; i++) src[i] = (float)i;
+  int32_t idx[5] = {3, 0, 0, 2, 1};
+  backend_gather_rows(b, out, src, idx, 5, 3, 4);
+  for (int r = 0; r < 5; r++)
+    for (int d = 0; d < 3; d++) cr_assert_eq(out[r * 3 + d], (float)(idx[r] * 3 + d));
+  backend_close(b);
+}
+
+Test(nn_ops, gather_rows_rejects_out_of_range, .exit_code = 1) {
+  Backend *b = cpu();
+  float src[4], out[2];
+  int32_t idx[2] = {0, 4};
+  backend_gather_rows(b, out, src, idx, 2, 1, 4);
+}
+
+Test(nn_ops, global_norm_and_clip_follow_torch) {
+  Backend *b = cpu();
+  float x[3] = {3, 4, 12}, total;
+  backend_global_norm(b, &total, x, 3);
+  cr_assert_eq(total, 13.0f);
+  // max_norm 0.5: coef = 0.5 / (13 + 1e-6), applied to every element.
+  backend_clip_grad_norm(b, &total, x, 3, 0.5f);
+  cr_assert_eq(total, 13.0f);
+  float coef = 0.5f / (13.0f + 1e-6f);
+  cr_assert_eq(x[0], 3.0f * coef);
+  cr_assert_eq(x[2], 12.0f * coef);
+  // a norm below max_norm leaves x as it is
+  float y[2] = {0.1f, 0.2f};
+  backend_clip_grad_norm(b, NULL, y, 2, 0.5f);
+  cr_assert(y[0] == 0.1f && y[1] == 0.2f);
+  // the same bits for any length split: a long vector's norm against a double sum
+  enum { n = 100003 };
+  float *z = malloc(n * sizeof(float));
+  double s = 0;
+  for (int i = 0; i < n; i++) z[i] = (float)((i % 17) - 8) * 0.01f, s += (double)z[i] * z[i];
+  backend_global_norm(b, &total, z, n);
+  assert_close(total, sqrt(s), 1e-7, 0, "norm", 0);
+  free(z);
+  backend_close(b);
+}
+
+Test(nn_ops, unscale_check_flags_inf_and_nan) {
+  Backend *b = cpu();
+  float scale = 3.0f, found = 0.0f;
+  float x[4] = {3, 6, -9, 0.3f};
+  backend_unscale_check(b, x, 4, &scale, &found);
+  cr_assert_eq(found, 0.0f);
+  float inv = (float)(1.0 / 3.0);
+  cr_assert(x[0] == 3.0f * inv && x[1] == 6.0f * inv && x[3] == 0.3f * inv);
+  float y[3] = {1, INFINITY, 2};
+  backend_unscale_check(b, y, 3, &scale, &found);
+  cr_assert_eq(found, 1.0f);
+  cr_assert_eq(y[2], 2.0f * inv, "grads are multiplied even when one is inf");
+  found = 0.0f;
+  float w[2] = {NAN, 1};
+  backend_unscale_check(b, w, 2, &scale, &found);
+  cr_assert_eq(found, 1.0f);
+  backend_close(b);
+}
+
+Test(nn_ops, grad_scaler_update_rules) {
+  Backend *b = cpu();
+  float scale = 65536.0f, found = 0.0f;
+  int32_t tracker = 0;
+  backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  cr_assert(scale == 65536.0f && tracker == 2);
+  backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  cr_assert(scale == 131072.0f && tracker == 0, "grows at the interval");
+  found = 1.0f;
+  backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  cr_assert(scale == 65536.0f && tracker == 0, "backs off");
+  // no lower clamp: 200 backoffs reach 0
+  for (int i = 0; i < 200; i++) backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  cr_assert_eq(scale, 0.0f);
+  // growth to inf is refused
+  scale = 3e38f, found = 0.0f, tracker = 2;
+  backend_grad_scaler_update(b, &scale, &tracker, &found, 2.0f, 0.5f, 3);
+  cr_assert(scale == 3e38f && tracker == 0);
+  backend_close(b);
+}
+
+Test(nn_ops, adam_first_step_is_lr_sign_and_skips_on_inf) {
+  Backend *b = cpu();
+  // Step 1: m = 0.1 g, v = 0.001 g^2, bias corrections 0.1 and 0.001, so p -= lr g / (|g| + eps).
+  float p[3] = {1, -2, 0.5f}, g[3] = {0.3f, -4, 1e-6f}, m[3] = {0}, v[3] = {0};
+  int32_t step = 0;
+  AdamHyper hyper = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5};
+  float found = 1.0f;
+  backend_adam_step(b, p, g, m, v, 3, hyper, &step, &found, NULL, NULL, NN_F32);
+  cr_assert(step == 0 && p[0] == 1.0f && m[0] == 0.0f, "found_inf skips everything");
+  found = 0.0f;
+  backend_adam_step(b, p, g, m, v, 3, hyper, &step, &found, NULL, NULL, NN_F32);
+  cr_assert_eq(step, 1);
+  const float p0[3] = {1, -2, 0.5f};
+  for (int i = 0; i < 3; i++)
+    assert_close(p[i], p0[i] - 1e-3 * g[i] / (fabs(g[i]) + 1e-5), 1e-6, 1e-9, "adam p", (size_t)i);
+  backend_close(b);
+}
+
+Test(nn_ops, uniform_is_philox) {
+  Backend *b = cpu();
+  float u[10];
+  backend_uniform(b, u, 10, 42, 3, 5);
+  for (int i = 0; i < 10; i++) cr_assert_eq(u[i], rng_uniform_from_u32(philox_u32(42, 3, 5 + (uint64_t)i)));
+  backend_close(b);
+}
+
+Test(nn_ops, fused_clip_and_lowp_adam_equals_the_separate_passes) {
+  Backend *b = cpu();
+  enum { n = 50000 };
+  float *p1 = malloc(n * 4), *p2 = malloc(n * 4), *g1 = malloc(n * 4), *g2 = malloc(n * 4);
+  float *m1 = calloc(n, 4), *m2 = calloc(n, 4), *v1 = calloc(n, 4), *v2 = calloc(n, 4);
+  uint16_t *lp1 = malloc(n * 2), *lp2 = malloc(n * 2);
+  Rng rng;
+  rng_seed(&rng, 31);
+  fill(p1, n, &rng, -1, 1);
+  fill(g1, n, &rng, -0.1, 0.1);
+  memcpy(p2, p1, n * 4);
+  memcpy(g2, g1, n * 4);
+  AdamHyper hyper = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5};
+  int32_t s1 = 0, s2 = 0;
+  for (int it = 0; it < 3; it++) {
+    float total1, total2, coef;
+    backend_clip_grad_norm(b, &total1, g1, n, 0.5f);  // separate: scale grads in place, step, cast
+    backend_adam_step(b, p1, g1, m1, v1, n, hyper, &s1, NULL, NULL, NULL, NN_F32);
+    backend_cast(b, lp1, NN_BF16, p1, NN_F32, n);
+    backend_clip_coef(b, &total2, &coef, g2, n, 0.5f);  // fused
+    backend_adam_step(b, p2, g2, m2, v2, n, hyper, &s2, NULL, &coef, lp2, NN_BF16);
+    cr_assert_eq(total1, total2);
+    cr_assert_lt(coef, 1.0f, "the test must clip");
+    cr_assert(memcmp(p1, p2, n * 4) == 0 && memcmp(m1, m2, n * 4) == 0 && memcmp(v1, v2, n * 4) == 0, "step %d", it);
+    cr_assert(memcmp(lp1, lp2, n * 2) == 0, "step %d low-precision copy", it);
+    memcpy(g1, g2, n * 4);  // the fused path leaves grads unclipped: start the next step equal
+  }
+  free(p1), free(p2), free(g1), free(g2), free(m1), free(m2), free(v1), free(v2), free(lp1), free(lp2);
+  backend_close(b);
+}
+
+Test(nn_gemm, openblas_path_against_double) {
+  setenv("PPO_CPU_GEMM", "openblas", 1);  // Criterion runs each test in its own process
+  Backend *b = cpu();
+  cr_assert(strstr(backend_describe(b), "sgemm"), "%s", backend_describe(b));
+  for (int dtype = NN_F32; dtype <= NN_F16; dtype++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) gemm_case(b, (NnDtype)dtype, ta, tb, 64, 96, 130, 1.0f);
+  backend_close(b);
+}
+
+Test(nn_ops, bias_act_low_precision_storage_rounds_the_fp32_result_once) {
+  Backend *b = cpu();
+  enum { B = 3, H = 300 };  // more than one 256-column block
+  Rng rng;
+  rng_seed(&rng, 41);
+  static float in[B * H], bias[H], out32[B * H], dout[B * H], din32[B * H], y[B * H], db32[H], dblp[H];
+  uint16_t outlp[B * H], dinlp[B * H];
+  fill(in, B * H, &rng, -2, 2);
+  fill(bias, H, &rng, -0.5, 0.5);
+  fill(dout, B * H, &rng, -1, 1);
+  for (int dt = NN_F16; dt <= NN_BF16; dt++) {
+    backend_bias_act_forward(b, out32, NN_F32, in, bias, B, H, NN_ACT_TANH);
+    backend_bias_act_forward(b, outlp, (NnDtype)dt, in, bias, B, H, NN_ACT_TANH);
+    for (int i = 0; i < B * H; i++) {
+      uint16_t want = dt == NN_F16 ? nn_f32_to_f16(out32[i]) : nn_f32_to_bf16(out32[i]);
+      cr_assert_eq(outlp[i], want, "%s forward [%d]", nn_dtype_name((NnDtype)dt), i);
+    }
+    // backward from the stored low-precision output: the fp32 op on the widened values, rounded once
+    backend_cast(b, y, NN_F32, outlp, (NnDtype)dt, B * H);
+    memset(db32, 0, sizeof db32), memset(dblp, 0, sizeof dblp);
+    backend_bias_act_backward(b, din32, NN_F32, db32, dout, y, NN_F32, B, H, NN_ACT_TANH);
+    backend_bias_act_backward(b, dinlp, (NnDtype)dt, dblp, dout, outlp, (NnDtype)dt, B, H, NN_ACT_TANH);
+    for (int i = 0; i < B * H; i++) {
+      uint16_t want = dt == NN_F16 ? nn_f32_to_f16(din32[i]) : nn_f32_to_bf16(din32[i]);
+      cr_assert_eq(dinlp[i], want, "%s backward [%d]", nn_dtype_name((NnDtype)dt), i);
+    }
+    cr_assert(memcmp(db32, dblp, sizeof db32) == 0, "bias gradients come from the unrounded values");
+  }
+  backend_close(b);
+}
