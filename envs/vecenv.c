@@ -1,8 +1,14 @@
 // envs/vecenv.c: N envs stepped with OpenMP (see vecenv.h).
 //
 // Memory: one allocation holds the VecEnv, the N env states (stride rounded up to 64 bytes and the
-// first state 64-byte aligned, so two threads never write to one cache line), the N pending episode
-// logs and the ring of K logs. Legend: N envs, O obs dim, A action dim, L log fields, K ring capacity.
+// first state 64-byte aligned, so two threads never write to one cache line), N step-result slots
+// (each on its own 64-byte lines: reward, flags, pending episode log) and the ring of K logs.
+// Legend: N envs, O obs dim, A action dim, L log fields, K ring capacity.
+//
+// Why the result slots: the caller's rewards (N) float and terminated/truncated (N) uint8 arrays
+// put many envs on one cache line, so envs stepped by different threads would write the same line
+// on every step (false sharing: CartPole on 2 threads ran at a third of 1 thread's speed). Each env
+// writes its own slot in parallel; a serial pass then copies the N results out, in env order.
 #include "envs/vecenv.h"
 
 #include <math.h>
@@ -22,8 +28,9 @@ struct VecEnv {
   int num_threads;          // 0: OpenMP's default
   int started;              // vecenv_reset has run
   size_t stride;            // bytes between env states
+  size_t result_stride;     // bytes between step-result slots (a multiple of 64)
   unsigned char *states;    // (N, stride)
-  float *pending_logs;      // (N, L) written by env i's step when its episode ends
+  unsigned char *results;   // (N, result_stride) StepResult + (L) pending log, written by env i's step
   float *ring;              // (K, L) the last K finished episodes' logs
   int ring_capacity;        // K
   int ring_count;           // held, <= K
@@ -31,6 +38,12 @@ struct VecEnv {
   uint64_t episodes_total;  // finished since init
   size_t bytes;             // the whole slab
 };
+
+typedef struct {
+  float reward;
+  uint8_t terminated, truncated;
+  float log[];  // (L) the episode log, written when the episode ends
+} StepResult;
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -63,7 +76,8 @@ VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared,
   size_t stride = round_up(spec.state_size ? spec.state_size : 1, VECENV_ALIGN);
   size_t head = round_up(sizeof(VecEnv), VECENV_ALIGN);
   size_t states_bytes = (size_t)num_envs * stride;
-  size_t pending_bytes = (size_t)num_envs * (size_t)spec.log_size * sizeof(float);
+  size_t result_stride = round_up(sizeof(StepResult) + (size_t)spec.log_size * sizeof(float), VECENV_ALIGN);
+  size_t pending_bytes = (size_t)num_envs * result_stride;
   size_t ring_bytes = (size_t)log_capacity * (size_t)spec.log_size * sizeof(float);
   // + VECENV_ALIGN: room to align the states whatever malloc returns.
   size_t bytes = head + VECENV_ALIGN + states_bytes + pending_bytes + ring_bytes;
@@ -80,12 +94,13 @@ VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared,
       .num_threads = num_threads,
       .stride = stride,
       .states = states,
-      .pending_logs = (float *)(states + states_bytes),
+      .result_stride = result_stride,
+      .results = states + states_bytes,
       .ring = (float *)(states + states_bytes + pending_bytes),
       .ring_capacity = log_capacity,
       .bytes = bytes,
   };
-  memset(vec->pending_logs, 0, pending_bytes + ring_bytes);
+  memset(vec->results, 0, pending_bytes + ring_bytes);
   for (int i = 0; i < num_envs; i++) {
     Rng rng;
     rng_seed(&rng, rng_stream_seed(seed, (uint64_t)i));
@@ -122,10 +137,12 @@ void vecenv_reset(VecEnv *vec, float *obs) {
   vec->started = 1;
 }
 
-// Env i's step and, when its episode ends, its auto-reset; writes only row/element i of the buffers.
+// Env i's step and, when its episode ends, its auto-reset; writes only env i's result slot and
+// rows i of obs and final_obs.
 static inline void vecenv_step_one(VecEnv *vec, const VecEnvBuffers *b, int i) {
   const EnvSpec *spec = &vec->spec;
   void *env = vec->states + (size_t)i * vec->stride;
+  StepResult *result = (StepResult *)(vec->results + (size_t)i * vec->result_stride);
   const void *action;
   if (spec->action_kind == ENV_ACTION_DISCRETE) {
     const int32_t *a = (const int32_t *)b->actions + i;
@@ -135,9 +152,8 @@ static inline void vecenv_step_one(VecEnv *vec, const VecEnvBuffers *b, int i) {
     action = (const float *)b->actions + (size_t)i * spec->action_dim;
   }
   float *obs = b->obs + (size_t)i * spec->obs_dim;
-  vec->kind->step(env, action, obs, &b->rewards[i], &b->terminated[i], &b->truncated[i],
-                  vec->pending_logs + (size_t)i * spec->log_size);
-  if (b->terminated[i] | b->truncated[i]) {
+  vec->kind->step(env, action, obs, &result->reward, &result->terminated, &result->truncated, result->log);
+  if (result->terminated | result->truncated) {
     memcpy(b->final_obs + (size_t)i * spec->obs_dim, obs, (size_t)spec->obs_dim * sizeof(float));
     vec->kind->reset(env, obs);
   }
@@ -153,12 +169,15 @@ void vecenv_step(VecEnv *vec, const VecEnvBuffers *b) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int i = 0; i < n; i++) vecenv_step_one(vec, b, i);
   }
-
-  // Serial, by env index: the ring's order does not depend on which thread finished first.
+  // Serial, by env index: results out to the caller's arrays, and finished episodes into the ring
+  // (its order does not depend on which thread finished first).
   for (int i = 0; i < n; i++) {
-    if (!(b->terminated[i] | b->truncated[i])) continue;
-    memcpy(vec->ring + (size_t)vec->ring_next * log_size, vec->pending_logs + (size_t)i * log_size,
-           (size_t)log_size * sizeof(float));
+    const StepResult *result = (const StepResult *)(vec->results + (size_t)i * vec->result_stride);
+    b->rewards[i] = result->reward;
+    b->terminated[i] = result->terminated;
+    b->truncated[i] = result->truncated;
+    if (!(result->terminated | result->truncated)) continue;
+    memcpy(vec->ring + (size_t)vec->ring_next * log_size, result->log, (size_t)log_size * sizeof(float));
     vec->ring_next = vec->ring_next + 1 == vec->ring_capacity ? 0 : vec->ring_next + 1;
     if (vec->ring_count < vec->ring_capacity) vec->ring_count++;
     vec->episodes_total++;
