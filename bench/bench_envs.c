@@ -1,6 +1,6 @@
-// bench/bench_envs.c: env steps per second, headless, in plain C (STYLE rule 13).
+// bench/bench_envs.c: `ppo-bench envs`: env steps per second, headless, in plain C (STYLE rule 13).
 //
-//   bench_envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]
+//   ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]
 //   defaults: 32 envs, 100000 vector steps (CartPole; a fifth of that for the trading env), 7 repeats,
 //   the shipped XAUUSD_1H.h5
 //
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
 #include "common/rng.h"
@@ -146,7 +147,7 @@ static int parse_options(int argc, char **argv, BenchOptions *o) {
       o->json_path = argv[a + 1];
     else {
       error_set(
-          "%s: bad option or value (usage: bench_envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
+          "%s: bad option or value (usage: ppo-bench envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
           "[--data FILE] [--json FILE])",
           argv[a], TRADING_MAX_ENVS);
       return -1;
@@ -230,15 +231,15 @@ static int bench_trading(const BenchOptions *o, FILE *json) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+int bench_envs_main(int argc, char **argv) {
   BenchOptions o;
   if (parse_options(argc, argv, &o) != 0) {
-    fprintf(stderr, "bench_envs: %s\n", error_message());
+    fprintf(stderr, "ppo-bench envs: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
   FILE *json = NULL;
   if (o.json_path && !(json = fopen(o.json_path, "a"))) {
-    fprintf(stderr, "bench_envs: cannot open %s for appending\n", o.json_path);
+    fprintf(stderr, "ppo-bench envs: cannot open %s for appending\n", o.json_path);
     return EXIT_BAD_INPUT;
   }
   const int n = o.num_envs;
@@ -274,7 +275,7 @@ int main(int argc, char **argv) {
                      {actions, obs, rewards, terminated, truncated, final_obs},
                      actions_fill};
     if (!vc.vec) {
-      fprintf(stderr, "bench_envs: %s\n", error_message());
+      fprintf(stderr, "ppo-bench envs: %s\n", error_message());
       return EXIT_BAD_INPUT;
     }
     vecenv_reset(vc.vec, obs);
@@ -291,11 +292,11 @@ int main(int argc, char **argv) {
   free(actions), free(obs), free(final_obs), free(rewards), free(log), free(terminated), free(truncated);
   int status = EXIT_OK;
   if (bench_trading(&o, json) != 0) {
-    fprintf(stderr, "bench_envs: trading env: %s\n", error_message());
+    fprintf(stderr, "ppo-bench envs: trading env: %s\n", error_message());
     status = EXIT_BAD_INPUT;
   }
   if (json && fclose(json) != 0) {
-    fprintf(stderr, "bench_envs: write error on %s\n", o.json_path);
+    fprintf(stderr, "ppo-bench envs: write error on %s\n", o.json_path);
     status = EXIT_RUNTIME;
   }
   return status;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
 #include "common/rng.h"
@@ -271,7 +272,8 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
 static int usage(void) {
   fprintf(stderr,
           "usage: ppo-bench backend [--backend cpu|cuda|auto] [--precision all|fp32|fp16|bf16[,...]] [--obs O]\n"
-          "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n");
+          "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n"
+          "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n");
   return EXIT_BAD_INPUT;
 }
 
@@ -309,6 +311,8 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 }
 
 int main(int argc, char **argv) {
+  // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).
+  if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
   if (argc < 2 || strcmp(argv[1], "backend") != 0) return usage();
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {  // libgomp reads them when it loads
     CHECK_ERRNO(setenv("GOMP_SPINCOUNT", "10000", 1) == 0, "setenv");
