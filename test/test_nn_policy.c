@@ -13,33 +13,7 @@
 #include "common/error.h"
 #include "nn/optim.h"
 #include "nn/policy.h"
-
-// --- malloc counting (this executable only; see test/CMakeLists.txt) -------------------------------------
-static long malloc_calls;
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t count, size_t size);
-void *__real_realloc(void *p, size_t size);
-void *__real_aligned_alloc(size_t alignment, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void *__wrap_aligned_alloc(size_t alignment, size_t size);
-void *__wrap_malloc(size_t size) {
-  __atomic_add_fetch(&malloc_calls, 1, __ATOMIC_RELAXED);
-  return __real_malloc(size);
-}
-void *__wrap_calloc(size_t count, size_t size) {
-  __atomic_add_fetch(&malloc_calls, 1, __ATOMIC_RELAXED);
-  return __real_calloc(count, size);
-}
-void *__wrap_realloc(void *p, size_t size) {
-  __atomic_add_fetch(&malloc_calls, 1, __ATOMIC_RELAXED);
-  return __real_realloc(p, size);
-}
-void *__wrap_aligned_alloc(size_t alignment, size_t size) {
-  __atomic_add_fetch(&malloc_calls, 1, __ATOMIC_RELAXED);
-  return __real_aligned_alloc(alignment, size);
-}
+#include "test/alloc_counter.h"
 
 static Backend *cpu(void) {
   Backend *b = backend_open("cpu");
@@ -342,18 +316,18 @@ static void no_allocation_after_init(NnDtype dtype, int width) {
   float target[8] = {0}, u[8 * 3 * 2], actions[8 * 3];
   size_t backend_allocs = backend_alloc_count(b);
   critic_step(p, o, &x, target, 1.0f);  // the first call of each GEMM shape may build library state
-  long before = __atomic_load_n(&malloc_calls, __ATOMIC_RELAXED);
+  long before = alloc_counter_read();
   for (int it = 0; it < 5; it++) {
     critic_step(p, o, &x, target, 1.0f);
     backend_uniform(b, u, 48, 1, (uint64_t)it, 0);
     policy_act(p, actions, x.obs, u, 8);
   }
-  long after = __atomic_load_n(&malloc_calls, __ATOMIC_RELAXED);
+  long after = alloc_counter_read();
   cr_assert_eq(backend_alloc_count(b), backend_allocs, "%s: the backend allocated after init", nn_dtype_name(dtype));
   cr_assert_eq(after, before, "%s: %ld malloc calls in the training loop", nn_dtype_name(dtype), after - before);
   // the counter works: an allocation is seen
   void *volatile probe = malloc(16);
-  cr_assert_gt(__atomic_load_n(&malloc_calls, __ATOMIC_RELAXED), after);
+  cr_assert_gt(alloc_counter_read(), after);
   free(probe);
   optim_free(o);
   policy_free(p);

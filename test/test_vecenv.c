@@ -12,7 +12,6 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,40 +21,9 @@
 #include "envs/cartpole.h"
 #include "envs/env.h"
 #include "envs/vecenv.h"
+#include "test/alloc_counter.h"
 
 // --- allocation counters (see the header comment) ---------------------------------------------------
-
-static atomic_long allocations;
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t count, size_t size);
-void *__real_realloc(void *p, size_t size);
-void *__real_aligned_alloc(size_t alignment, size_t size);
-int __real_posix_memalign(void **p, size_t alignment, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void *__wrap_aligned_alloc(size_t alignment, size_t size);
-int __wrap_posix_memalign(void **p, size_t alignment, size_t size);
-void *__wrap_malloc(size_t size) {
-  atomic_fetch_add(&allocations, 1);
-  return __real_malloc(size);
-}
-void *__wrap_calloc(size_t count, size_t size) {
-  atomic_fetch_add(&allocations, 1);
-  return __real_calloc(count, size);
-}
-void *__wrap_realloc(void *p, size_t size) {
-  atomic_fetch_add(&allocations, 1);
-  return __real_realloc(p, size);
-}
-void *__wrap_aligned_alloc(size_t alignment, size_t size) {
-  atomic_fetch_add(&allocations, 1);
-  return __real_aligned_alloc(alignment, size);
-}
-int __wrap_posix_memalign(void **p, size_t alignment, size_t size) {
-  atomic_fetch_add(&allocations, 1);
-  return __real_posix_memalign(p, alignment, size);
-}
 
 // --- the probe kind -------------------------------------------------------------------------------
 
@@ -399,9 +367,9 @@ Test(vecenv, truncation_at_500_through_vecenv) {
 
 Test(vecenv, no_allocation_after_init) {
   enum { N = 32 };
-  long before_init = atomic_load(&allocations);
+  long before_init = alloc_counter_read();
   VecEnv *vec = vecenv_init(&cartpole_kind, NULL, NULL, N, 5, 100, 2);
-  cr_assert_gt(atomic_load(&allocations), before_init,
+  cr_assert_gt(alloc_counter_read(), before_init,
                "vecenv_init's slab was not counted: link this suite with -Wl,--wrap=malloc,...");
   float *obs = malloc(sizeof(float) * N * 4), *final_obs = malloc(sizeof(float) * N * 4);
   float *rewards = malloc(sizeof(float) * N);
@@ -410,13 +378,13 @@ Test(vecenv, no_allocation_after_init) {
   VecEnvBuffers buf = {actions, obs, rewards, terminated, truncated, final_obs};
   EnvSpec spec = *vecenv_spec(vec);
   vecenv_reset(vec, obs);
-  long before_steps = atomic_load(&allocations);
+  long before_steps = alloc_counter_read();
   for (int t = 0; t < 20000; t++) {  // about 29,000 episodes end and reset in here
     actions_fill(actions, &spec, N, t);
     vecenv_step(vec, &buf);
   }
   (void)vecenv_log_mean(vec, ENV_LOG_EPISODE_RETURN);
-  cr_assert_eq(atomic_load(&allocations), before_steps, "vecenv_step allocated");
+  cr_assert_eq(alloc_counter_read(), before_steps, "vecenv_step allocated");
   cr_assert_gt(vecenv_log_total(vec), 10000);
   vecenv_free(vec);
   free(obs), free(final_obs), free(rewards), free(actions), free(terminated), free(truncated);
