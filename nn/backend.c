@@ -102,7 +102,17 @@ void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, f
   CHECK(backend && din && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward: bad argument");
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward: unknown dtype");
   check_act(act);
-  backend->ops->bias_act_backward(backend, din, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+  backend->ops->bias_act_backward(backend, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+}
+
+void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
+  CHECK(backend && din && din_t && dbias && dout && out && B >= 0 && H >= 0,
+        "backend_bias_act_backward_t: bad argument");
+  CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward_t: unknown dtype");
+  CHECK(din_t != din && din_t != (const void *)dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
+  check_act(act);
+  backend->ops->bias_act_backward(backend, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act);
 }
 
 void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,

@@ -69,6 +69,12 @@ void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, co
 // dbias (H) += column sums of din before rounding. din may equal dout in fp32.
 void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
                                const void *out, NnDtype out_dtype, int B, int H, int act);
+// The same, and din_t (H, B) receives din's transpose (the same rounded values): the weight
+// gradient dW = din^T x then reads a plain (H, B) operand, which the GEMM libraries run faster than
+// a transposed one (bf16 (1024, 2048, 1024): 3.0 against 4.2 ms on the 2-core AMX machine).
+// din_t must not overlap din or dout.
+void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act);
 
 // --- categorical distribution over A logits ------------------------------------------------------------------
 

@@ -198,12 +198,16 @@ static void transpose_into(float *restrict C, const float *restrict S, int M, in
   }
 }
 
-static int onednn_swaps(int M, int N, float beta) { return beta == 0.0f && M <= 64 && N >= 4 * M && N >= 256; }
+// Only with trans_b, where the swapped product's src op(B)^T is B's own (N, K) rows: the few-row
+// weight gradients (dW of a head, B = x not transposed) ran 2x slower swapped (src read transposed).
+static int onednn_swaps(int trans_b, int M, int N, float beta) {
+  return trans_b && beta == 0.0f && M <= 64 && N >= 4 * M && N >= 256;
+}
 
-// scratch: M N floats when onednn_swaps(M, N, beta), else unused.
+// scratch: M N floats when onednn_swaps(trans_b, M, N, beta), else unused.
 static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                         const void *A, const void *B, float beta, float *C, float *scratch) {
-  int swap = onednn_swaps(M, N, beta);
+  int swap = onednn_swaps(trans_b, M, N, beta);
   GemmEntry *e = gemm_entry(g, dtype, trans_a, trans_b, M, N, K, alpha, beta, swap);
   DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)(swap ? B : A)));
   DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)(swap ? A : B)));
@@ -230,7 +234,7 @@ void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, 
   }
 #ifdef PPO_HAVE_ONEDNN
   if (dtype == NN_BF16 || (dtype == NN_F32 && g->use_onednn)) {
-    if (onednn_swaps(M, N, beta)) backend_reserve_workspace(backend, (size_t)M * N * sizeof(float));
+    if (onednn_swaps(trans_b, M, N, beta)) backend_reserve_workspace(backend, (size_t)M * N * sizeof(float));
     onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, ctx->workspace);
     return;
   }
@@ -243,7 +247,7 @@ void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, 
   }
   size_t na = (size_t)M * K, nb = (size_t)K * N, nc = 0;
 #ifdef PPO_HAVE_ONEDNN
-  if (g->use_onednn && onednn_swaps(M, N, beta)) nc = (size_t)M * N;
+  if (g->use_onednn && onednn_swaps(trans_b, M, N, beta)) nc = (size_t)M * N;
 #endif
   backend_reserve_workspace(backend, (na + nb + nc) * sizeof(float));  // a no-op once reserved
   float *a32 = ctx->workspace, *b32 = a32 + na;

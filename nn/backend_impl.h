@@ -23,8 +23,9 @@ typedef struct {
                const void *A, const void *B, float beta, float *C);
   void (*bias_act_forward)(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
                            int H, int act);
-  void (*bias_act_backward)(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
-                            const void *out, NnDtype out_dtype, int B, int H, int act);
+  void (*bias_act_backward)(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                            const float *dout, const void *out, NnDtype out_dtype, int B, int H,
+                            int act);  // din_t NULL: no transposed copy
   void (*categorical_forward)(Backend *backend, float *logp, float *entropy, const float *logits, const float *actions,
                               int B, int A);
   void (*categorical_backward)(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,

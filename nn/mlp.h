@@ -42,6 +42,8 @@ typedef struct {
   float *dh;                  // (B, max dim) gradient scratch
   void *dh_lp;                // (B, max dim) that gradient rounded to the dtype; = dh in fp32
   float *dh_next;             // (B, max dim) the gradient flowing to the layer below
+  void *dh_t;                 // (max dim, B) dh_lp transposed, the weight-gradient GEMM's operand; NULL: dW
+                              // reads dh_lp transposed (bf16 only: there the plain operand runs faster)
 } MlpActs;
 
 size_t mlp_param_count(const MlpShape *shape);  // weights and biases
@@ -51,8 +53,9 @@ int mlp_max_dim(const MlpShape *shape);         // largest dims[l], l >= 1
 void mlp_forward(Backend *backend, MlpActs *acts, const MlpShape *shape, const MlpParams *params, const MlpLowp *lowp,
                  const void *in, int B, NnDtype dtype);
 // grads += d(loss)/d(params) given dout (B, dims[n_linear]) (overwritten: it is the last layer's
-// pre-activation gradient) and the activations of the last mlp_forward on the same `in`.
+// pre-activation gradient) and the activations of the last mlp_forward on the same `in`; with
+// accumulate 0, grads = d(loss)/d(params) instead (whatever grads held is overwritten, not read).
 void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout, const MlpShape *shape,
-                  const MlpLowp *lowp, const void *in, int B, NnDtype dtype);
+                  const MlpLowp *lowp, const void *in, int B, NnDtype dtype, int accumulate);
 
 #endif

@@ -28,6 +28,7 @@ double optim_lr(const Optimizer *optim, double progress_remaining) {
 
 void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
   Backend *b = optim->backend;
+  policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
   size_t n = policy->param_count;
   grad_scaler_unscale(&optim->scaler, grads, n);

@@ -49,7 +49,7 @@ static MlpShape net_shape(const PolicySpec *spec, int vf) {
 
 // --- the size tables: one entry per tensor, in slab order ----------------------------------------------------
 
-#define POLICY_MAX_ENTRIES (2 * (2 * NN_MAX_LINEAR + 3) + 5)
+#define POLICY_MAX_ENTRIES (2 * (2 * NN_MAX_LINEAR + 4) + 5)
 
 typedef struct {
   void **ptr;  // where the tensor's address goes
@@ -92,6 +92,8 @@ static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const Mlp
     e[n++] = (SlabEntry){(void **)&nets[net]->dh, align64(B * maxd * sizeof(float))};
     e[n++] = (SlabEntry){(void **)&nets[net]->dh_next, align64(B * maxd * sizeof(float))};
     if (low) e[n++] = (SlabEntry){&nets[net]->dh_lp, align64(B * maxd * lp)};
+    nets[net]->dh_t = NULL;
+    if (spec->dtype == NN_BF16) e[n++] = (SlabEntry){&nets[net]->dh_t, align64(B * maxd * lp)};
   }
   e[n++] = (SlabEntry){(void **)&a->logp, align64(B * sizeof(float))};
   e[n++] = (SlabEntry){(void **)&a->entropy, align64(B * sizeof(float))};
@@ -300,8 +302,12 @@ void policy_free(Policy *policy) {
   free(policy);
 }
 
-void policy_zero_grad(Policy *policy) {
+void policy_zero_grad(Policy *policy) { policy->grads_zero_pending = 1; }
+
+void policy_grads_settle(Policy *policy) {
+  if (!policy->grads_zero_pending) return;
   backend_memset_zero(policy->backend, policy->grads_memory, policy->param_count * sizeof(float));
+  policy->grads_zero_pending = 0;
 }
 
 void policy_refresh_lowp(Policy *policy) {
@@ -349,18 +355,23 @@ void policy_backward(Policy *policy, const float *obs, const float *actions, con
   int A = policy->spec.action_dim;
   const float *head = policy_head_out(policy);
   const void *in = net_input(policy, obs);
+  // a pending zero_grad: every gradient tensor is written below instead of added to
+  int accumulate = !policy->grads_zero_pending;
+  policy->grads_zero_pending = 0;
   // distribution, then the actor below it
-  if (policy->spec.head == POLICY_HEAD_CATEGORICAL)
+  if (policy->spec.head == POLICY_HEAD_CATEGORICAL) {
     backend_categorical_backward(b, policy->acts.dhead, dlogp, dentropy, head, actions, B, A);
-  else
+  } else {
+    if (!accumulate) backend_memset_zero(b, policy->grads.log_std, (size_t)A * sizeof(float));
     backend_gaussian_backward(b, policy->acts.dhead, policy->grads.log_std, dlogp, dentropy, head,
                               policy->params.log_std, actions, B, A);
+  }
   mlp_backward(b, &policy->grads.pi, &policy->acts.pi, policy->acts.dhead, &policy->pi_shape, &policy->lowp.pi, in, B,
-               dt);
+               dt, accumulate);
   // the critic: its output gradient is copied, since the MLP backward overwrites it
   backend_cast(b, policy->acts.dvalues, NN_F32, dvalues, NN_F32, (size_t)B);
   mlp_backward(b, &policy->grads.vf, &policy->acts.vf, policy->acts.dvalues, &policy->vf_shape, &policy->lowp.vf, in, B,
-               dt);
+               dt, accumulate);
 }
 
 void policy_act(Policy *policy, float *actions, const float *obs, const float *uniforms, int B) {

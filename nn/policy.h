@@ -79,6 +79,7 @@ typedef struct {
   PolicyParams params, grads, m, v;
   PolicyLowp lowp;
   PolicyActs acts;
+  int grads_zero_pending;  // policy_zero_grad was called: the next backward writes grads instead of adding
 } Policy;
 
 // Checks the spec; on bad values returns -1 and sets error_message() naming the field and what is allowed.
@@ -104,7 +105,13 @@ void policy_act(Policy *policy, float *actions, const float *obs, const float *u
 const float *policy_values(const Policy *policy);    // (B) values of the last forward
 const float *policy_head_out(const Policy *policy);  // (B, A) logits or means of the last forward
 
-void policy_zero_grad(Policy *policy);     // one memset of the grads slab
+// Zeroes the grads slab, lazily: it marks the grads as zero, and the next policy_backward writes
+// them (its weight-gradient GEMMs run with beta 0, bias gradients are zeroed first) instead of
+// adding to them, which saves a pass over the slab and the GEMMs' read of it. optim_step zeroes the
+// slab for real when no backward came in between. Read grads_memory after a backward (or call
+// policy_grads_settle), not between policy_zero_grad and the backward.
+void policy_zero_grad(Policy *policy);
+void policy_grads_settle(Policy *policy);  // performs a pending zero_grad now (a no-op when none is pending)
 void policy_refresh_lowp(Policy *policy);  // lowp = params rounded (after changing params outside optim_step)
 
 // Orthogonal matrix (rows, cols) scaled by gain, as torch.nn.init.orthogonal_ builds it from a

@@ -252,6 +252,35 @@ Test(nn_fd, bias_act_backward) {
   backend_close(b);
 }
 
+// The transposing variant: din and dbias the same bits as the plain op, din_t din's transpose;
+// sizes that cross the CPU backend's column blocks (256) and row tiles (32) with partial ones.
+Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
+  Backend *b = cpu();
+  enum { B = 37, H = 300 };
+  Rng rng;
+  rng_seed(&rng, 12);
+  float *dout = malloc(B * H * sizeof(float)), *y = malloc(B * H * sizeof(float)), *in = malloc(B * H * sizeof(float));
+  float *d1 = malloc(B * H * sizeof(float)), *d2 = malloc(B * H * sizeof(float)), *dt = malloc(B * H * sizeof(float));
+  float bias[H] = {0}, db1[H], db2[H];
+  fill(in, B * H, &rng, -2, 2);
+  fill(dout, B * H, &rng, -1, 1);
+  for (int dtype = NN_F32; dtype <= NN_BF16; dtype++) {
+    size_t es = nn_dtype_size((NnDtype)dtype);
+    backend_bias_act_forward(b, y, (NnDtype)dtype, in, bias, B, H, NN_ACT_TANH);
+    for (int h = 0; h < H; h++) db1[h] = db2[h] = 0.5f;
+    backend_bias_act_backward(b, d1, (NnDtype)dtype, db1, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    backend_bias_act_backward_t(b, d2, dt, (NnDtype)dtype, db2, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    cr_assert(memcmp(d1, d2, B * H * es) == 0, "%s: din differs", nn_dtype_name((NnDtype)dtype));
+    cr_assert(memcmp(db1, db2, sizeof db1) == 0, "%s: dbias differs", nn_dtype_name((NnDtype)dtype));
+    for (int i = 0; i < B; i++)
+      for (int h = 0; h < H; h++)
+        cr_assert(memcmp((char *)dt + ((size_t)h * B + i) * es, (char *)d2 + ((size_t)i * H + h) * es, es) == 0,
+                  "%s: din_t[%d][%d] is not din[%d][%d]", nn_dtype_name((NnDtype)dtype), h, i, i, h);
+  }
+  free(dout), free(y), free(in), free(d1), free(d2), free(dt);
+  backend_close(b);
+}
+
 static double categorical_objective(Backend *b, const float *logits, const float *actions, const float *wl,
                                     const float *we, int B, int A) {
   float logp[8], ent[8];
