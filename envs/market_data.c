@@ -84,6 +84,7 @@ void market_bar_put(MarketData *d, int64_t i, const MarketBar *b) {
 // --- text helpers ------------------------------------------------------------------------------------
 
 char *market_number_format(double value, char *buf, size_t capacity) {
+  if (!buf || capacity == 0) return buf;  // also keeps GCC's -Wformat-truncation quiet under UBSan
   // Start at the number of integer digits, so 20 prints as "20", not "2e+01".
   int first = isfinite(value) && fabs(value) >= 1 && fabs(value) < 1e15 ? (int)log10(fabs(value)) + 1 : 1;
   for (int precision = first; precision <= 17; precision++) {

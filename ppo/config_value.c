@@ -381,6 +381,7 @@ int config_value_parse(const ConfigKey *key, const char *text, void *dst, char *
 // The shortest text that strtod turns back into exactly x: whole numbers as digits ("10", not
 // "1e+01"), others as the shortest %g with a plain exponent ("1e-5", not "1e-05").
 static char *format_real(double x, char *buf, size_t capacity) {
+  if (!buf || capacity == 0) return buf;  // also keeps GCC's -Wformat-truncation quiet under UBSan
   if (x == floor(x) && fabs(x) < 1e16) {
     snprintf(buf, capacity, "%.0f", x);
     if (strtod(buf, NULL) == x && strlen(buf) <= 9) return buf;  // 1e9 and beyond read better as %g
