@@ -33,13 +33,6 @@ static StepOut step_cont(TradingEnv *e, float a, float *obs) {
 }
 
 // An env on context c, reset; seeded 1.
-static void env_start(TradingEnv *e, const TradingContext *c, float *obs) {
-  Rng rng;
-  rng_seed(&rng, 1);
-  trading_env_init(e, c, 0, 1, rng);
-  trading_env_reset(e, obs);
-}
-
 // A hand-made hourly market for execution tests: `rows` bars of mid 100, half spread 0.01, evaluated
 // from row 10 with a window of 4 and no warm-up; costs as the caller set them in *p.
 static void hand_context(TradingContext *c, Features **f, MarketData *d, TradingParams *p) {

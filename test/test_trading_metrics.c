@@ -146,10 +146,7 @@ Test(metrics, buy_and_hold_through_the_env) {
     float *obs = calloc((size_t)c.obs_dim, sizeof(float)), reward, log[TRADING_LOG_SIZE];
     uint8_t terminated = 0, truncated = 0;
     TradingEnv e;
-    Rng rng;
-    rng_seed(&rng, 1);
-    trading_env_init(&e, &c, 0, 1, rng);
-    trading_env_reset(&e, obs);
+    env_start(&e, &c, obs);
     equity[0] = e.equity, ts[0] = d->ts[e.t];
     for (int64_t i = 1; i <= n; i++) {
       int32_t long_level = 2;

@@ -96,10 +96,7 @@ Test(parity, total_profit_matches_gym_anytrading) {
     float *obs = calloc((size_t)c.obs_dim, sizeof(float)), reward, log[TRADING_LOG_SIZE];
     uint8_t terminated = 0, truncated = 0;
     TradingEnv e;
-    Rng rng;
-    rng_seed(&rng, 1);
-    trading_env_init(&e, &c, 0, 1, rng);
-    trading_env_reset(&e, obs);
+    env_start(&e, &c, obs);
     int32_t a = 1;
     for (int k = 1; k < x->steps; k++) {
       cr_assert(!(terminated | truncated), "%s %s: ended early at step %d", x->env_id, x->sequence, k);
@@ -132,10 +129,7 @@ Test(parity, max_possible_profit_is_the_fed_oracle) {
     float *obs = calloc((size_t)c.obs_dim, sizeof(float)), reward, log[TRADING_LOG_SIZE];
     uint8_t terminated = 0, truncated = 0;
     TradingEnv e;
-    Rng rng;
-    rng_seed(&rng, 1);
-    trading_env_init(&e, &c, 0, 1, rng);
-    trading_env_reset(&e, obs);
+    env_start(&e, &c, obs);
     while (!(terminated | truncated)) {
       int32_t a = price[e.t + 1] >= price[e.t];
       trading_env_step(&e, &a, obs, &reward, &terminated, &truncated, log);

@@ -88,6 +88,14 @@ static inline void context_for(TradingContext *c, const MarketData *d, const Fea
 }
 
 // Costs all zero (spread, commission, slippage), data spread off.
+// Starts one env (index 0 of 1, seed 1) on context c and writes its first observation to obs (O).
+static inline void env_start(TradingEnv *e, const TradingContext *c, float *obs) {
+  Rng rng;
+  rng_seed(&rng, 1);
+  trading_env_init(e, c, 0, 1, rng);
+  trading_env_reset(e, obs);
+}
+
 static inline void params_zero_cost(TradingParams *p) {
   p->use_data_spread = 0;
   p->half_spread_bps = 0, p->commission_bps = 0, p->slippage_bps = 0;
