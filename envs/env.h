@@ -79,6 +79,10 @@ typedef struct EnvKind {
                float *episode_log);
   // Releases what init acquired (nothing for the kinds so far); the state memory stays the caller's.
   void (*close)(void *env);
+  // Optional; NULL when the state is plain data with no pointers (CartPole). Points the state's
+  // borrowed pointers at `shared`, or clears them when shared is NULL: a checkpoint stores states
+  // with their pointers cleared (the same bytes in every run) and rebinds them when it is loaded.
+  void (*rebind)(void *env, const void *shared);
 } EnvKind;
 
 const EnvKind *env_kind_find(

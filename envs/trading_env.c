@@ -659,6 +659,8 @@ static void trading_kind_step(void *env, const void *action, float *obs, float *
 
 static void trading_kind_close(void *env) { (void)env; }  // borrows the context, owns nothing
 
+static void trading_kind_rebind(void *env, const void *shared) { ((TradingEnv *)env)->ctx = shared; }
+
 const EnvKind trading_kind = {
     .name = "trading",
     .describe = trading_kind_describe,
@@ -666,6 +668,7 @@ const EnvKind trading_kind = {
     .reset = trading_kind_reset,
     .step = trading_kind_step,
     .close = trading_kind_close,
+    .rebind = trading_kind_rebind,
 };
 
 const EnvKind synthetic_kind = {
@@ -675,4 +678,5 @@ const EnvKind synthetic_kind = {
     .reset = trading_kind_reset,
     .step = trading_kind_step,
     .close = trading_kind_close,
+    .rebind = trading_kind_rebind,
 };

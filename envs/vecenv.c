@@ -23,6 +23,7 @@
 
 struct VecEnv {
   const EnvKind *kind;
+  const void *shared;  // the kind's shared context (borrowed), for rebinding loaded states
   EnvSpec spec;
   int num_envs;             // N
   int num_threads;          // 0: OpenMP's default
@@ -89,6 +90,7 @@ VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared,
 
   *vec = (VecEnv){
       .kind = kind,
+      .shared = shared,
       .spec = spec,
       .num_envs = num_envs,
       .num_threads = num_threads,
@@ -182,6 +184,55 @@ void vecenv_step(VecEnv *vec, const VecEnvBuffers *b) {
     if (vec->ring_count < vec->ring_capacity) vec->ring_count++;
     vec->episodes_total++;
   }
+}
+
+VecEnvStateInfo vecenv_state_info(const VecEnv *vec) {
+  return (VecEnvStateInfo){.num_envs = vec->num_envs,
+                           .log_capacity = vec->ring_capacity,
+                           .log_size = vec->spec.log_size,
+                           .state_size = vec->spec.state_size,
+                           .ring_count = vec->ring_count,
+                           .ring_next = vec->ring_next,
+                           .episodes_total = vec->episodes_total};
+}
+
+void vecenv_state_save(const VecEnv *vec, unsigned char *states, float *ring) {
+  size_t size = vec->spec.state_size;
+  for (int i = 0; i < vec->num_envs; i++) {
+    unsigned char *out = states + (size_t)i * size;
+    memcpy(out, vec->states + (size_t)i * vec->stride, size);
+    if (vec->kind->rebind) vec->kind->rebind(out, NULL);
+  }
+  memcpy(ring, vec->ring, (size_t)vec->ring_capacity * (size_t)vec->spec.log_size * sizeof(float));
+}
+
+int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned char *states, const float *ring) {
+  VecEnvStateInfo own = vecenv_state_info(vec);
+  if (info->num_envs != own.num_envs || info->log_capacity != own.log_capacity || info->log_size != own.log_size ||
+      info->state_size != own.state_size) {
+    error_set("env state: %d envs x %zu bytes, ring %d x %d, but this run has %d envs x %zu bytes, ring %d x %d",
+              info->num_envs, info->state_size, info->log_capacity, info->log_size, own.num_envs, own.state_size,
+              own.log_capacity, own.log_size);
+    return -1;
+  }
+  if (info->ring_count < 0 || info->ring_count > own.log_capacity || info->ring_next < 0 ||
+      info->ring_next >= own.log_capacity) {
+    error_set("env state: episode-log ring count %d / next %d out of range for capacity %d", info->ring_count,
+              info->ring_next, own.log_capacity);
+    return -1;
+  }
+  size_t size = vec->spec.state_size;
+  for (int i = 0; i < vec->num_envs; i++) {
+    unsigned char *env = vec->states + (size_t)i * vec->stride;
+    memcpy(env, states + (size_t)i * size, size);
+    if (vec->kind->rebind) vec->kind->rebind(env, vec->shared);
+  }
+  memcpy(vec->ring, ring, (size_t)own.log_capacity * (size_t)own.log_size * sizeof(float));
+  vec->ring_count = info->ring_count;
+  vec->ring_next = info->ring_next;
+  vec->episodes_total = info->episodes_total;
+  vec->started = 1;
+  return 0;
 }
 
 int vecenv_log_count(const VecEnv *vec) { return vec->ring_count; }

@@ -56,6 +56,21 @@ void vecenv_reset(VecEnv *vec, float *obs);                   // starts every en
                                                               // are dropped, not logged); obs (N, O)
 void vecenv_step(VecEnv *vec, const VecEnvBuffers *buffers);  // one step of all N envs, auto-reset; see above
 
+// --- checkpoints: the whole mutable state --------------------------------------------------------------
+// The N env states (N, state_size) bytes, with borrowed pointers cleared (EnvKind.rebind), and the
+// episode-log ring (K, L) in its storage order with its counters. Loading needs a VecEnv made by
+// vecenv_init with the same kind, N, K and shared context; it marks the VecEnv started.
+typedef struct {
+  int num_envs, log_capacity, log_size;  // N, K, L
+  size_t state_size;                     // bytes of one env's state
+  int ring_count, ring_next;
+  uint64_t episodes_total;
+} VecEnvStateInfo;
+VecEnvStateInfo vecenv_state_info(const VecEnv *vec);
+void vecenv_state_save(const VecEnv *vec, unsigned char *states, float *ring);  // states (N, state_size), ring (K, L)
+// 0, or -1 and the error message when info's sizes differ from vec's or its counters are out of range.
+int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned char *states, const float *ring);
+
 int vecenv_log_count(const VecEnv *vec);                // episodes held in the ring, min(total, K)
 uint64_t vecenv_log_total(const VecEnv *vec);           // episodes finished since init
 const float *vecenv_log_get(const VecEnv *vec, int k);  // (L) log of held episode k, 0 = oldest held

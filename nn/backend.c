@@ -72,6 +72,16 @@ void backend_memset_zero(Backend *backend, void *dst, size_t bytes) {
   backend->ops->memset_zero(backend, dst, bytes);
 }
 
+void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
+  CHECK(backend && (bytes == 0 || (dst && src)), "backend_copy: NULL pointer");
+  backend->ops->copy(backend, dst, src, bytes);
+}
+
+int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
+  CHECK(backend && free_bytes && total_bytes, "backend_memory_info: NULL pointer");
+  return backend->ops->memory_info(backend, free_bytes, total_bytes);
+}
+
 void backend_sync(Backend *backend) { backend->ops->sync(backend); }
 
 void backend_reserve_workspace(Backend *backend, size_t bytes) { backend->ops->reserve_workspace(backend, bytes); }
@@ -227,4 +237,44 @@ void backend_adam_step(Backend *backend, float *params, const float *grads, floa
 void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
   CHECK(backend && (n == 0 || out), "backend_uniform: NULL pointer");
   backend->ops->uniform(backend, out, n, seed, subsequence, offset);
+}
+
+void backend_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
+                 const float *episode_starts, const float *last_values, const float *last_dones, int T, int N,
+                 double gamma, double lambda) {
+  CHECK(backend && T >= 0 && N >= 0, "backend_gae: bad argument");
+  CHECK((T == 0 || N == 0) || (advantages && returns && rewards && values && episode_starts && last_values && last_dones),
+        "backend_gae: NULL pointer");
+  CHECK(gamma >= 0.0 && gamma <= 1.0 && lambda >= 0.0 && lambda <= 1.0, "backend_gae: gamma and lambda in [0, 1]");
+  backend->ops->gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma,
+                    lambda);
+}
+
+size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n) {
+  CHECK(backend, "backend_permutation_scratch_bytes: NULL backend");
+  return backend->ops->permutation_scratch_bytes(backend, n);
+}
+
+void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed,
+                         uint64_t subsequence, uint64_t offset) {
+  CHECK(backend && (n == 0 || (perm && scratch)), "backend_permutation: NULL pointer");
+  CHECK(n < ((size_t)1 << 31), "backend_permutation: n < 2^31");
+  backend->ops->permutation(backend, perm, scratch, n, seed, subsequence, offset);
+}
+
+void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
+                      const float *entropy, const float *values, const float *old_logp, const float *old_values,
+                      const float *advantages, const float *returns, int B, PpoLossHyper hyper,
+                      const float *loss_scale) {
+  CHECK(backend && stats && B >= 1, "backend_ppo_loss: bad argument");
+  CHECK(dlogp && dentropy && dvalues && logp && entropy && values && old_logp && old_values && advantages && returns,
+        "backend_ppo_loss: NULL pointer");
+  CHECK(hyper.clip_range > 0.0f, "backend_ppo_loss: clip_range > 0");
+  backend->ops->ppo_loss(backend, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values,
+                         advantages, returns, B, hyper, loss_scale);
+}
+
+void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
+  CHECK(backend && out && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
+  backend->ops->explained_variance(backend, out, pred, target, n);
 }

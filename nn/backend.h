@@ -44,6 +44,10 @@ size_t backend_alloc_count(const Backend *backend);    // allocations made so fa
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes);    // host -> backend
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes);  // backend -> host
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes);
+void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes);  // backend -> backend; may overlap
+// Free and total bytes of the memory backend_alloc draws from (host RAM: MemAvailable and MemTotal
+// of /proc/meminfo; a GPU: cudaMemGetInfo). 0, or -1 when unknown.
+int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes);
 void backend_sync(Backend *backend);  // waits for queued work (a no-op on the CPU)
 // Reserves GEMM scratch of at least `bytes` (the CPU backend widens fp16 operands to fp32 there
 // and transposes few-row products through it: M K + K N + M N floats cover any call), so that later
@@ -162,5 +166,61 @@ void backend_adam_step(Backend *backend, float *params, const float *grads, floa
 // out (n) = uniforms in (0, 1] of Philox stream (seed, subsequence) from word `offset` (common/rng.h,
 // cuRAND's layout).
 void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
+
+// --- rollout and PPO (buffers/, ppo/) ------------------------------------------------------------------
+
+// GAE and returns exactly as SB3's RolloutBuffer.compute_returns_and_advantage (PPO_SEMANTICS.md
+// section 3), in fp32 in SB3's operation order: for each env n, backwards over t,
+//   nonterminal = 1 - (t == T-1 ? last_dones[n] : episode_starts[t+1, n]),
+//   next_v      = t == T-1 ? last_values[n] : values[t+1, n],
+//   delta       = rewards[t, n] + gamma * next_v * nonterminal - values[t, n],
+//   gae         = delta + (float)(gamma * lambda) * nonterminal * gae,
+// advantages (T, N) = gae, returns (T, N) = advantages + values. Inputs (T, N) and (N); episode
+// starts and dones are 0 or 1 stored as floats.
+void backend_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
+                 const float *episode_starts, const float *last_values, const float *last_dones, int T, int N,
+                 double gamma, double lambda);
+
+// Bytes of scratch backend_permutation needs for n indices (backend memory, the caller's slab).
+size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n);
+// perm (n) = 0..n-1 ordered by the 32-bit Philox words (seed, subsequence) from `offset` (word i
+// is index i's key; equal keys keep index order): one uniformly random permutation per call, the
+// same on every backend (a sort of random keys parallelises where Fisher-Yates does not).
+// n < 2^31. scratch: backend_permutation_scratch_bytes(n) bytes.
+void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed,
+                         uint64_t subsequence, uint64_t offset);
+
+// The clipped PPO objective of one minibatch (PPO_SEMANTICS.md section 4, SB3's ppo.py train()).
+typedef struct {
+  double clip_range;         // > 0 (doubles, as SB3's Python floats; the ops round them like torch does)
+  double clip_range_vf;      // > 0: clip the value prediction around the old value; <= 0: off
+  double ent_coef, vf_coef;  // SB3 defaults 0, 0.5
+  int normalize_advantage;   // 1: (adv - mean) / (std + 1e-8), std unbiased, over the minibatch (B > 1)
+} PpoLossHyper;
+
+// The per-minibatch statistics backend_ppo_loss writes (floats, backend memory).
+enum {
+  PPO_STAT_LOSS = 0,       // policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+  PPO_STAT_POLICY_LOSS,    // -mean(min(adv ratio, adv clamp(ratio, 1 -+ clip)))
+  PPO_STAT_VALUE_LOSS,     // mean((returns - v)^2)
+  PPO_STAT_ENTROPY_LOSS,   // -mean(entropy)
+  PPO_STAT_APPROX_KL,      // mean((ratio - 1) - log ratio)
+  PPO_STAT_CLIP_FRACTION,  // mean(|ratio - 1| > clip)
+  PPO_STAT_COUNT = 8       // row stride (two spare slots)
+};
+
+// stats (PPO_STAT_COUNT) as above, and the gradients of the loss with respect to the per-sample
+// log-probs, entropies and values: dlogp, dentropy, dvalues (B), each multiplied by *loss_scale
+// when loss_scale (backend memory, the GradScaler's scale) is not NULL, so the backward starts from
+// loss * scale. Inputs (B): logp, entropy, values of the current parameters; old_logp, old_values,
+// advantages, returns from the rollout.
+void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
+                      const float *entropy, const float *values, const float *old_logp, const float *old_values,
+                      const float *advantages, const float *returns, int B, PpoLossHyper hyper,
+                      const float *loss_scale);
+
+// out (1) = 1 - Var[target - pred] / Var[target] (population variances, accumulated in double), NaN
+// when Var[target] = 0 (SB3's explained_variance).
+void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
 
 #endif

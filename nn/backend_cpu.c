@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
@@ -73,6 +74,23 @@ static void cpu_memset_zero(Backend *backend, void *dst, size_t bytes) {
 }
 
 static void cpu_sync(Backend *backend) {}
+
+static int cpu_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
+  (void)backend;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  unsigned long long kib, avail = 0, total = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) avail = kib;
+    if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) total = kib;
+  }
+  fclose(f);
+  if (!avail || !total) return -1;
+  *free_bytes = (size_t)avail * 1024;
+  *total_bytes = (size_t)total * 1024;
+  return 0;
+}
 
 static void cpu_reserve_workspace(Backend *backend, size_t bytes) {
   CpuContext *ctx = backend->ctx;
@@ -501,7 +519,9 @@ static const BackendOps cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .memset_zero = cpu_memset_zero,
+    .copy = cpu_copy,
     .sync = cpu_sync,
+    .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,
     .gemm = cpu_gemm,
     .bias_act_forward = cpu_bias_act_forward,
@@ -525,6 +545,11 @@ static const BackendOps cpu_ops = {
     .clip_coef = cpu_clip_coef,
     .adam_step = cpu_adam_step,
     .uniform = cpu_uniform,
+    .gae = cpu_gae,
+    .permutation_scratch_bytes = cpu_permutation_scratch_bytes,
+    .permutation = cpu_permutation,
+    .ppo_loss = cpu_ppo_loss,
+    .explained_variance = cpu_explained_variance,
 };
 
 Backend *backend_cpu_open(void) {

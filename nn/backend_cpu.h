@@ -19,4 +19,17 @@ void cpu_gemm_close(CpuContext *ctx);  // frees the GEMM state
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, float *C);
 
+// Rollout ops (backend_cpu_rollout.c): GAE, the random permutation.
+void cpu_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
+             const float *episode_starts, const float *last_values, const float *last_dones, int T, int N, double gamma,
+             double lambda);
+size_t cpu_permutation_scratch_bytes(const Backend *backend, size_t n);
+void cpu_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed, uint64_t subsequence,
+                     uint64_t offset);
+// PPO loss ops (backend_cpu_ppo.c).
+void cpu_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
+                  const float *entropy, const float *values, const float *old_logp, const float *old_values,
+                  const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
+void cpu_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+
 #endif

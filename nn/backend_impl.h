@@ -16,7 +16,9 @@ typedef struct {
   void (*upload)(Backend *backend, void *dst, const void *src, size_t bytes);
   void (*download)(Backend *backend, void *dst, const void *src, size_t bytes);
   void (*memset_zero)(Backend *backend, void *dst, size_t bytes);
+  void (*copy)(Backend *backend, void *dst, const void *src, size_t bytes);  // within backend memory
   void (*sync)(Backend *backend);
+  int (*memory_info)(Backend *backend, size_t *free_bytes, size_t *total_bytes);
   void (*reserve_workspace)(Backend *backend, size_t bytes);
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -54,6 +56,16 @@ typedef struct {
   void (*adam_step)(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
                     int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype);
   void (*uniform)(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
+  void (*gae)(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
+              const float *episode_starts, const float *last_values, const float *last_dones, int T, int N,
+              double gamma, double lambda);
+  size_t (*permutation_scratch_bytes)(const Backend *backend, size_t n);
+  void (*permutation)(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed, uint64_t subsequence,
+                      uint64_t offset);
+  void (*ppo_loss)(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
+                   const float *entropy, const float *values, const float *old_logp, const float *old_values,
+                   const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
+  void (*explained_variance)(Backend *backend, float *out, const float *pred, const float *target, size_t n);
 } BackendOps;
 
 struct Backend {

@@ -172,4 +172,43 @@ PPO_HD static inline void nn_adam_element(float *p, float *m, float *v, float g,
   *p = *p + neg_step_size * (*m / denom);
 }
 
+// --- PPO (SB3's ppo.py train(); PPO_SEMANTICS.md sections 3 and 4) ------------------------------------------
+
+// One GAE step backwards in SB3's float32 operation order (numpy float32 arrays, Python-float
+// gamma and gamma * lambda rounded to float32): returns the new gae. gamma_lambda = (float)(gamma * lambda).
+PPO_HD static inline float nn_gae_step(float reward, float value, float next_value, float nonterminal, float gae,
+                                       float gamma, float gamma_lambda) {
+  float delta = reward + gamma * next_value * nonterminal - value;
+  return delta + gamma_lambda * nonterminal * gae;
+}
+
+// One sample of the clipped surrogate. adv is the (normalised) advantage, log_ratio = logp -
+// old_logp. Writes *term = min(adv r, adv clamp(r, 1 - clip, 1 + clip)) (the policy loss is -mean
+// of it), *dterm_dlogp = d term / d logp, torch's gradient: the unclipped branch (or a tie, torch's
+// minimum halves the gradient between equal branches and clamp passes it inside its range) gives
+// adv r, the clipped branch 0; *kl = (r - 1) - log_ratio; returns 1 when |r - 1| > clip.
+// clip_lo, clip_hi = (float)(1 -+ clip) formed in double, as torch.clamp receives Python floats.
+PPO_HD static inline int nn_ppo_surrogate(float adv, float log_ratio, float clip, float clip_lo, float clip_hi,
+                                          float *term, float *dterm_dlogp, float *kl) {
+  float ratio = expf(log_ratio);
+  float clamped = fminf(fmaxf(ratio, clip_lo), clip_hi);
+  float surr1 = adv * ratio, surr2 = adv * clamped;
+  *term = fminf(surr1, surr2);
+  *dterm_dlogp = surr1 <= surr2 ? surr1 : 0.0f;
+  *kl = (ratio - 1.0f) - log_ratio;
+  return fabsf(ratio - 1.0f) > clip;
+}
+
+// The value prediction used in the value loss: value, or with clip_vf > 0 old_value + clamp(value -
+// old_value, -clip_vf, clip_vf); *dpred_dvalue = 1 where the clamp passes the gradient, else 0.
+PPO_HD static inline float nn_ppo_value_pred(float value, float old_value, float clip_vf, float *dpred_dvalue) {
+  if (clip_vf <= 0.0f) {
+    *dpred_dvalue = 1.0f;
+    return value;
+  }
+  float diff = value - old_value;
+  *dpred_dvalue = (diff >= -clip_vf && diff <= clip_vf) ? 1.0f : 0.0f;
+  return old_value + fminf(fmaxf(diff, -clip_vf), clip_vf);
+}
+
 #endif

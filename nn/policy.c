@@ -333,6 +333,15 @@ void policy_forward(Policy *policy, const float *obs, int B) {
   mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, in, B, dt);
 }
 
+void policy_value_forward(Policy *policy, const float *obs, int B) {
+  CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_value_forward: batch must be in 1..max_batch");
+  Backend *b = policy->backend;
+  NnDtype dt = policy->spec.dtype;
+  if (dt != NN_F32) backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * policy->spec.obs_dim);
+  mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, net_input(policy, obs), B,
+              dt);
+}
+
 const float *policy_head_out(const Policy *policy) { return policy->acts.pi.h[policy->pi_shape.n_linear - 1]; }
 const float *policy_values(const Policy *policy) { return policy->acts.vf.h[policy->vf_shape.n_linear - 1]; }
 

@@ -93,6 +93,8 @@ void policy_free(Policy *policy);  // frees the slabs and the struct; NULL is fi
 
 // acts.pi output (B, A) and acts.vf output (B, 1) from obs (B, O) (fp32, backend memory).
 void policy_forward(Policy *policy, const float *obs, int B);
+// The critic alone: acts.vf output (B, 1) from obs (B, O) (the truncation bootstrap V(final_obs)).
+void policy_value_forward(Policy *policy, const float *obs, int B);
 // policy_forward, then acts.logp and acts.entropy (B) of actions: (B) indices or (B, A) values.
 void policy_evaluate(Policy *policy, const float *obs, const float *actions, int B);
 // grads += gradient of sum_b dlogp[b] logp[b] + dentropy[b] entropy[b] + dvalues[b] values[b], using
