@@ -1,31 +1,46 @@
 // apps/ppo_train.c: ppo-train, the training front end (thin: parse, call, exit).
 //
-//   ppo-train CONFIG.ini [--set section.key=value]... [--print-config] [--help-config[=markdown]] [--help]
+//   ppo-train CONFIG.ini [--set section.key=value]... [--resume CKPT.h5] [--run-dir DIR] [--plan]
+//             [--iterations N] [--print-config] [--quiet]
+//   ppo-train --resume CKPT.h5 [--set ...]      (the checkpoint's own configuration)
+//   ppo-train --help-config[=markdown] | --help
 //
-// Today it resolves and checks the configuration, prints it, and opens the env's market as training
-// will (bars, features, splits and every "auto" key resolved), so a wrong path, a broken file or an
-// impossible split is reported now; the training loop arrives with the PPO issue. Exit status: 0 success, 2 bad usage, configuration or data (common/error.h).
+// The run itself is ppo/train_run.c. Exit status: 0 success (also after SIGINT/SIGTERM with a
+// checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
-#include "envs/market_data.h"
-#include "ppo/env_config.h"
 #include "ppo/config.h"
+#include "ppo/train_run.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: ppo-train CONFIG.ini [--set section.key=value]... [--print-config]\n"
+          "usage: ppo-train CONFIG.ini [--set section.key=value]... [--resume CKPT.h5] [--run-dir DIR]\n"
+          "                 [--plan] [--iterations N] [--print-config] [--quiet]\n"
+          "       ppo-train --resume CKPT.h5 [--set section.key=value]...\n"
           "       ppo-train --help-config[=markdown] | --help\n"
           "\n"
           "  CONFIG.ini            the run's configuration (INI; see configs/default.ini)\n"
           "  --set SECTION.KEY=V   override one key after the file (repeatable), e.g. --set ppo.gamma=0.995\n"
-          "  --print-config        print the resolved configuration (every key, defaults marked) and exit\n"
+          "  --resume CKPT.h5      continue a run exactly from a checkpoint (RUN/checkpoints/last.h5); without\n"
+          "                        CONFIG.ini the checkpoint's own configuration is used. Only [run]\n"
+          "                        total_timesteps, device, threads, name, run_dir, checkpoint_every,\n"
+          "                        checkpoint_keep, log_every, memory_limit and [eval] may change\n"
+          "  --run-dir DIR         write the run here instead of [run] run_dir/name\n"
+          "  --plan                print the memory plan (bytes per slab, backend and host) and exit; exit\n"
+          "                        status 2 when it exceeds [run] memory_limit or the free memory\n"
+          "  --iterations N        stop after N iterations of this invocation (a checkpoint is written)\n"
+          "  --print-config        print the resolved configuration (every key, origins marked) and exit\n"
+          "  --quiet               no configuration dump and no progress on stderr (train.log still written)\n"
           "  --help-config         list every configuration key with its type, default and allowed values\n"
           "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
-          "  --help                this text\n");
+          "  --help                this text\n"
+          "\n"
+          "SIGINT or SIGTERM: the run stops at the next step, writes a checkpoint of the last iteration\n"
+          "boundary and exits 0; a second signal exits at once.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -36,12 +51,24 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_BAD_INPUT;
 }
 
+// Takes the value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"); NULL when missing.
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+  size_t len = strlen(name);
+  if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=') return argv[*i] + len + 1;
+  if (*i + 1 >= argc) return NULL;
+  return argv[++*i];
+}
+
+static bool is_option(const char *arg, const char *name) {
+  size_t len = strlen(name);
+  return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
+}
+
 int main(int argc, char **argv) {
-  const char *config_path = NULL;
+  TrainRunOptions opt;
+  memset(&opt, 0, sizeof opt);
   bool print_config = false;
-  // At most one --set per argument, so argc bounds the count.
-  const char **overrides = calloc((size_t)argc + 1, sizeof *overrides);
-  int n_overrides = 0;
+  const char **overrides = calloc((size_t)argc + 1, sizeof *overrides);  // at most one --set per argument
   if (!overrides) {
     fprintf(stderr, "ppo-train: out of memory\n");
     return EXIT_RUNTIME;
@@ -63,75 +90,58 @@ int main(int argc, char **argv) {
       return EXIT_OK;
     } else if (strcmp(arg, "--print-config") == 0) {
       print_config = true;
-    } else if (strcmp(arg, "--set") == 0) {
-      if (i + 1 >= argc)
+    } else if (strcmp(arg, "--plan") == 0) {
+      opt.plan_only = true;
+    } else if (strcmp(arg, "--quiet") == 0) {
+      opt.quiet = true;
+    } else if (is_option(arg, "--set")) {
+      const char *v = option_value(argc, argv, &i, "--set");
+      if (!v)
         status = usage_error("%s needs an argument: --set section.key=value", arg);
       else
-        overrides[n_overrides++] = argv[++i];
-    } else if (strncmp(arg, "--set=", 6) == 0) {
-      overrides[n_overrides++] = arg + 6;
+        overrides[opt.n_overrides++] = v;
+    } else if (is_option(arg, "--resume")) {
+      if (!(opt.resume = option_value(argc, argv, &i, "--resume"))) status = usage_error("%s needs a checkpoint", arg);
+    } else if (is_option(arg, "--run-dir")) {
+      if (!(opt.run_dir = option_value(argc, argv, &i, "--run-dir"))) status = usage_error("%s needs a directory", arg);
+    } else if (is_option(arg, "--iterations")) {
+      const char *v = option_value(argc, argv, &i, "--iterations");
+      char *end = NULL;
+      long long n = v ? strtoll(v, &end, 10) : 0;
+      if (!v || *end != '\0' || n < 1)
+        status = usage_error("--iterations needs a whole number >= 1, got '%s'", v ? v : "");
+      else
+        opt.max_iterations = n;
     } else if (arg[0] == '-' && arg[1] != '\0') {
       status = usage_error("unknown option '%s'", arg);
-    } else if (config_path) {
+    } else if (opt.config_path) {
       status = usage_error("more than one configuration file ('%s')", arg);
     } else {
-      config_path = arg;
+      opt.config_path = arg;
     }
   }
-  if (status == EXIT_OK && !config_path) status = usage_error("%s", "missing CONFIG.ini");
+  if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
   if (status != EXIT_OK) {
     free(overrides);
     return status;
   }
-
-  Config cfg;
-  int loaded = config_load(&cfg, config_path, n_overrides, overrides);
-  free(overrides);
-  if (loaded != 0) {
-    fprintf(stderr, "%s\n", error_message());
-    return EXIT_BAD_INPUT;
-  }
+  opt.overrides = overrides;
   if (print_config) {
+    Config cfg;
+    int rc = config_load(&cfg, opt.config_path, opt.n_overrides, overrides);
+    free(overrides);
+    if (rc != 0) {
+      fprintf(stderr, "%s\n", error_message());
+      return EXIT_BAD_INPUT;
+    }
     if (config_write_ini(&cfg, stdout) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;
     }
     return EXIT_OK;
   }
-  // STYLE rule 14: say what the run would use before anything else.
-  if (config_write_ini(&cfg, stderr) != 0) {
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    return EXIT_RUNTIME;
-  }
-  if (cfg.env.type != CONFIG_ENV_CARTPOLE) {
-    // Open the market exactly as training will: load or generate the bars, compute the features and
-    // resolve every "auto" key and the splits, so a bad data file or split is reported today.
-    EnvMarket market;
-    if (env_market_open(&market, &cfg) != 0) {
-      fprintf(stderr, "%s\n", error_message());
-      return EXIT_BAD_INPUT;
-    }
-    const MarketData *data = market.data;
-    const TradingContext *ctx = &market.context;
-    char first[32], last[32];
-    fprintf(stderr, "\nppo-train: market %s: %s, %lld bars %s .. %s, bar %lld s%s\n",
-            cfg.env.type == CONFIG_ENV_TRADING ? cfg.env.data : "(synthetic)", data->symbol,
-            (long long)data->rows, market_time_format(data->ts[0], first, sizeof first),
-            market_time_format(data->ts[data->rows - 1], last, sizeof last), (long long)data->bar_seconds,
-            data->has_bid_ask ? ", bid/ask" : "");
-    for (int split = TRADING_SPLIT_TRAIN; split <= TRADING_SPLIT_TEST; split++) {
-      int64_t lo = ctx->split_lo[split], hi = ctx->split_hi[split];
-      fprintf(stderr, "ppo-train: %-5s split: %lld bars %s .. %s\n", trading_split_name((TradingSplit)split),
-              (long long)(hi - lo), market_time_format(data->ts[lo], first, sizeof first),
-              market_time_format(data->ts[hi - 1], last, sizeof last));
-    }
-    fprintf(stderr, "ppo-train: observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window,
-            ctx->action_count);
-    env_market_close(&market);
-  }
-  fprintf(stderr,
-          "\nppo-train: configuration %s is valid. The training loop arrives with the PPO issue;\n"
-          "ppo-train: nothing was trained and no run directory was written.\n",
-          config_path);
-  return EXIT_OK;
+  TrainRunResult result;
+  status = train_run(&opt, &result);
+  free(overrides);
+  return status;
 }

@@ -4,6 +4,7 @@
 #ifndef PPO_BENCH_BENCH_H
 #define PPO_BENCH_BENCH_H
 
-int bench_envs_main(int argc, char **argv);  // ppo-bench envs: CartPole and trading env steps/s (bench_envs.c)
+int bench_envs_main(int argc, char **argv);   // ppo-bench envs: CartPole and trading env steps/s (bench_envs.c)
+int bench_train_main(int argc, char **argv);  // ppo-bench train: a whole run, SPS and its split (bench_train.c)
 
 #endif

@@ -273,7 +273,8 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ppo-bench backend [--backend cpu|cuda|auto] [--precision all|fp32|fp16|bf16[,...]] [--obs O]\n"
           "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n"
-          "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n");
+          "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n"
+          "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n");
   return EXIT_BAD_INPUT;
 }
 
@@ -313,6 +314,8 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 int main(int argc, char **argv) {
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).
   if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
+  // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).
+  if (argc >= 2 && strcmp(argv[1], "train") == 0) return bench_train_main(argc - 1, argv + 1);
   if (argc < 2 || strcmp(argv[1], "backend") != 0) return usage();
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {  // libgomp reads them when it loads
     CHECK_ERRNO(setenv("GOMP_SPINCOUNT", "10000", 1) == 0, "setenv");

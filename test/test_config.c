@@ -678,11 +678,11 @@ Test(config_train, bad_config_corpus) {
   cr_expect_geq(files, 25);
 }
 
-Test(config_train, valid_config_prints_and_says_nothing_was_trained) {
+Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
   // Relative paths in a config are relative to the working directory; ctest runs elsewhere.
-  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set ppo.gamma=0.98 --set env.data='" PPO_SOURCE_DIR
-                         "/data/XAUUSD_1H.h5'",
+  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.gamma=0.98 --set env.data='"
+                         PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
                          out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out, "market " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
@@ -694,7 +694,8 @@ Test(config_train, valid_config_prints_and_says_nothing_was_trained) {
   cr_expect(strstr(out, "; default"), "%s", out);
   cr_expect(strstr(out, "gamma = 0.98"), "%s", out);
   cr_expect(strstr(out, "; --set"), "%s", out);
-  cr_expect(strstr(out, "nothing was trained"), "%s", out);
+  cr_expect(strstr(out, "memory plan"), "%s", out);
+  cr_expect(strstr(out, "rollout buffer"), "%s", out);
 }
 
 Test(config_train, market_data_that_does_not_load_exits_2_naming_the_key) {
@@ -757,7 +758,7 @@ Test(config_train, print_config_reads_back) {
   cr_assert_eq(status, 0, "%s", out);
   cr_expect(strstr(out, "n_envs = 16"), "%s", out);
   cr_expect(strstr(out, "configs/default.ini:"), "%s", out);
-  cr_expect(!strstr(out, "nothing was trained"), "stdout must hold only the configuration");
+  cr_expect(!strstr(out, "memory plan"), "stdout must hold only the configuration");
   Config printed, direct;
   cr_assert_eq(config_load_text(&printed, out, strlen(out), "stdout", 0, NULL), 0, "%s", error_message());
   const char *args[] = {"env.n_envs=16"};
@@ -769,9 +770,12 @@ Test(config_train, usage_errors_exit_2) {
   char out[16384];
   cr_expect_eq(run_train("", out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "missing CONFIG.ini"), "%s", out);
-  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --resume x.h5", out, sizeof out), 2, "%s", out);
-  cr_expect(strstr(out, "unknown option '--resume'"), "%s", out);
-  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan", out, sizeof out), 2, "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --resume /nonexistent/x.h5", out, sizeof out), 2,
+               "%s", out);
+  cr_expect(strstr(out, "/nonexistent/x.h5"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --frobnicate", out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "unknown option '--frobnicate'"), "%s", out);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --iterations 0", out, sizeof out), 2, "%s", out);
   cr_expect_eq(run_train("a.ini b.ini", out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "more than one configuration file"), "%s", out);
   cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set", out, sizeof out), 2, "%s", out);
@@ -794,8 +798,8 @@ Test(config_train, help_and_help_config_exit_0) {
 Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
   char out[65536];
   int status =
-      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set ppo.batch_size=100 --set env.data='" PPO_SOURCE_DIR
-                "/data/XAUUSD_1H.h5'",
+      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.batch_size=100 --set env.data='"
+                PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
                 out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out,

@@ -1,0 +1,70 @@
+// buffers/rollout.h: the rollout buffer, resident in backend memory (device memory on CUDA), GAE,
+// and the minibatch sampler.
+//
+// Structure of arrays over (T, N) = (n_steps, n_envs), time-major: element (t, n) of a (T, N, D)
+// array is row t N + n. One backend allocation holds every array below (STYLE rule 3), sized at
+// init; nothing is allocated afterwards.
+//   obs (T, N, O), actions (T, N, A) (categorical: one float action index; Gaussian: the
+//   unclipped sample), logp, values, rewards (truncation bootstrap included), episode_starts,
+//   terminated, truncated, advantages, returns (T, N) as floats; last_values, last_dones (N);
+//   perm (T N) int32 and its sort scratch; uniforms (N, A, 2) for the rollout's sampling; final_obs
+//   (N, O) for the truncation bootstrap; and the minibatch (B rows) gathered from a permutation:
+//   mb_obs (B, O), mb_actions (B, A), mb_logp, mb_values, mb_advantages, mb_returns (B) and the
+//   loss gradients mb_dlogp, mb_dentropy, mb_dvalues (B); stats (max_minibatches, PPO_STAT_COUNT),
+//   one row per minibatch of an update; misc (8) scalars.
+//
+// Sampling (PPO_SEMANTICS.md section 3): one fresh permutation of the T N rows per epoch from the
+// backend's counter-based RNG, consecutive slices of batch_size; a last partial slice is used as
+// it is (SB3 does the same). SB3 flattens env-major and permutes that; a uniformly random
+// permutation of the time-major rows is the same distribution of minibatches.
+//
+// Legend for shapes: T horizon (n_steps), N envs, O obs dim, A action columns, B minibatch.
+// Depends on nn/backend.h.
+#ifndef PPO_BUFFERS_ROLLOUT_H
+#define PPO_BUFFERS_ROLLOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/backend.h"
+
+typedef struct {
+  int n_steps, n_envs, obs_dim, action_cols;  // T, N, O, A
+  int batch_size;                             // B
+  int max_minibatches;                        // rows of stats: n_epochs x minibatches per epoch
+} RolloutSpec;
+
+typedef struct {
+  Backend *backend;  // not owned
+  RolloutSpec spec;
+  size_t bytes;  // the slab
+  void *memory;  // the slab (backend memory)
+  float *obs, *actions, *logp, *values, *rewards, *episode_starts, *terminated, *truncated;
+  float *advantages, *returns, *last_values, *last_dones;
+  int32_t *perm;
+  void *perm_scratch;
+  float *uniforms, *final_obs;
+  float *mb_obs, *mb_actions, *mb_logp, *mb_values, *mb_advantages, *mb_returns;
+  float *mb_dlogp, *mb_dentropy, *mb_dvalues;  // (B) the loss's gradients, the policy backward's seeds
+  float *stats;
+  float *misc;  // (8) scalars: [0] explained variance
+} RolloutBuffer;
+
+// Bytes the slab of this spec takes (for the memory plan); the spec must be valid.
+size_t rollout_plan_bytes(const Backend *backend, const RolloutSpec *spec);
+// Allocates and zeroes the slab. 0, or -1 and the error message when the spec is out of range.
+int rollout_init(RolloutBuffer *buf, Backend *backend, const RolloutSpec *spec);
+void rollout_free(RolloutBuffer *buf);  // frees the slab; zeroes *buf
+
+// advantages and returns from the filled buffer and last_values / last_dones (backend_gae).
+void rollout_compute_gae(RolloutBuffer *buf, double gamma, double gae_lambda);
+// perm = a fresh permutation of the T N rows: Philox stream (seed, subsequence), draw `draw`
+// (the caller counts epochs over the whole run, so resumed runs continue the sequence).
+void rollout_permute(RolloutBuffer *buf, uint64_t seed, uint64_t subsequence, uint64_t draw);
+// Minibatches per epoch: ceil(T N / B).
+int rollout_minibatches(const RolloutBuffer *buf);
+// Gathers minibatch k of the current permutation into the mb_ arrays; returns its size (B, or
+// smaller for the last one).
+int rollout_gather(RolloutBuffer *buf, int k);
+
+#endif

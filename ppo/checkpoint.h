@@ -1,0 +1,57 @@
+// ppo/checkpoint.h: the whole state of a training run in one HDF5 file (DESIGN.md section 8), and
+// resuming from it.
+//
+// Layout (readable with h5dump and h5py; every array is one dataset):
+//   /                  attrs: format ("ppo-engine checkpoint"), format_version, build, config (the
+//                      resolved INI text), iteration, timesteps, n_updates, vector_steps,
+//                      epochs_drawn, skipped_steps, obs_dim, action_dim, param_count
+//   /params/pi/weight{l} (out, in), /params/pi/bias{l} (out), the same under /params/vf,
+//   /params/log_std (A)                      fp32 master weights in torch's nn.Linear layout
+//   /optim/m, /optim/v (param_count)          Adam moments, in the params slab's order
+//   /optim/step (1) int32                     Adam's step count
+//   /scaler/scale (1) fp32, /scaler/growth_tracker (1) int32
+//   /normalize/...                            VecNormalize statistics (ppo/normalize.h)
+//   /rng/sample_seed (1) uint64, /rng/vector_steps, /rng/epochs_drawn (1) int64: the Philox
+//                      counters of action sampling and minibatch permutations; each env's own
+//                      xoshiro state is inside its state bytes
+//   /envs/state (N, state_size) uint8          each env's state (positions, episode accumulators)
+//   /envs/episode_logs (K, L) fp32, attrs ring_count, ring_next, episodes_total, log_names
+//   /envs/obs (N, O) fp32, /envs/episode_starts (N) fp32: what the next rollout step acts on
+// No timestamps: the same state gives the same bytes. Written under a temporary name and renamed.
+//
+// Resuming: the run's configuration must equal the checkpoint's in every key that shapes the state
+// or the computation; only the keys checkpoint_may_differ() accepts (more total_timesteps, another
+// device or thread count, the run's name and directory, checkpoint and log cadence, [eval]) may
+// change. A newer format_version, a different env state size or network shape is refused with a
+// message naming the file and the difference.
+// Depends on ppo/trainer.h, common/h5io.h.
+#ifndef PPO_CHECKPOINT_H
+#define PPO_CHECKPOINT_H
+
+#include <stdbool.h>
+
+#include "ppo/config.h"
+#include "ppo/trainer.h"
+
+#define CHECKPOINT_FORMAT_VERSION 1
+
+// Writes the trainer's state at the current iteration boundary to path (atomically). 0, or -1 and
+// the error message.
+int checkpoint_save(Trainer *trainer, const char *path);
+
+// Reads the configuration stored in the checkpoint (parsed like a file named "PATH:config") and
+// checks the format version. 0, or -1 and the error message.
+int checkpoint_read_config(const char *path, Config *out);
+
+// Does key (section, key) of the schema belong to the keys a resumed run may change?
+bool checkpoint_may_differ(const char *section, const char *key);
+
+// 0 when cfg may resume from a checkpoint made with stored; else -1 and a message naming every
+// key that differs (both values, where each came from).
+int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path);
+
+// Loads the state into a trainer made (trainer_init) from a compatible configuration. 0, or -1 and
+// the error message naming the dataset; the trainer must then be freed, not used.
+int checkpoint_load(Trainer *trainer, const char *path);
+
+#endif

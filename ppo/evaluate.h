@@ -1,0 +1,33 @@
+// ppo/evaluate.h: the validation pass run during training ([eval] every = K): one deterministic
+// pass of the policy over the validation (or test) split of the trading env, with frozen
+// normalisation statistics, the forced close at the end, and the metric that selects best.h5
+// (TRADING_ENV.md section 9: metrics_compute over the pass's equity curve).
+//
+// Greedy actions (argmax of the logits, or the Gaussian mean clipped to the bounds) by default;
+// [eval] deterministic = false samples them from a Philox stream keyed by the training iteration.
+// Everything the pass needs (one env, the equity curve, a row of backend memory) is allocated by
+// evaluator_init; evaluator_run allocates nothing. The full backtest report is ppo-eval's (issue 7).
+// Depends on ppo/trainer.h, envs/trading_env.h, envs/metrics.h.
+#ifndef PPO_EVALUATE_H
+#define PPO_EVALUATE_H
+
+#include <stdint.h>
+
+#include "envs/metrics.h"
+#include "ppo/trainer.h"
+
+typedef struct {
+  double metric;  // the [eval] metric's value (higher is better)
+  Metrics metrics;
+  int64_t steps;
+} EvalResult;
+
+typedef struct Evaluator Evaluator;
+
+// NULL and the error message when the env has no market (CartPole) or the split is unusable.
+Evaluator *evaluator_init(Trainer *trainer);
+void evaluator_free(Evaluator *ev);  // NULL is fine
+const char *evaluator_metric_name(const Evaluator *ev);  // "sharpe", ...
+int evaluator_run(Evaluator *ev, Trainer *trainer, EvalResult *out);  // 0, or -1 and the error message
+
+#endif

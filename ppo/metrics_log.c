@@ -1,0 +1,158 @@
+// ppo/metrics_log.c: metrics.csv and metrics.h5 (ppo/metrics_log.h).
+#include "ppo/metrics_log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+#include "common/h5io.h"
+
+// The fixed columns, in order; then trade/<field> per env metric, then eval/<metric>.
+static const char *const fixed_columns[] = {
+    "time/iterations",          "time/total_timesteps",  "time/fps",           "time/time_elapsed",
+    "time/rollout_s",           "time/gae_s",            "time/update_s",      "rollout/ep_rew_mean",
+    "rollout/ep_len_mean",      "rollout/episodes",      "train/policy_gradient_loss", "train/value_loss",
+    "train/entropy_loss",       "train/approx_kl",       "train/clip_fraction", "train/loss",
+    "train/explained_variance", "train/learning_rate",   "train/clip_range",   "train/n_updates",
+    "train/std",                "train/loss_scale",      "train/skipped_steps", "train/grad_norm",
+    "train/early_stopped",      "memory/host_mib",       "memory/device_mib",
+};
+#define N_FIXED ((int)(sizeof fixed_columns / sizeof fixed_columns[0]))
+
+static void row_values(const MetricsLog *log, const TrainStats *s, const MetricsExtra *x, double *out) {
+  double fixed[N_FIXED] = {
+      (double)s->iteration,  (double)s->timesteps, s->fps,         x->time_elapsed,  s->rollout_s,
+      s->gae_s,              s->update_s,          s->ep_rew_mean, s->ep_len_mean,   (double)s->episodes,
+      s->policy_gradient_loss, s->value_loss,      s->entropy_loss, s->approx_kl,    s->clip_fraction,
+      s->loss,               s->explained_variance, s->learning_rate, s->clip_range, (double)s->n_updates,
+      s->std,                s->loss_scale,        (double)s->skipped_steps, s->grad_norm, (double)s->early_stopped,
+      x->host_mib,           x->dev_mib,
+  };
+  memcpy(out, fixed, sizeof fixed);
+  int c = N_FIXED;
+  for (int k = 0; k < s->n_env_metrics; k++) out[c++] = s->env_metrics[k];
+  if (c < log->n_columns) out[c++] = x->eval_metric;
+}
+
+static int write_h5(const MetricsLog *log) {
+  H5ioWriter w;
+  if (h5io_create(&w, log->h5_path) != 0) return -1;
+  double *col = malloc((size_t)(log->rows > 0 ? log->rows : 1) * sizeof(double));
+  CHECK(col, "out of host memory (metrics column)");
+  int rc = 0;
+  hsize_t n = (hsize_t)log->rows;
+  for (int c = 0; c < log->n_columns && rc == 0; c++) {
+    for (int64_t r = 0; r < log->rows; r++) col[r] = log->table[r * log->n_columns + c];
+    rc = h5io_write(w.file, log->names[c], H5IO_FLOAT64, 1, &n, col, 0);
+  }
+  free(col);
+  if (rc == 0) rc = h5io_attr_write_string(w.file, "/", "source", "ppo-engine metrics: one row per iteration");
+  if (rc == 0) return h5io_commit(&w);
+  h5io_abort(&w);
+  return -1;
+}
+
+static void write_csv_row(FILE *f, const double *row, int n) {
+  for (int c = 0; c < n; c++) fprintf(f, c ? ",%.17g" : "%.17g", row[c]);
+  fputc('\n', f);
+}
+
+// Reads the rows of an earlier metrics.csv with iteration <= keep (same header required).
+static int read_old_rows(MetricsLog *log, int64_t keep) {
+  FILE *f = fopen(log->csv_path, "r");
+  if (!f) return 0;  // nothing logged before (a checkpoint copied elsewhere): start a fresh table
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len = getline(&line, &cap, f);
+  int rc = 0;
+  if (len > 0) {
+    // header: must match ours
+    char header[METRICS_MAX_COLUMNS * 50] = "";
+    for (int c = 0; c < log->n_columns; c++) {
+      if (c) strcat(header, ",");
+      strcat(header, log->names[c]);
+    }
+    if (line[len - 1] == '\n') line[--len] = '\0';
+    if (strcmp(line, header) != 0) {
+      error_set("%s: its columns differ from this run's; move it away to resume into this directory", log->csv_path);
+      rc = -1;
+    }
+  }
+  while (rc == 0 && getline(&line, &cap, f) > 0) {
+    double *row = log->table + log->rows * log->n_columns;
+    char *p = line;
+    int c = 0;
+    for (; c < log->n_columns; c++) {
+      char *end;
+      row[c] = strtod(p, &end);
+      if (end == p) break;
+      p = *end == ',' ? end + 1 : end;
+    }
+    if (c != log->n_columns) break;  // a torn last line (a crash mid-write): dropped
+    if (row[0] > (double)keep) break;
+    if (log->rows + 1 >= log->capacity) break;
+    log->rows++;
+  }
+  free(line);
+  fclose(f);
+  return rc;
+}
+
+int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
+                     int64_t capacity, int64_t keep_iterations) {
+  memset(log, 0, sizeof *log);
+  snprintf(log->csv_path, sizeof log->csv_path, "%s/metrics.csv", run_dir);
+  snprintf(log->h5_path, sizeof log->h5_path, "%s/metrics.h5", run_dir);
+  for (int c = 0; c < N_FIXED; c++) snprintf(log->names[log->n_columns++], sizeof log->names[0], "%s", fixed_columns[c]);
+  for (int k = 0; k < stats->n_env_metrics && log->n_columns < METRICS_MAX_COLUMNS - 1; k++)
+    snprintf(log->names[log->n_columns++], sizeof log->names[0], "trade/%s", stats->env_metric_names[k]);
+  if (eval_name) snprintf(log->names[log->n_columns++], sizeof log->names[0], "eval/%s", eval_name);
+  log->capacity = capacity + 1;
+  log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
+  CHECK(log->table, "out of host memory (metrics table)");
+  if (keep_iterations >= 0 && read_old_rows(log, keep_iterations) != 0) {
+    free(log->table);
+    return -1;
+  }
+  // Rewrite the CSV with the kept rows (atomically), then append to it.
+  AtomicFile af;
+  if (!atomic_file_open(&af, log->csv_path)) {
+    free(log->table);
+    return -1;
+  }
+  for (int c = 0; c < log->n_columns; c++) fprintf(af.stream, c ? ",%s" : "%s", log->names[c]);
+  fputc('\n', af.stream);
+  for (int64_t r = 0; r < log->rows; r++) write_csv_row(af.stream, log->table + r * log->n_columns, log->n_columns);
+  if (atomic_file_commit(&af) != 0) {
+    free(log->table);
+    return -1;
+  }
+  log->csv = fopen(log->csv_path, "a");
+  if (!log->csv) {
+    error_set("%s: cannot open for appending", log->csv_path);
+    free(log->table);
+    return -1;
+  }
+  return 0;
+}
+
+int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsExtra *extra) {
+  CHECK(log->rows < log->capacity, "metrics table full: capacity was sized from total_timesteps");
+  double *row = log->table + log->rows * log->n_columns;
+  row_values(log, stats, extra, row);
+  log->rows++;
+  write_csv_row(log->csv, row, log->n_columns);
+  if (fflush(log->csv) != 0) {
+    error_set("%s: write failed", log->csv_path);
+    return -1;
+  }
+  return write_h5(log);
+}
+
+void metrics_log_close(MetricsLog *log) {
+  if (log->csv) fclose(log->csv);
+  free(log->table);
+  memset(log, 0, sizeof *log);
+}

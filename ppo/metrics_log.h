@@ -1,0 +1,45 @@
+// ppo/metrics_log.h: the run's metrics table: one row per iteration with SB3's key names
+// (PPO_SEMANTICS.md section 7), the engine's own and the env's episode metrics (trade/...), written
+// as metrics.csv (appended and flushed row by row, so `tail -f` and a crash both see whole rows) and
+// as the same table in metrics.h5 (one float64 dataset per column, the key's slash making the group:
+// /train/value_loss; rewritten atomically after each row).
+//
+// The table is held in memory for metrics.h5, sized at open for the whole run (`capacity` rows),
+// so appending never allocates. Resuming keeps the rows of the iterations up to the checkpoint's
+// (read back from metrics.csv) and drops later ones, which the resumed run recomputes.
+// Depends on ppo/trainer.h (TrainStats), common/h5io.h.
+#ifndef PPO_METRICS_LOG_H
+#define PPO_METRICS_LOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ppo/trainer.h"
+
+#define METRICS_MAX_COLUMNS 64
+
+typedef struct {
+  char csv_path[1100], h5_path[1100];
+  FILE *csv;
+  int n_columns;
+  char names[METRICS_MAX_COLUMNS][48];  // "time/iterations", ...
+  int64_t capacity, rows;
+  double *table;  // (capacity, n_columns) row-major
+} MetricsLog;
+
+// Extra values a row carries besides TrainStats (elapsed time, memory, evaluation).
+typedef struct {
+  double time_elapsed;       // seconds since the run (or the resumed run) started
+  double host_mib, dev_mib;  // resident host memory, backend slabs
+  double eval_metric;        // NaN when no evaluation ran at this iteration
+} MetricsExtra;
+
+// Opens (creates, or with keep_iterations >= 0 resumes) the files in run_dir for rows shaped like
+// `stats` (the env metric names); eval_name non-NULL adds an eval/<name> column. 0, or -1 and the
+// error message.
+int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
+                     int64_t capacity, int64_t keep_iterations);
+int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsExtra *extra);  // 0, or -1 + message
+void metrics_log_close(MetricsLog *log);
+
+#endif

@@ -1,0 +1,469 @@
+// ppo/train_run.c: the `ppo-train` run (ppo/train_run.h).
+#include "ppo/train_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "ppo/checkpoint.h"
+#include "ppo/config.h"
+#include "ppo/evaluate.h"
+#include "ppo/metrics_log.h"
+#include "ppo/trainer.h"
+
+#define PATH_CAP 1100
+
+// --- signals ---------------------------------------------------------------------------------------
+
+static volatile sig_atomic_t signal_count = 0;
+static volatile sig_atomic_t last_signal = 0;
+
+static void on_signal(int sig) {
+  last_signal = sig;
+  if (signal_count++ > 0) {  // the second one: leave now, as the user asked twice
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  trainer_request_stop();
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+static void restore_signals(void) {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal_count = 0;
+  trainer_clear_stop();
+}
+
+// --- files -----------------------------------------------------------------------------------------
+
+static int mkdir_p(const char *path) {
+  char buf[PATH_CAP];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+      error_set("%s: cannot create directory: %s", buf, strerror(errno));
+      return -1;
+    }
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+    error_set("%s: cannot create directory: %s", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int write_config_file(const Config *cfg, const char *path) {
+  AtomicFile af;
+  if (!atomic_file_open(&af, path)) return -1;
+  if (config_write_ini(cfg, af.stream) != 0) {
+    atomic_file_abort(&af);
+    return -1;
+  }
+  return atomic_file_commit(&af);
+}
+
+// The run directory of a checkpoint RUN/checkpoints/ckpt.h5 is RUN.
+static void run_dir_of_checkpoint(const char *ckpt, char *out, size_t capacity) {
+  char buf[PATH_CAP];
+  snprintf(buf, sizeof buf, "%s", ckpt);
+  char *slash = strrchr(buf, '/');
+  if (!slash) {
+    snprintf(out, capacity, "..");
+    return;
+  }
+  *slash = '\0';
+  slash = strrchr(buf, '/');
+  if (!slash) {
+    snprintf(out, capacity, strcmp(buf, "checkpoints") == 0 ? "." : "%s/..", buf);
+    return;
+  }
+  *slash = '\0';
+  if (snprintf(out, capacity, "%s", buf) >= (int)capacity) snprintf(out, capacity, ".");
+}
+
+// Keeps the newest `keep` ckpt_*.h5 of dir (0: all): the names sort by iteration.
+static void prune_checkpoints(const char *dir, int64_t keep, int64_t newest_iteration, int64_t every) {
+  if (keep <= 0 || every <= 0) return;
+  // The run writes ckpt_<it> at multiples of every; remove the one that fell out of the window.
+  int64_t drop = newest_iteration - keep * every;
+  for (int64_t it = drop; it > 0 && it > drop - every; it--) {
+    char path[PATH_CAP];
+    if (snprintf(path, sizeof path, "%s/ckpt_%06lld.h5", dir, (long long)it) < (int)sizeof path) (void)unlink(path);
+  }
+}
+
+static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, size_t capacity) {
+  const TrainCounters *c = trainer_counters(tr);
+  char path[PATH_CAP], link_tmp[PATH_CAP], link_path[PATH_CAP], target[64];
+  snprintf(target, sizeof target, "ckpt_%06lld.h5", (long long)c->iterations);
+  snprintf(path, sizeof path, "%s/%s", ckpt_dir, target);
+  if (checkpoint_save(tr, path) != 0) return -1;
+  // checkpoints/last.h5 -> the newest, replaced atomically (symlink under a temporary name + rename).
+  snprintf(link_tmp, sizeof link_tmp, "%s/.last.h5.tmp", ckpt_dir);
+  snprintf(link_path, sizeof link_path, "%s/last.h5", ckpt_dir);
+  (void)unlink(link_tmp);
+  if (symlink(target, link_tmp) == 0) (void)rename(link_tmp, link_path);
+  snprintf(written, capacity, "%s", path);
+  return 0;
+}
+
+static double rss_mib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return NAN;
+  unsigned long long size = 0, resident = 0;
+  int n = fscanf(f, "%llu %llu", &size, &resident);
+  fclose(f);
+  return n == 2 ? (double)resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0) : NAN;
+}
+
+static double peak_rss_bytes(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss * 1024.0;
+}
+
+// --- the memory plan ---------------------------------------------------------------------------------
+
+static void print_plan(const TrainerPlan *plan, FILE *out) {
+  fprintf(out, "memory plan (%s)\n", plan->backend_description);
+  fprintf(out, "  %-36s %14s  %s\n", "slab", "bytes", "where");
+  for (int i = 0; i < plan->count; i++)
+    fprintf(out, "  %-36s %14zu  %s\n", plan->name[i], plan->bytes[i],
+            plan->device[i] ? (plan->device_is_host ? "backend (host)" : "device") : "host");
+  fprintf(out, "  %-36s %14zu  (%.1f MiB)\n", "total backend memory", plan->device_total,
+          (double)plan->device_total / 1048576.0);
+  fprintf(out, "  %-36s %14zu  (%.1f MiB)\n", "total host memory", plan->host_total,
+          (double)plan->host_total / 1048576.0);
+  if (plan->have_free)
+    fprintf(out, "  %-36s %14zu  (%.1f MiB)\n", plan->device_is_host ? "available host memory" : "free device memory",
+            plan->free_bytes, (double)plan->free_bytes / 1048576.0);
+}
+
+// 0 when the plan fits [run] memory_limit and the free memory; else -1 and the message.
+static int check_plan(const TrainerPlan *plan, const Config *cfg) {
+  char where[512];
+  size_t need = plan->device_total + plan->host_total;
+  if (cfg->run.memory_limit > 0 && need > (size_t)cfg->run.memory_limit) {
+    error_set("%s: the run needs %zu bytes (%.1f MiB: backend %.1f, host %.1f) but the limit is %lld bytes; "
+              "shrink n_steps, n_envs, batch_size or the networks, or raise the limit",
+              config_describe_key(cfg, "run", "memory_limit", where, sizeof where), need, need / 1048576.0,
+              plan->device_total / 1048576.0, plan->host_total / 1048576.0, (long long)cfg->run.memory_limit);
+    return -1;
+  }
+  size_t on_backend = plan->device_is_host ? need : plan->device_total;
+  if (plan->have_free && on_backend > plan->free_bytes) {
+    error_set("the run needs %zu bytes (%.1f MiB) of %s but only %zu (%.1f MiB) are free; shrink n_steps, n_envs, "
+              "batch_size or the networks",
+              on_backend, on_backend / 1048576.0, plan->device_is_host ? "host memory" : "device memory",
+              plan->free_bytes, plan->free_bytes / 1048576.0);
+    return -1;
+  }
+  return 0;
+}
+
+// --- progress ----------------------------------------------------------------------------------------
+
+static void format_duration(double s, char *out, size_t capacity) {
+  if (!isfinite(s) || s < 0) {
+    snprintf(out, capacity, "?");
+    return;
+  }
+  long long t = (long long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(out, capacity, "%lldh%02lldm", t / 3600, t / 60 % 60);
+  else
+    snprintf(out, capacity, "%lldm%02llds", t / 60, t % 60);
+}
+
+static void progress_line(char *out, size_t capacity, const TrainStats *s, int64_t total_iterations, double eta,
+                          const MetricsExtra *x) {
+  char eta_text[32];
+  format_duration(eta, eta_text, sizeof eta_text);
+  snprintf(out, capacity,
+           "iter %lld/%lld steps %lld %.0f sps ETA %s | ep_rew %.4g (%d ep) | pg %.4f vf %.4g ent %.4f kl %.4f clip %.3f "
+           "ev %.3f | scale %g skip %lld | roll %.2fs upd %.2fs | host %.0f MiB dev %.0f MiB",
+           (long long)s->iteration, (long long)total_iterations, (long long)s->timesteps, s->fps, eta_text,
+           s->ep_rew_mean, s->episodes, s->policy_gradient_loss, s->value_loss, s->entropy_loss, s->approx_kl,
+           s->clip_fraction, s->explained_variance, s->loss_scale, (long long)s->skipped_steps, s->rollout_s,
+           s->update_s, x->host_mib, x->dev_mib);
+}
+
+static void progress_bar(const TrainStats *s, int64_t total_iterations, double eta) {
+  char eta_text[32], bar[31];
+  format_duration(eta, eta_text, sizeof eta_text);
+  int filled = total_iterations > 0 ? (int)(30 * s->iteration / total_iterations) : 0;
+  for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '.';
+  bar[30] = '\0';
+  log_progress("[%s] %lld/%lld it  %lld steps  %.0f sps  ETA %s  ep_rew %.4g  kl %.4f  ev %.3f", bar,
+               (long long)s->iteration, (long long)total_iterations, (long long)s->timesteps, s->fps, eta_text,
+               s->ep_rew_mean, s->approx_kl, s->explained_variance);
+}
+
+// The market an env runs on, opened as training will (bars, features, splits, every "auto" key
+// resolved): what the run will use, said before it starts (STYLE rule 14).
+static int print_market(const Config *cfg, FILE *out) {
+  if (cfg->env.type == CONFIG_ENV_CARTPOLE) return 0;
+  EnvMarket market;
+  if (env_market_open(&market, cfg) != 0) return -1;
+  const MarketData *data = market.data;
+  const TradingContext *ctx = &market.context;
+  char first[32], last[32];
+  fprintf(out, "market %s: %s, %lld bars %s .. %s, bar %lld s%s\n",
+          cfg->env.type == CONFIG_ENV_TRADING ? cfg->env.data : "(synthetic)", data->symbol, (long long)data->rows,
+          market_time_format(data->ts[0], first, sizeof first),
+          market_time_format(data->ts[data->rows - 1], last, sizeof last), (long long)data->bar_seconds,
+          data->has_bid_ask ? ", bid/ask" : "");
+  for (int split = TRADING_SPLIT_TRAIN; split <= TRADING_SPLIT_TEST; split++) {
+    int64_t lo = ctx->split_lo[split], hi = ctx->split_hi[split];
+    fprintf(out, "%-5s split: %lld bars %s .. %s\n", trading_split_name((TradingSplit)split), (long long)(hi - lo),
+            market_time_format(data->ts[lo], first, sizeof first),
+            market_time_format(data->ts[hi - 1], last, sizeof last));
+  }
+  fprintf(out, "observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window, ctx->action_count);
+  env_market_close(&market);
+  return 0;
+}
+
+// --- configuration -----------------------------------------------------------------------------------
+
+static int resolve_config(const TrainRunOptions *opt, Config *cfg) {
+  if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
+  Config stored;
+  if (checkpoint_read_config(opt->resume, &stored) != 0) return -1;
+  if (opt->config_path) {
+    if (config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
+  } else {
+    // The checkpoint's own configuration, with --set applied on top.
+    if (checkpoint_read_config(opt->resume, cfg) != 0) return -1;
+    if (opt->n_overrides > 0) {
+      char *text = NULL;
+      size_t size = 0;
+      FILE *mem = open_memstream(&text, &size);
+      config_write_ini(&stored, mem);
+      fclose(mem);
+      char name[PATH_CAP];
+      snprintf(name, sizeof name, "%s:config", opt->resume);
+      int rc = config_load_text(cfg, text, size, name, opt->n_overrides, opt->overrides);
+      free(text);
+      if (rc != 0) return -1;
+    }
+  }
+  return checkpoint_check_compatible(&stored, cfg, opt->resume);
+}
+
+// --- the run -------------------------------------------------------------------------------------------
+
+int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
+  memset(result, 0, sizeof *result);
+  result->ep_rew_mean = NAN;
+  Config cfg;
+  if (resolve_config(opt, &cfg) != 0) {
+    fprintf(stderr, "%s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
+
+  if (!opt->quiet && print_market(&cfg, stderr) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  TrainerPlan plan;
+  if (trainer_plan(&cfg, &plan) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (opt->plan_only)
+    print_plan(&plan, stdout);
+  else if (!opt->quiet)
+    print_plan(&plan, stderr);
+  if (check_plan(&plan, &cfg) != 0) {
+    fprintf(stderr, "ppo-train: refusing to start: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (opt->plan_only) return EXIT_OK;
+
+  // Run directory.
+  char run_dir[1024], ckpt_dir[PATH_CAP], path[PATH_CAP];
+  if (opt->run_dir)
+    snprintf(run_dir, sizeof run_dir, "%s", opt->run_dir);
+  else if (opt->resume)
+    run_dir_of_checkpoint(opt->resume, run_dir, sizeof run_dir);
+  else
+    snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
+  snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+  if (!opt->resume && file_exists(path)) {
+    fprintf(stderr,
+            "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
+            "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
+            run_dir, run_dir);
+    return EXIT_BAD_INPUT;
+  }
+  snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
+  if (mkdir_p(ckpt_dir) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_RUNTIME;
+  }
+  snprintf(path, sizeof path, "%s/config.ini", run_dir);
+  if (write_config_file(&cfg, path) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_RUNTIME;
+  }
+
+  Trainer *tr = trainer_init(&cfg);
+  if (!tr) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
+    fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
+  int64_t total_iterations = trainer_total_iterations(tr);
+  int64_t start_iteration = trainer_counters(tr)->iterations;
+
+  Evaluator *ev = NULL;
+  if (cfg.eval.every > 0) {
+    ev = evaluator_init(tr);
+    if (!ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
+  }
+
+  // The metrics table needs the env metric names: they come with the env spec.
+  TrainStats shape;
+  memset(&shape, 0, sizeof shape);
+  const EnvSpec *spec = trainer_env_spec(tr);
+  shape.n_env_metrics = spec->log_size - 2;
+  for (int f = 2; f < spec->log_size; f++) shape.env_metric_names[f - 2] = spec->log_names[f];
+  MetricsLog metrics;
+  if (metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL, total_iterations,
+                       opt->resume ? start_iteration : -1) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    evaluator_free(ev);
+    trainer_free(tr);
+    return EXIT_RUNTIME;
+  }
+  snprintf(path, sizeof path, "%s/train.log", run_dir);
+  FILE *train_log = fopen(path, opt->resume ? "a" : "w");
+
+  install_signals();
+  bool tty = log_is_tty() && !opt->quiet;
+  double t_start = timer_now(), dev_mib = (double)plan.device_total / 1048576.0;
+  double best = -INFINITY;
+  int status = EXIT_OK;
+  int64_t done_here = 0;
+  bool interrupted = false;
+  while (trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
+    if (opt->max_iterations > 0 && done_here >= opt->max_iterations) break;
+    TrainStats s;
+    if (trainer_iteration(tr, &s) == TRAINER_INTERRUPTED) {
+      interrupted = true;
+      break;
+    }
+    done_here++;
+    result->rollout_s += s.rollout_s;
+    result->gae_s += s.gae_s;
+    result->update_s += s.update_s;
+    MetricsExtra x = {.time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib,
+                      .eval_metric = NAN};
+    if (ev && s.iteration % cfg.eval.every == 0) {
+      EvalResult er;
+      if (evaluator_run(ev, tr, &er) == 0) {
+        x.eval_metric = er.metric;
+        if (er.metric > best) {
+          best = er.metric;
+          snprintf(path, sizeof path, "%s/best.h5", run_dir);
+          if (checkpoint_save(tr, path) != 0) log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
+        }
+      }
+    }
+    double per_it = x.time_elapsed / (double)done_here;
+    double eta = per_it * (double)(total_iterations - s.iteration);
+    bool last = trainer_counters(tr)->timesteps >= cfg.run.total_timesteps;
+    if (s.iteration % cfg.run.log_every == 0 || last) {
+      if (metrics_log_append(&metrics, &s, &x) != 0) {
+        fprintf(stderr, "ppo-train: %s\n", error_message());
+        status = EXIT_RUNTIME;
+        break;
+      }
+      char line[1024];
+      progress_line(line, sizeof line, &s, total_iterations, eta, &x);
+      if (train_log) {
+        fprintf(train_log, "%s\n", line);
+        fflush(train_log);
+      }
+      if (tty)
+        progress_bar(&s, total_iterations, eta);
+      else if (!opt->quiet)
+        fprintf(stderr, "%s\n", line);
+    }
+    result->ep_rew_mean = s.ep_rew_mean;
+    if (cfg.run.checkpoint_every > 0 && s.iteration % cfg.run.checkpoint_every == 0 && !last) {
+      if (save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
+        fprintf(stderr, "ppo-train: %s\n", error_message());
+        status = EXIT_RUNTIME;
+        break;
+      }
+      prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, s.iteration, cfg.run.checkpoint_every);
+    }
+    if (trainer_stop_requested()) {
+      interrupted = true;
+      break;
+    }
+  }
+  if (tty) log_progress_end();
+  result->seconds = timer_now() - t_start;
+  if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
+    if (save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      status = EXIT_RUNTIME;
+    } else if (interrupted) {
+      fprintf(stderr,
+              "ppo-train: stopped by signal %d after iteration %lld; checkpoint %s\n"
+              "ppo-train: continue with: ppo-train --resume %s\n",
+              (int)last_signal, (long long)trainer_counters(tr)->iterations, result->last_checkpoint,
+              result->last_checkpoint);
+    } else if (!opt->quiet) {
+      fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
+              (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps,
+              result->seconds, run_dir);
+    }
+  }
+  result->iterations = trainer_counters(tr)->iterations;
+  result->timesteps = trainer_counters(tr)->timesteps;
+  result->peak_rss_bytes = peak_rss_bytes();
+  restore_signals();
+  if (train_log) fclose(train_log);
+  metrics_log_close(&metrics);
+  evaluator_free(ev);
+  trainer_free(tr);
+  return status;
+}

@@ -1,0 +1,48 @@
+// ppo/train_run.h: a whole `ppo-train` run: configuration (or a checkpoint's), memory plan, run
+// directory, the iteration loop with progress lines, metrics, checkpoints and signals
+// (DESIGN.md section 9). apps/ppo_train.c parses the command line and calls train_run; ppo-bench
+// and the tests call it too.
+//
+// Run directory (run_dir/name, or --run-dir): config.ini (the resolved configuration, every key
+// with its origin), train.log (the plain progress lines), metrics.csv and metrics.h5
+// (ppo/metrics_log.h), checkpoints/ckpt_NNNNNN.h5 (every [run] checkpoint_every iterations and at
+// the end; the newest checkpoint_keep kept) and checkpoints/last.h5 (a symlink to the newest).
+// A directory that already holds metrics.csv is refused unless the run resumes into it.
+//
+// Signals: the first SIGINT or SIGTERM asks the trainer to stop (ppo/trainer.h: a rollout in
+// progress is abandoned and the iteration's starting state restored; an update finishes); the run
+// then writes a checkpoint and returns 0. A second signal ends the process at once.
+//
+// Exit statuses (common/error.h): 0 done or stopped by a signal with a checkpoint, 2 bad input
+// (configuration, data, checkpoint, plan over the memory limit), 1 a failure at run time.
+// Depends on ppo/trainer.h, ppo/checkpoint.h, ppo/metrics_log.h.
+#ifndef PPO_TRAIN_RUN_H
+#define PPO_TRAIN_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+  const char *config_path;              // NULL when resuming with the checkpoint's own configuration
+  int n_overrides;                      // --set arguments
+  const char *const *overrides;
+  const char *resume;                   // checkpoint to continue from, or NULL
+  const char *run_dir;                  // the run directory itself, or NULL for [run] run_dir / name
+  bool plan_only;                       // --plan: print the memory plan and exit
+  int64_t max_iterations;               // > 0: stop after this many iterations of this invocation
+  bool quiet;                           // no configuration dump and no progress lines on stderr
+} TrainRunOptions;
+
+typedef struct {
+  int64_t iterations, timesteps;  // at the end
+  double seconds;                 // wall time of the loop
+  double rollout_s, gae_s, update_s;
+  double ep_rew_mean;             // at the end (NaN before any episode ended)
+  double peak_rss_bytes;
+  char run_dir[1024];
+  char last_checkpoint[1100];
+} TrainRunResult;
+
+int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an exit status
+
+#endif

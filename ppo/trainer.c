@@ -1,0 +1,634 @@
+// ppo/trainer.c: one PPO run in memory and its iteration (ppo/trainer.h).
+//
+// The iteration, as data (DESIGN.md section 4):
+//   for t in 0..T-1:
+//     obs (N, O) host -> rollout.obs[t]; episode starts -> rollout.episode_starts[t]
+//     uniforms <- Philox; policy_act: actions, log-probs, values -> rollout[t]
+//     actions (N, A) -> host; clip (Gaussian) or convert to int32 (categorical); step the envs
+//     normalise obs and rewards (optional); truncated, not terminated: reward += gamma V(final obs),
+//     the final observations of those envs in one batched critic forward
+//     rewards, terminated, truncated -> rollout[t]
+//   last values V(obs), last dones; GAE
+//   for each epoch: permutation; for each minibatch: gather, evaluate, loss (+ KL check), backward,
+//     optimiser step (unscale, clip, Adam or skip, scaler update)
+//   statistics: one download of the per-minibatch rows
+#include "ppo/trainer.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+#include "common/rng.h"
+#include "common/timer.h"
+#include "envs/cartpole.h"
+#include "envs/trading_env.h"
+
+static volatile sig_atomic_t stop_flag = 0;
+
+void trainer_request_stop(void) { stop_flag = 1; }
+bool trainer_stop_requested(void) { return stop_flag != 0; }
+void trainer_clear_stop(void) { stop_flag = 0; }
+
+// Host memory of the trainer, one allocation (STYLE rule 3): the step's buffers and the snapshot of
+// the state at the start of the iteration (restored when a rollout is interrupted).
+typedef struct {
+  float *obs;            // (N, O) the observation to act on next (normalised when [normalize] obs)
+  float *final_obs;      // (N, O) rows of envs whose episode ended this step
+  float *bootstrap_obs;  // (N, O) the truncated envs' final observations, packed
+  float *actions;        // (N, A) as sampled
+  float *actions_env;    // (N, A) clipped to the action bounds (Gaussian) or int32 (N) indices
+  float *rewards;        // (N)
+  float *episode_starts; // (N) 0 or 1
+  float *terminated_f, *truncated_f;  // (N) the flags as floats for the buffer
+  float *values;         // (N) bootstrap values
+  uint8_t *terminated, *truncated, *dones;  // (N)
+  int32_t *bootstrap_env;                   // (N) env of each packed bootstrap row
+  float *stats;                             // (max_minibatches, PPO_STAT_COUNT)
+  float *log_std;                           // (A)
+  // snapshot of the iteration's starting state
+  float *snap_obs, *snap_episode_starts;
+  unsigned char *snap_env_states;
+  float *snap_ring;
+  double *snap_norm;  // obs mean, var (O each), ret mean, var, returns (N), counts (2)
+} HostBuffers;
+
+struct Trainer {
+  Config cfg;
+  bool has_market;
+  EnvMarket market;
+  CartPoleParams cartpole;
+  const EnvKind *kind;
+  VecEnv *vec;
+  EnvSpec spec;
+  Backend *backend;
+  Policy *policy;
+  Optimizer *optim;
+  RolloutBuffer rollout;
+  VecNormalize norm;
+  int N, T, O, A, action_cols;
+  uint64_t sample_seed;
+  TrainCounters counters;
+  TrainerPlan plan;
+  void *host_memory;
+  size_t host_bytes;
+  HostBuffers h;
+  VecEnvStateInfo snap_info;
+  TrainCounters snap_counters;
+};
+
+static const char *device_name(ConfigDevice device) {
+  return device == CONFIG_DEVICE_CPU ? "cpu" : device == CONFIG_DEVICE_CUDA ? "cuda" : "auto";
+}
+
+static NnDtype precision_dtype(ConfigPrecision precision) {
+  return precision == CONFIG_PRECISION_FP16 ? NN_F16 : precision == CONFIG_PRECISION_BF16 ? NN_BF16 : NN_F32;
+}
+
+static PolicySpec policy_spec_of(const Config *cfg, const EnvSpec *spec) {
+  PolicySpec p;
+  memset(&p, 0, sizeof p);
+  p.obs_dim = spec->obs_dim;
+  if (spec->action_kind == ENV_ACTION_DISCRETE) {
+    p.head = POLICY_HEAD_CATEGORICAL;
+    p.action_dim = spec->action_count;
+  } else {
+    p.head = POLICY_HEAD_GAUSSIAN;
+    p.action_dim = spec->action_dim;
+  }
+  p.n_pi = cfg->policy.pi_layers.count;
+  memcpy(p.pi_layers, cfg->policy.pi_layers.values, sizeof(int) * (size_t)p.n_pi);
+  p.n_vf = cfg->policy.vf_layers.count;
+  memcpy(p.vf_layers, cfg->policy.vf_layers.values, sizeof(int) * (size_t)p.n_vf);
+  p.activation = cfg->policy.activation == CONFIG_ACTIVATION_RELU ? NN_ACT_RELU : NN_ACT_TANH;
+  p.dtype = precision_dtype(cfg->run.precision);
+  int B = (int)cfg->ppo.batch_size, N = (int)cfg->env.n_envs;
+  p.max_batch = B > N ? B : N;
+  p.log_std_init = (float)cfg->policy.log_std_init;
+  p.ortho_init = cfg->policy.ortho_init;
+  p.seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_INIT);
+  return p;
+}
+
+static OptimSpec optim_spec_of(const Config *cfg) {
+  OptimSpec o;
+  memset(&o, 0, sizeof o);
+  o.adam = (AdamHyper){cfg->ppo.learning_rate, cfg->ppo.adam_beta1, cfg->ppo.adam_beta2, cfg->ppo.adam_eps};
+  o.linear_schedule = cfg->ppo.lr_schedule == CONFIG_LR_LINEAR;
+  o.max_grad_norm = (float)cfg->ppo.max_grad_norm;
+  o.scaler = grad_scaler_defaults(cfg->run.precision == CONFIG_PRECISION_FP16);
+  o.scaler.init_scale = (float)cfg->amp.init_scale;
+  o.scaler.growth_factor = (float)cfg->amp.growth_factor;
+  o.scaler.backoff_factor = (float)cfg->amp.backoff_factor;
+  o.scaler.growth_interval = (int32_t)cfg->amp.growth_interval;
+  return o;
+}
+
+static RolloutSpec rollout_spec_of(const Config *cfg, const EnvSpec *spec) {
+  RolloutSpec r;
+  r.n_steps = (int)cfg->ppo.n_steps;
+  r.n_envs = (int)cfg->env.n_envs;
+  r.obs_dim = spec->obs_dim;
+  r.action_cols = spec->action_kind == ENV_ACTION_DISCRETE ? 1 : spec->action_dim;
+  r.batch_size = (int)cfg->ppo.batch_size;
+  int64_t total = (int64_t)r.n_steps * r.n_envs;
+  r.max_minibatches = (int)(cfg->ppo.n_epochs * ((total + r.batch_size - 1) / r.batch_size));
+  return r;
+}
+
+// The env kind, its params and shared context for cfg; opens the market for trading and synthetic.
+static int open_envs(Trainer *tr) {
+  const Config *cfg = &tr->cfg;
+  const void *params = NULL, *shared = NULL;
+  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
+    tr->kind = &cartpole_kind;
+    tr->cartpole = cartpole_params_default();
+    if (!cfg->env.episode_length.is_auto) tr->cartpole.max_episode_steps = (int)cfg->env.episode_length.value;
+    params = &tr->cartpole;
+  } else {
+    if (env_market_open(&tr->market, cfg) != 0) return -1;
+    tr->has_market = true;
+    tr->kind = cfg->env.type == CONFIG_ENV_SYNTHETIC ? &synthetic_kind : &trading_kind;
+    shared = &tr->market.context;
+  }
+  uint64_t env_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_ENVS);
+  tr->vec = vecenv_init(tr->kind, params, shared, (int)cfg->env.n_envs, env_seed, TRAINER_LOG_CAPACITY,
+                        (int)cfg->run.threads);
+  if (!tr->vec) return -1;
+  tr->spec = *vecenv_spec(tr->vec);
+  return 0;
+}
+
+static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Lays out HostBuffers in base (NULL: only counts bytes).
+static size_t host_layout(Trainer *tr, char *base) {
+  size_t N = (size_t)tr->N, O = (size_t)tr->O, A = (size_t)tr->action_cols;
+  size_t rows = (size_t)tr->rollout.spec.max_minibatches;
+  VecEnvStateInfo info = vecenv_state_info(tr->vec);
+  size_t off = 0;
+  HostBuffers *h = &tr->h;
+#define TAKE(field, count, type)                         \
+  do {                                                   \
+    if (base) h->field = (type *)(void *)(base + off);   \
+    off += align64((size_t)(count) * sizeof(type));      \
+  } while (0)
+  TAKE(obs, N * O, float);
+  TAKE(final_obs, N * O, float);
+  TAKE(bootstrap_obs, N * O, float);
+  TAKE(actions, N * A, float);
+  TAKE(actions_env, N * A, float);
+  TAKE(rewards, N, float);
+  TAKE(episode_starts, N, float);
+  TAKE(terminated_f, N, float);
+  TAKE(truncated_f, N, float);
+  TAKE(values, N, float);
+  TAKE(terminated, N, uint8_t);
+  TAKE(truncated, N, uint8_t);
+  TAKE(dones, N, uint8_t);
+  TAKE(bootstrap_env, N, int32_t);
+  TAKE(stats, rows * PPO_STAT_COUNT, float);
+  TAKE(log_std, A, float);
+  TAKE(snap_obs, N * O, float);
+  TAKE(snap_episode_starts, N, float);
+  TAKE(snap_env_states, (size_t)info.num_envs * info.state_size, unsigned char);
+  TAKE(snap_ring, (size_t)info.log_capacity * (size_t)info.log_size, float);
+  TAKE(snap_norm, 2 * O + 2 + N + 2, double);
+#undef TAKE
+  return off;
+}
+
+static void plan_add(TrainerPlan *plan, const char *name, size_t bytes, bool device) {
+  CHECK(plan->count < TRAINER_PLAN_MAX, "trainer plan: too many rows");
+  plan->name[plan->count] = name;
+  plan->bytes[plan->count] = bytes;
+  plan->device[plan->count] = device;
+  plan->count++;
+  if (device)
+    plan->device_total += bytes;
+  else
+    plan->host_total += bytes;
+}
+
+static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, const RolloutSpec *rs) {
+  memset(plan, 0, sizeof *plan);
+  PolicyMemoryPlan pp = policy_plan(ps);
+  plan_add(plan, "policy parameters (fp32 master)", pp.params, true);
+  plan_add(plan, "gradients", pp.params, true);
+  plan_add(plan, "Adam m", pp.params, true);
+  plan_add(plan, "Adam v", pp.params, true);
+  if (pp.lowp) plan_add(plan, "low-precision weights", pp.lowp, true);
+  plan_add(plan, "activations", pp.acts, true);
+  plan_add(plan, "rollout buffer", rollout_plan_bytes(tr->backend, rs), true);
+  plan_add(plan, "optimiser scalars", sizeof(OptimScalars), true);
+  plan_add(plan, "envs (states, episode logs)", vecenv_memory_bytes(tr->vec), false);
+  if (tr->has_market) {
+    const MarketData *d = tr->market.data;
+    size_t bars = (size_t)d->rows * (sizeof(int64_t) + 13 * sizeof(double));
+    plan_add(plan, "market data and features (shared)", bars + tr->market.features->bytes, false);
+  }
+  plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
+  size_t norm = (2 * (size_t)tr->O + 2 + (size_t)tr->N) * sizeof(double);
+  plan_add(plan, "normalisation statistics", norm, false);
+  plan->device_is_host = strcmp(backend_name(tr->backend), "cpu") == 0;
+  plan->have_free = backend_memory_info(tr->backend, &plan->free_bytes, &(size_t){0}) == 0;
+  snprintf(plan->backend_description, sizeof plan->backend_description, "%s", backend_describe(tr->backend));
+}
+
+void trainer_free(Trainer *tr) {
+  if (!tr) return;
+  vecnorm_free(&tr->norm);
+  if (tr->backend) {
+    rollout_free(&tr->rollout);
+    optim_free(tr->optim);
+    policy_free(tr->policy);
+    backend_close(tr->backend);
+  }
+  vecenv_free(tr->vec);
+  if (tr->has_market) env_market_close(&tr->market);
+  free(tr->host_memory);
+  free(tr);
+}
+
+// Starts every env's first episode (SB3: env.reset(), VecNormalize.reset updates the obs statistics).
+static void first_reset(Trainer *tr) {
+  vecenv_reset(tr->vec, tr->h.obs);
+  vecnorm_obs(&tr->norm, tr->h.obs, tr->N);
+  for (int i = 0; i < tr->N; i++) tr->h.episode_starts[i] = 1.0f;  // SB3's _last_episode_starts = ones
+}
+
+static Trainer *trainer_open(const Config *cfg, bool allocate) {
+  Trainer *tr = calloc(1, sizeof *tr);
+  CHECK(tr, "out of host memory (trainer)");
+  tr->cfg = *cfg;
+  if (cfg->run.threads > 0) omp_set_num_threads((int)cfg->run.threads);
+  if (open_envs(tr) != 0) {
+    trainer_free(tr);
+    return NULL;
+  }
+  tr->N = (int)cfg->env.n_envs;
+  tr->T = (int)cfg->ppo.n_steps;
+  tr->O = tr->spec.obs_dim;
+  tr->A = tr->spec.action_kind == ENV_ACTION_DISCRETE ? tr->spec.action_count : tr->spec.action_dim;
+  tr->action_cols = tr->spec.action_kind == ENV_ACTION_DISCRETE ? 1 : tr->spec.action_dim;
+  tr->backend = backend_open(device_name(cfg->run.device));
+  if (!tr->backend) {
+    error_prepend("[run] device = %s: ", device_name(cfg->run.device));
+    trainer_free(tr);
+    return NULL;
+  }
+  PolicySpec ps = policy_spec_of(cfg, &tr->spec);
+  if (policy_spec_check(&ps) != 0) {
+    error_prepend("[policy]: ");
+    trainer_free(tr);
+    return NULL;
+  }
+  RolloutSpec rs = rollout_spec_of(cfg, &tr->spec);
+  tr->rollout.spec = rs;  // host_layout reads the stats rows from here before the slab exists
+  fill_plan(tr, &tr->plan, &ps, &rs);
+  if (!allocate) return tr;
+
+  tr->policy = policy_init(tr->backend, &ps);
+  if (!tr->policy) {
+    trainer_free(tr);
+    return NULL;
+  }
+  OptimSpec os = optim_spec_of(cfg);
+  tr->optim = optim_init(tr->backend, &os);
+  if (rollout_init(&tr->rollout, tr->backend, &rs) != 0) {
+    error_prepend("[ppo]: ");
+    trainer_free(tr);
+    return NULL;
+  }
+  if (vecnorm_init(&tr->norm, tr->N, tr->O, cfg->normalize.obs, cfg->normalize.reward, cfg->normalize.clip_obs,
+                   cfg->normalize.clip_reward, cfg->normalize.epsilon, cfg->ppo.gamma) != 0) {
+    error_prepend("[normalize]: ");
+    trainer_free(tr);
+    return NULL;
+  }
+  tr->host_bytes = host_layout(tr, NULL);
+  tr->host_memory = aligned_alloc(64, tr->host_bytes);
+  CHECK(tr->host_memory, "out of host memory (trainer buffers)");
+  memset(tr->host_memory, 0, tr->host_bytes);
+  host_layout(tr, tr->host_memory);
+  tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
+  first_reset(tr);
+  return tr;
+}
+
+Trainer *trainer_init(const Config *cfg) { return trainer_open(cfg, true); }
+
+int trainer_plan(const Config *cfg, TrainerPlan *plan) {
+  Trainer *tr = trainer_open(cfg, false);
+  if (!tr) return -1;
+  *plan = tr->plan;
+  trainer_free(tr);
+  return 0;
+}
+
+const TrainerPlan *trainer_memory_plan(const Trainer *tr) { return &tr->plan; }
+const Config *trainer_config(const Trainer *tr) { return &tr->cfg; }
+const EnvMarket *trainer_market(const Trainer *tr) { return tr->has_market ? &tr->market : NULL; }
+const TrainCounters *trainer_counters(const Trainer *tr) { return &tr->counters; }
+Backend *trainer_backend(Trainer *tr) { return tr->backend; }
+Policy *trainer_policy(Trainer *tr) { return tr->policy; }
+Optimizer *trainer_optimizer(Trainer *tr) { return tr->optim; }
+VecEnv *trainer_vecenv(Trainer *tr) { return tr->vec; }
+const EnvSpec *trainer_env_spec(const Trainer *tr) { return &tr->spec; }
+
+int64_t trainer_total_iterations(const Trainer *tr) {
+  int64_t per = (int64_t)tr->T * tr->N;
+  return (tr->cfg.run.total_timesteps + per - 1) / per;
+}
+
+TrainerState trainer_state(Trainer *tr) {
+  return (TrainerState){
+      .counters = tr->counters, .obs = tr->h.obs, .episode_starts = tr->h.episode_starts, .norm = &tr->norm,
+      .vec = tr->vec};
+}
+
+void trainer_state_loaded(Trainer *tr, const TrainCounters *counters) {
+  tr->counters = *counters;
+  policy_refresh_lowp(tr->policy);
+}
+
+// --- the iteration's starting state, for an interrupted rollout ---------------------------------------
+
+static void norm_snapshot(const VecNormalize *vn, double *out, bool save) {
+  size_t O = (size_t)vn->obs_dim, N = (size_t)vn->num_envs;
+  double *p = out;
+  double *fields[] = {vn->obs_rms.mean, vn->obs_rms.var, vn->ret_rms.mean, vn->ret_rms.var, vn->returns};
+  size_t counts[] = {O, O, 1, 1, N};
+  for (int k = 0; k < 5; k++) {
+    if (save)
+      memcpy(p, fields[k], counts[k] * sizeof(double));
+    else
+      memcpy(fields[k], p, counts[k] * sizeof(double));
+    p += counts[k];
+  }
+  if (save) {
+    p[0] = vn->obs_rms.count;
+    p[1] = vn->ret_rms.count;
+  }
+}
+
+static void snapshot_save(Trainer *tr) {
+  HostBuffers *h = &tr->h;
+  memcpy(h->snap_obs, h->obs, (size_t)tr->N * (size_t)tr->O * sizeof(float));
+  memcpy(h->snap_episode_starts, h->episode_starts, (size_t)tr->N * sizeof(float));
+  tr->snap_info = vecenv_state_info(tr->vec);
+  vecenv_state_save(tr->vec, h->snap_env_states, h->snap_ring);
+  norm_snapshot(&tr->norm, h->snap_norm, true);
+  tr->snap_counters = tr->counters;
+}
+
+static void snapshot_restore(Trainer *tr) {
+  HostBuffers *h = &tr->h;
+  memcpy(h->obs, h->snap_obs, (size_t)tr->N * (size_t)tr->O * sizeof(float));
+  memcpy(h->episode_starts, h->snap_episode_starts, (size_t)tr->N * sizeof(float));
+  int loaded = vecenv_state_load(tr->vec, &tr->snap_info, h->snap_env_states, h->snap_ring);
+  CHECK(loaded == 0, "the snapshot of the envs was made by this VecEnv");
+  norm_snapshot(&tr->norm, h->snap_norm, false);
+  size_t tail = 2 * (size_t)tr->O + 2 + (size_t)tr->N;
+  tr->norm.obs_rms.count = h->snap_norm[tail];
+  tr->norm.ret_rms.count = h->snap_norm[tail + 1];
+  tr->counters = tr->snap_counters;
+}
+
+// --- rollout -----------------------------------------------------------------------------------------
+
+// Words of the action sampler's Philox stream per vector step: (N, A, 2) uniforms at most.
+static uint64_t sample_words(const Trainer *tr) { return (uint64_t)tr->N * (uint64_t)tr->action_cols * 2; }
+
+static void rollout_step(Trainer *tr, int t) {
+  Backend *be = tr->backend;
+  RolloutBuffer *rb = &tr->rollout;
+  HostBuffers *h = &tr->h;
+  const int N = tr->N, O = tr->O, A = tr->action_cols;
+  size_t row = (size_t)t * (size_t)N;
+  float *obs_t = rb->obs + row * (size_t)O, *actions_t = rb->actions + row * (size_t)A;
+  backend_upload(be, obs_t, h->obs, (size_t)N * (size_t)O * sizeof(float));
+  backend_upload(be, rb->episode_starts + row, h->episode_starts, (size_t)N * sizeof(float));
+  size_t n_uniform = tr->spec.action_kind == ENV_ACTION_DISCRETE ? (size_t)N : (size_t)N * (size_t)A * 2;
+  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, TRAINER_SUBSEQ_ACTIONS,
+                  (uint64_t)tr->counters.vector_steps * sample_words(tr));
+  policy_act(tr->policy, actions_t, obs_t, rb->uniforms, N);
+  backend_copy(be, rb->logp + row, tr->policy->acts.logp, (size_t)N * sizeof(float));
+  backend_copy(be, rb->values + row, policy_values(tr->policy), (size_t)N * sizeof(float));
+  backend_download(be, h->actions, actions_t, (size_t)N * (size_t)A * sizeof(float));
+
+  // The env's view of the actions: integer indices, or the sample clipped to the bounds (SB3 stores
+  // the unclipped sample, whose log-prob is in the buffer).
+  if (tr->spec.action_kind == ENV_ACTION_DISCRETE) {
+    int32_t *idx = (int32_t *)(void *)h->actions_env;
+    for (int i = 0; i < N; i++) idx[i] = (int32_t)h->actions[i];
+  } else {
+    float lo = tr->spec.action_low, hi = tr->spec.action_high;
+    for (int i = 0; i < N * A; i++) h->actions_env[i] = fminf(fmaxf(h->actions[i], lo), hi);
+  }
+  VecEnvBuffers vb = {.actions = h->actions_env,
+                      .obs = h->obs,
+                      .rewards = h->rewards,
+                      .terminated = h->terminated,
+                      .truncated = h->truncated,
+                      .final_obs = h->final_obs};
+  vecenv_step(tr->vec, &vb);
+  tr->counters.vector_steps++;
+  tr->counters.timesteps += N;
+
+  // VecNormalize.step_wait's order: obs statistics and obs, then rewards, then final observations.
+  for (int i = 0; i < N; i++) h->dones[i] = h->terminated[i] | h->truncated[i];
+  vecnorm_obs(&tr->norm, h->obs, N);
+  vecnorm_reward(&tr->norm, h->rewards, h->dones);
+
+  // Truncation bootstrap (SB3 collect_rollouts): reward += gamma V(final obs) where the episode was
+  // cut, not ended; one critic forward over the packed final observations of those envs.
+  int k = 0;
+  for (int i = 0; i < N; i++) {
+    if (h->truncated[i] && !h->terminated[i]) {
+      memcpy(h->bootstrap_obs + (size_t)k * (size_t)O, h->final_obs + (size_t)i * (size_t)O, (size_t)O * sizeof(float));
+      h->bootstrap_env[k++] = i;
+    }
+  }
+  if (k > 0) {
+    vecnorm_obs_frozen(&tr->norm, h->bootstrap_obs, k);
+    backend_upload(be, rb->final_obs, h->bootstrap_obs, (size_t)k * (size_t)O * sizeof(float));
+    policy_value_forward(tr->policy, rb->final_obs, k);
+    backend_download(be, h->values, policy_values(tr->policy), (size_t)k * sizeof(float));
+    float gamma = (float)tr->cfg.ppo.gamma;
+    for (int j = 0; j < k; j++) h->rewards[h->bootstrap_env[j]] += gamma * h->values[j];
+  }
+  for (int i = 0; i < N; i++) {
+    h->terminated_f[i] = (float)h->terminated[i];
+    h->truncated_f[i] = (float)h->truncated[i];
+    h->episode_starts[i] = (float)h->dones[i];
+  }
+  backend_upload(be, rb->rewards + row, h->rewards, (size_t)N * sizeof(float));
+  backend_upload(be, rb->terminated + row, h->terminated_f, (size_t)N * sizeof(float));
+  backend_upload(be, rb->truncated + row, h->truncated_f, (size_t)N * sizeof(float));
+}
+
+// After the last step: last_values = V(obs), last_dones = the last step's dones.
+static void rollout_finish(Trainer *tr) {
+  Backend *be = tr->backend;
+  RolloutBuffer *rb = &tr->rollout;
+  backend_upload(be, rb->final_obs, tr->h.obs, (size_t)tr->N * (size_t)tr->O * sizeof(float));
+  policy_value_forward(tr->policy, rb->final_obs, tr->N);
+  backend_copy(be, rb->last_values, policy_values(tr->policy), (size_t)tr->N * sizeof(float));
+  backend_upload(be, rb->last_dones, tr->h.episode_starts, (size_t)tr->N * sizeof(float));
+}
+
+// --- update --------------------------------------------------------------------------------------------
+
+typedef struct {
+  int rows;            // stats rows written
+  int last_epoch_row;  // first row of the last epoch run
+  bool early_stopped;
+} UpdateResult;
+
+static UpdateResult update(Trainer *tr, double progress_remaining) {
+  const Config *cfg = &tr->cfg;
+  Backend *be = tr->backend;
+  RolloutBuffer *rb = &tr->rollout;
+  Policy *pol = tr->policy;
+  PpoLossHyper hyper = {
+      .clip_range = cfg->ppo.clip_range,
+      .clip_range_vf = cfg->ppo.clip_range_vf.is_none ? 0.0 : cfg->ppo.clip_range_vf.value,
+      .ent_coef = cfg->ppo.ent_coef,
+      .vf_coef = cfg->ppo.vf_coef,
+      .normalize_advantage = cfg->ppo.normalize_advantage,
+  };
+  const float *loss_scale = tr->optim->spec.scaler.enabled ? tr->optim->scaler.scale : NULL;
+  bool check_kl = !cfg->ppo.target_kl.is_none;
+  double kl_limit = check_kl ? 1.5 * cfg->ppo.target_kl.value : 0.0;
+  UpdateResult r = {0, 0, false};
+  int per_epoch = rollout_minibatches(rb);
+  for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
+    rollout_permute(rb, tr->sample_seed, TRAINER_SUBSEQ_PERMUTATION, (uint64_t)tr->counters.epochs_drawn++);
+    r.last_epoch_row = r.rows;
+    for (int k = 0; k < per_epoch; k++) {
+      int B = rollout_gather(rb, k);
+      float *stats = rb->stats + (size_t)r.rows * PPO_STAT_COUNT;
+      r.rows++;
+      policy_evaluate(pol, rb->mb_obs, rb->mb_actions, B);
+      backend_ppo_loss(be, stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp, pol->acts.entropy,
+                       policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages, rb->mb_returns, B, hyper,
+                       loss_scale);
+      if (check_kl) {  // SB3 checks before the step (a host read per minibatch, only with target_kl)
+        float kl;
+        backend_download(be, &kl, stats + PPO_STAT_APPROX_KL, sizeof kl);
+        if ((double)kl > kl_limit) {
+          r.early_stopped = true;
+          break;
+        }
+      }
+      policy_zero_grad(pol);
+      policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, B);
+      optim_step(tr->optim, pol, progress_remaining);
+      backend_copy(be, stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
+      backend_copy(be, stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
+    }
+    tr->counters.n_updates++;  // SB3 counts the epoch that stopped early too
+  }
+  return r;
+}
+
+static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double progress_remaining) {
+  const Config *cfg = &tr->cfg;
+  HostBuffers *h = &tr->h;
+  backend_download(tr->backend, h->stats, tr->rollout.stats, (size_t)u->rows * PPO_STAT_COUNT * sizeof(float));
+  double pg = 0, vl = 0, ent = 0, cf = 0, kl = 0, gn = 0;
+  int64_t skipped = 0;
+  int steps = 0;
+  for (int r = 0; r < u->rows; r++) {
+    const float *row = h->stats + (size_t)r * PPO_STAT_COUNT;
+    pg += row[PPO_STAT_POLICY_LOSS];
+    vl += row[PPO_STAT_VALUE_LOSS];
+    ent += row[PPO_STAT_ENTROPY_LOSS];
+    cf += row[PPO_STAT_CLIP_FRACTION];
+    if (r >= u->last_epoch_row) kl += row[PPO_STAT_APPROX_KL];
+    bool stepped = !(u->early_stopped && r == u->rows - 1);
+    if (stepped) {
+      skipped += row[TRAINER_STAT_SKIPPED] != 0.0f;
+      gn += row[TRAINER_STAT_GRAD_NORM];
+      steps++;
+    }
+  }
+  int rows = u->rows > 0 ? u->rows : 1;
+  s->policy_gradient_loss = pg / rows;
+  s->value_loss = vl / rows;
+  s->entropy_loss = ent / rows;
+  s->clip_fraction = cf / rows;
+  s->approx_kl = kl / (u->rows - u->last_epoch_row > 0 ? u->rows - u->last_epoch_row : 1);
+  s->loss = u->rows > 0 ? h->stats[(size_t)(u->rows - 1) * PPO_STAT_COUNT + PPO_STAT_LOSS] : NAN;
+  s->grad_norm = steps > 0 ? gn / steps : NAN;
+  s->skipped_steps = skipped;
+  s->minibatches = u->rows;
+  s->early_stopped = u->early_stopped;
+  tr->counters.skipped_steps += skipped;
+
+  float ev;
+  backend_explained_variance(tr->backend, tr->rollout.misc, tr->rollout.values, tr->rollout.returns,
+                             (size_t)tr->T * (size_t)tr->N);
+  backend_download(tr->backend, &ev, tr->rollout.misc, sizeof ev);
+  s->explained_variance = ev;
+  s->learning_rate = optim_lr(tr->optim, progress_remaining);
+  s->clip_range = cfg->ppo.clip_range;
+  s->std = NAN;
+  if (tr->policy->params.log_std) {
+    backend_download(tr->backend, h->log_std, tr->policy->params.log_std, (size_t)tr->A * sizeof(float));
+    double sum = 0;
+    for (int j = 0; j < tr->A; j++) sum += exp(h->log_std[j]);
+    s->std = sum / tr->A;
+  }
+  OptimScalars os;
+  optim_read_state(tr->optim, &os);
+  s->loss_scale = tr->optim->spec.scaler.enabled ? os.scale : 1.0;
+
+  s->episodes = vecenv_log_count(tr->vec);
+  s->ep_rew_mean = vecenv_log_mean(tr->vec, ENV_LOG_EPISODE_RETURN);
+  s->ep_len_mean = vecenv_log_mean(tr->vec, ENV_LOG_EPISODE_LENGTH);
+  s->n_env_metrics = tr->spec.log_size - 2;
+  for (int f = 2; f < tr->spec.log_size; f++) {
+    s->env_metric_names[f - 2] = tr->spec.log_names[f];
+    s->env_metrics[f - 2] = vecenv_log_mean(tr->vec, f);
+  }
+}
+
+TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
+  memset(s, 0, sizeof *s);
+  snapshot_save(tr);
+  double t0 = timer_now();
+  for (int t = 0; t < tr->T; t++) {
+    if (trainer_stop_requested()) {  // a preemption notice: back to the iteration's start
+      snapshot_restore(tr);
+      return TRAINER_INTERRUPTED;
+    }
+    rollout_step(tr, t);
+  }
+  rollout_finish(tr);
+  backend_sync(tr->backend);
+  double t1 = timer_now();
+  rollout_compute_gae(&tr->rollout, tr->cfg.ppo.gamma, tr->cfg.ppo.gae_lambda);
+  backend_sync(tr->backend);
+  double t2 = timer_now();
+  // SB3 updates the progress after the rollout, before train(): the update uses the new value.
+  double progress = 1.0 - (double)tr->counters.timesteps / (double)tr->cfg.run.total_timesteps;
+  if (progress < 0.0) progress = 0.0;
+  UpdateResult u = update(tr, progress);
+  backend_sync(tr->backend);
+  double t3 = timer_now();
+  tr->counters.iterations++;
+  fill_stats(tr, s, &u, progress);
+  s->iteration = tr->counters.iterations;
+  s->timesteps = tr->counters.timesteps;
+  s->n_updates = tr->counters.n_updates;
+  s->rollout_s = t1 - t0;
+  s->gae_s = t2 - t1;
+  s->update_s = t3 - t2;
+  s->fps = (double)tr->T * tr->N / (t3 - t0);
+  return TRAINER_OK;
+}

@@ -1,0 +1,135 @@
+// ppo/trainer.h: one PPO training run in memory: the envs, the policy, the optimiser, the rollout
+// buffer and the normalisation statistics, and the iteration that moves them (PPO_SEMANTICS.md
+// sections 2-4, DESIGN.md section 4).
+//
+// trainer_iteration = collect a rollout of T steps of N envs (the policy acts on the backend, the
+// envs step on the host with OpenMP), bootstrap truncated episodes with V(final obs) in one batched
+// critic forward per step, GAE, then n_epochs of minibatch updates (a fresh permutation each epoch,
+// SB3's loss, approx-KL early stop, clip, Adam, the GradScaler in fp16) and the iteration's
+// statistics (SB3's logged values, TrainStats). Nothing is allocated after trainer_init: every
+// slab is sized from the configuration up front (trainer_plan reports them).
+//
+// Randomness, all of it derived from [run] seed (DESIGN.md section 7): policy init from stream
+// TRAINER_STREAM_INIT, env i from rng_stream_seed(env seed, i), action sampling from Philox
+// (sample seed, subsequence 0) at word vector_steps x words per step, and epoch permutations from
+// Philox (sample seed, subsequence 1), draw `epochs_drawn`. The counters live in TrainCounters and
+// in the checkpoint, so a resumed run draws the same numbers as an uninterrupted one.
+//
+// Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes a rollout in
+// progress stop at the next step; the trainer then restores its state from the start of that
+// iteration (trainer_iteration returns TRAINER_INTERRUPTED), so a checkpoint written afterwards is
+// exactly the state at the iteration boundary. A stop requested during the update takes effect
+// after the update (the parameters are half-way otherwise).
+//
+// Legend for shapes: T n_steps, N n_envs, O obs dim, A action columns, B batch size, L log fields.
+// Depends on ppo/config.h, ppo/env_config.h, ppo/normalize.h, buffers/rollout.h, nn/ (policy,
+// optim), envs/ (vecenv, cartpole, trading_env).
+#ifndef PPO_TRAINER_H
+#define PPO_TRAINER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buffers/rollout.h"
+#include "envs/env.h"
+#include "envs/vecenv.h"
+#include "nn/optim.h"
+#include "nn/policy.h"
+#include "ppo/config.h"
+#include "ppo/env_config.h"
+#include "ppo/normalize.h"
+
+#define TRAINER_LOG_CAPACITY 100  // episodes behind rollout/ep_rew_mean (SB3's 100)
+
+enum { TRAINER_STREAM_INIT = 1, TRAINER_STREAM_ENVS = 2, TRAINER_STREAM_SAMPLE = 3 };
+enum { TRAINER_SUBSEQ_ACTIONS = 0, TRAINER_SUBSEQ_PERMUTATION = 1 };
+// The trainer's two slots in the per-minibatch stats rows (after backend_ppo_loss's).
+enum { TRAINER_STAT_SKIPPED = 6, TRAINER_STAT_GRAD_NORM = 7 };
+
+typedef struct {
+  int64_t iterations;     // completed iterations
+  int64_t timesteps;      // env steps over all envs
+  int64_t n_updates;      // SB3's _n_updates: epochs run (the early-stopped one included)
+  int64_t vector_steps;   // rollout steps of the whole VecEnv (the action sampler's counter)
+  int64_t epochs_drawn;   // permutations drawn (the minibatch sampler's counter)
+  int64_t skipped_steps;  // optimiser steps skipped for inf/NaN gradients (fp16), whole run
+} TrainCounters;
+
+// One iteration's logged values: SB3's keys (PPO_SEMANTICS.md section 7) and the engine's own.
+typedef struct {
+  int64_t iteration, timesteps, n_updates;
+  double fps;                                        // env steps per second of this iteration
+  double rollout_s, gae_s, update_s;                 // seconds of the three phases
+  double ep_rew_mean, ep_len_mean;                   // over the last 100 episodes (NaN before the first)
+  int episodes;                                      // episodes behind those means
+  double policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss, explained_variance;
+  double learning_rate, clip_range, std;             // std: mean exp(log_std) (Gaussian), NaN otherwise
+  double loss_scale, grad_norm;                      // after the last step; grad_norm mean over steps
+  int64_t skipped_steps;                             // this iteration
+  int minibatches;                                   // optimiser steps attempted (incl. the early-stopped one)
+  bool early_stopped;                                // approx_kl > 1.5 target_kl
+  int n_env_metrics;                                 // log fields beyond return and length
+  const char *env_metric_names[ENV_LOG_MAX];         // "sharpe", ... (the kind's log names)
+  double env_metrics[ENV_LOG_MAX];                   // their means over the last 100 episodes
+} TrainStats;
+
+// Memory plan (DESIGN.md section 5): bytes per slab, before anything is allocated.
+#define TRAINER_PLAN_MAX 16
+typedef struct {
+  int count;
+  const char *name[TRAINER_PLAN_MAX];
+  size_t bytes[TRAINER_PLAN_MAX];
+  bool device[TRAINER_PLAN_MAX];  // in backend memory (device memory on CUDA) or host memory
+  size_t device_total, host_total;
+  bool device_is_host;              // the CPU backend: "device" memory is host memory
+  bool have_free;                   // free_bytes is known
+  size_t free_bytes;                // free memory of the backend (MemAvailable on the CPU)
+  char backend_description[256];    // backend_describe()
+} TrainerPlan;
+
+typedef struct Trainer Trainer;
+
+// Opens the market (trading, synthetic), the backend ([run] device), the envs and every slab.
+// Returns NULL with the error message on bad input (data file, sizes; exit status 2) or when the
+// backend cannot start.
+Trainer *trainer_init(const Config *cfg);
+void trainer_free(Trainer *trainer);  // NULL is fine
+
+// The plan of a configuration without allocating slabs (it opens the market to learn the
+// observation size). 0, or -1 and the error message.
+int trainer_plan(const Config *cfg, TrainerPlan *plan);
+const TrainerPlan *trainer_memory_plan(const Trainer *trainer);
+
+typedef enum { TRAINER_OK = 0, TRAINER_INTERRUPTED = 1 } TrainerStatus;
+TrainerStatus trainer_iteration(Trainer *trainer, TrainStats *stats);
+void trainer_request_stop(void);  // async-signal-safe
+bool trainer_stop_requested(void);
+void trainer_clear_stop(void);
+
+const Config *trainer_config(const Trainer *trainer);
+const EnvMarket *trainer_market(const Trainer *trainer);  // NULL for CartPole
+const TrainCounters *trainer_counters(const Trainer *trainer);
+Backend *trainer_backend(Trainer *trainer);
+Policy *trainer_policy(Trainer *trainer);
+Optimizer *trainer_optimizer(Trainer *trainer);
+VecEnv *trainer_vecenv(Trainer *trainer);
+const EnvSpec *trainer_env_spec(const Trainer *trainer);
+int64_t trainer_total_iterations(const Trainer *trainer);  // ceil(total_timesteps / (T N))
+
+// The host-side state a checkpoint needs besides the backend slabs (ppo/checkpoint.c): the
+// observation the policy acts on next (N, O), the episode starts (N), the normaliser, the envs.
+typedef struct {
+  TrainCounters counters;
+  float *obs;             // (N, O)
+  float *episode_starts;  // (N)
+  VecNormalize *norm;
+  VecEnv *vec;
+} TrainerState;
+TrainerState trainer_state(Trainer *trainer);
+// After loading state into the pointers of trainer_state(): sets the counters and refreshes what
+// derives from the loaded parameters (the low-precision weight copies).
+void trainer_state_loaded(Trainer *trainer, const TrainCounters *counters);
+
+#endif

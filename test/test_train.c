@@ -1,0 +1,299 @@
+// test/test_train.c: the training run end to end: bit-exact resume (fp32 and fp16), SIGTERM,
+// the memory-plan refusal, resume refusals, no allocation inside the loop, and learning: CartPole
+// solves and the AR(1) market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1).
+#include <criterion/criterion.h>
+#include <hdf5.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc_counter.h"
+#include "common/error.h"
+#include "common/h5io.h"
+#include "common/log.h"
+#include "ppo/checkpoint.h"
+#include "ppo/evaluate.h"
+#include "ppo/train_run.h"
+#include "ppo/trainer.h"
+
+// A small synthetic-market run that touches every part of the state: trading env states (with
+// their context pointer), both normalisations, Gaussian-free categorical head, eval + best.h5.
+static const char *small_config =
+    "[run]\nname = t\nseed = 7\ndevice = cpu\nthreads = 2\ncheckpoint_every = 1\ncheckpoint_keep = 2\n"
+    "[env]\ntype = synthetic\nsynthetic_bars = 6000\nn_envs = 4\nepisode_length = 50\nwindow = 4\n"
+    "[ppo]\nn_steps = 64\nbatch_size = 48\nn_epochs = 2\nlr_schedule = linear\n"
+    "[policy]\npi_layers = 32,32\nvf_layers = 16\n"
+    "[normalize]\nobs = true\nreward = true\n"
+    "[eval]\nevery = 1\n";
+
+static char tmp_root[256];
+
+static void setup(void) {
+  log_set_level(LOG_LEVEL_ERROR);
+  snprintf(tmp_root, sizeof tmp_root, "/tmp/ppo_test_train_%d", (int)getpid());
+  mkdir(tmp_root, 0777);
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+  cr_expect_eq(system(cmd), 0);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char *config_file(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s.ini", tmp_root, name);
+  write_text(path, small_config);
+  return path;
+}
+
+static int run(const char *config, const char *resume, const char *run_dir, int64_t iterations, int n_sets,
+               const char *const *sets) {
+  TrainRunOptions opt = {.config_path = config,
+                         .resume = resume,
+                         .run_dir = run_dir,
+                         .max_iterations = iterations,
+                         .quiet = true,
+                         .n_overrides = n_sets,
+                         .overrides = sets};
+  TrainRunResult r;
+  return train_run(&opt, &r);
+}
+
+// Every dataset that holds state, compared byte for byte.
+static void expect_same_state(const char *a_path, const char *b_path) {
+  static const char *const names[] = {
+      "params/pi/weight0", "params/pi/bias0", "params/pi/weight1", "params/pi/bias1", "params/pi/weight2",
+      "params/pi/bias2",   "params/vf/weight0", "params/vf/bias0", "params/vf/weight1", "params/vf/bias1",
+      "optim/m",           "optim/v",           "optim/step",      "scaler/scale",      "scaler/growth_tracker",
+      "envs/state",        "envs/obs",          "envs/episode_starts", "envs/episode_logs", "normalize/obs_mean",
+      "normalize/obs_var", "normalize/ret_var", "normalize/returns", "rng/vector_steps", "rng/epochs_drawn",
+  };
+  hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
+  cr_assert(a >= 0 && b >= 0, "%s", error_message());
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    hsize_t da[4], db[4];
+    int ra = h5io_shape(a, names[i], 4, da), rb = h5io_shape(b, names[i], 4, db);
+    cr_assert(ra > 0 && ra == rb, "%s: %s", names[i], error_message());
+    size_t n = 1;
+    for (int k = 0; k < ra; k++) n *= da[k];
+    hid_t dsa = H5Dopen2(a, names[i], H5P_DEFAULT), dsb = H5Dopen2(b, names[i], H5P_DEFAULT);
+    size_t size = H5Tget_size(H5Dget_type(dsa));
+    unsigned char *x = malloc(n * size), *y = malloc(n * size);
+    H5Dread(dsa, H5Dget_type(dsa), H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
+    H5Dread(dsb, H5Dget_type(dsb), H5S_ALL, H5S_ALL, H5P_DEFAULT, y);
+    cr_expect(memcmp(x, y, n * size) == 0, "%s differs between %s and %s", names[i], a_path, b_path);
+    free(x);
+    free(y);
+    H5Dclose(dsa);
+    H5Dclose(dsb);
+  }
+  h5io_close(a);
+  h5io_close(b);
+}
+
+static void resume_case(const char *precision) {
+  const char *cfg = config_file(precision);
+  char set_total[64], set_precision[64], dir_a[512], dir_b[512], ckpt[600], final_a[600], final_b[600];
+  snprintf(set_total, sizeof set_total, "run.total_timesteps=%d", 4 * 64 * 4);
+  snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
+  const char *sets[] = {set_total, set_precision};
+  snprintf(dir_a, sizeof dir_a, "%s/%s_straight", tmp_root, precision);
+  snprintf(dir_b, sizeof dir_b, "%s/%s_resumed", tmp_root, precision);
+  cr_assert_eq(run(cfg, NULL, dir_a, 0, 2, sets), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, dir_b, 2, 2, sets), 0, "%s", error_message());  // 2 of 4 iterations
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir_b);
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());  // the checkpoint's own config
+  snprintf(final_a, sizeof final_a, "%s/checkpoints/ckpt_000004.h5", dir_a);
+  snprintf(final_b, sizeof final_b, "%s/checkpoints/ckpt_000004.h5", dir_b);
+  expect_same_state(final_a, final_b);
+  // metrics.csv of the resumed run holds iterations 1..4 once each.
+  char path[600], line[8192];
+  snprintf(path, sizeof path, "%s/metrics.csv", dir_b);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  int rows = 0;
+  while (fgets(line, sizeof line, f)) rows++;
+  fclose(f);
+  cr_expect_eq(rows, 1 + 4, "header + 4 rows, got %d lines", rows);
+  // checkpoint_keep = 2: ckpt 1 and 2 of the straight run were pruned, 3 and 4 stay.
+  snprintf(path, sizeof path, "%s/checkpoints/ckpt_000001.h5", dir_a);
+  cr_expect_neq(access(path, F_OK), 0, "%s should have been pruned", path);
+  snprintf(path, sizeof path, "%s/checkpoints/ckpt_000003.h5", dir_a);
+  cr_expect_eq(access(path, F_OK), 0, "%s missing", path);
+  snprintf(path, sizeof path, "%s/best.h5", dir_a);
+  cr_expect_eq(access(path, F_OK), 0, "[eval] every = 1 writes best.h5");
+}
+
+TestSuite(train, .init = setup, .fini = teardown, .timeout = 600);
+
+Test(train, resume_is_bit_exact_fp32) { resume_case("fp32"); }
+Test(train, resume_is_bit_exact_fp16) { resume_case("fp16"); }
+Test(train, resume_is_bit_exact_bf16) { resume_case("bf16"); }
+
+Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
+  const char *cfg = config_file("refuse");
+  char dir[512], ckpt[600], other[600];
+  snprintf(dir, sizeof dir, "%s/refuse", tmp_root);
+  const char *sets[] = {"run.total_timesteps=256"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 1, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  const char *changed[] = {"ppo.n_steps=32"};
+  cr_expect_eq(run(NULL, ckpt, NULL, 0, 1, changed), 2);
+  cr_expect(strstr(error_message(), "[ppo] n_steps = 32: the checkpoint has 64"), "%s", error_message());
+  const char *allowed[] = {"run.total_timesteps=512"};
+  cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, allowed), 0, "%s", error_message());
+  // A checkpoint from a newer format.
+  snprintf(other, sizeof other, "%s/newer.h5", tmp_root);
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "cp -L '%s' '%s'", ckpt, other);
+  cr_assert_eq(system(cmd), 0);
+  hid_t f = H5Fopen(other, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert(f >= 0);
+  H5Adelete(f, "format_version");
+  cr_assert_eq(h5io_attr_write_int64(f, "/", "format_version", CHECKPOINT_FORMAT_VERSION + 1), 0);
+  H5Fclose(f);
+  cr_expect_eq(run(NULL, other, NULL, 0, 0, NULL), 2);
+  cr_expect(strstr(error_message(), "checkpoint format_version 2"), "%s", error_message());
+}
+
+Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
+  const char *cfg = config_file("plan");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/plan", tmp_root);
+  const char *sets[] = {"run.memory_limit=100K"};
+  TrainRunOptions opt = {.config_path = cfg, .run_dir = dir, .plan_only = true, .quiet = true, .n_overrides = 1,
+                         .overrides = sets};
+  TrainRunResult r;
+  cr_expect_eq(train_run(&opt, &r), 2);
+  cr_expect(strstr(error_message(), "[run] memory_limit = 100K"), "%s", error_message());
+  opt.plan_only = false;
+  cr_expect_eq(train_run(&opt, &r), 2);
+  cr_expect_neq(access(dir, F_OK), 0, "a refused run must not create its directory");
+  const char *fits[] = {"run.memory_limit=1G"};
+  opt.overrides = fits;
+  opt.plan_only = true;
+  cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
+}
+
+Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
+  const char *cfg = config_file("sigterm");
+  char dir[512], metrics[600], ckpt[600];
+  snprintf(dir, sizeof dir, "%s/sigterm", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0"};
+    _exit(run(cfg, NULL, dir, 0, 2, sets));
+  }
+  // Wait until two iterations are logged, then ask it to stop.
+  for (int tries = 0; tries < 600; tries++) {
+    FILE *f = fopen(metrics, "r");
+    int lines = 0;
+    char line[8192];
+    if (f) {
+      while (fgets(line, sizeof line, f)) lines++;
+      fclose(f);
+    }
+    if (lines >= 3) break;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed instead of exiting");
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  Config stored;
+  cr_assert_eq(checkpoint_read_config(ckpt, &stored), 0, "%s", error_message());
+  // It resumes: one more iteration.
+  cr_expect_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
+}
+
+Test(train, no_allocation_inside_the_training_loop) {
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 0, NULL), 0, "%s",
+               error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  TrainStats s;
+  trainer_iteration(tr, &s);  // warm: oneDNN builds its kernels for each shape on first use
+  long mallocs = alloc_counter_read();
+  size_t backend_allocs = backend_alloc_count(trainer_backend(tr));
+  for (int i = 0; i < 3; i++) cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+  cr_expect_eq(alloc_counter_read(), mallocs, "malloc calls inside trainer_iteration");
+  cr_expect_eq(backend_alloc_count(trainer_backend(tr)), backend_allocs, "backend allocations inside the loop");
+  trainer_free(tr);
+}
+
+// CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
+// 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
+Test(train, cartpole_learns_for_4_of_5_seeds) {
+  int solved = 0;
+  for (int seed = 1; seed <= 5; seed++) {
+    char set_seed[64];
+    snprintf(set_seed, sizeof set_seed, "run.seed=%d", seed);
+    const char *sets[] = {set_seed};
+    Config cfg;
+    cr_assert_eq(config_load(&cfg, PPO_SOURCE_DIR "/configs/cartpole.ini", 1, sets), 0, "%s", error_message());
+    Trainer *tr = trainer_init(&cfg);
+    cr_assert_not_null(tr, "%s", error_message());
+    bool ok = false;
+    int64_t steps = 0;
+    while (!ok && trainer_counters(tr)->timesteps < 200000) {
+      TrainStats s;
+      trainer_iteration(tr, &s);
+      VecEnv *vec = trainer_vecenv(tr);
+      int count = vecenv_log_count(vec);
+      if (count >= 20) {
+        double sum = 0;
+        for (int k = count - 20; k < count; k++) sum += vecenv_log_get(vec, k)[ENV_LOG_EPISODE_RETURN];
+        ok = sum / 20 >= 475.0;
+      }
+      steps = trainer_counters(tr)->timesteps;
+    }
+    cr_log_info("cartpole seed %d: %s at %lld steps", seed, ok ? "solved" : "not solved", (long long)steps);
+    solved += ok;
+    trainer_free(tr);
+  }
+  cr_expect_geq(solved, 4, "solved for %d of 5 seeds", solved);
+}
+
+// AR(1) returns with rho 0.1 (configs/ar1.ini): the greedy policy's per-bar Sharpe on the held-out
+// test split reaches half of the sign policy's rho sqrt(2/pi) / sqrt(1 - 2 rho^2 / pi) = 0.0801.
+Test(train, ar1_edge_is_learned_out_of_sample) {
+  const char *sets[] = {"eval.split=test"};
+  Config cfg;
+  cr_assert_eq(config_load(&cfg, PPO_SOURCE_DIR "/configs/ar1.ini", 1, sets), 0, "%s", error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  while (trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
+    TrainStats s;
+    trainer_iteration(tr, &s);
+  }
+  Evaluator *ev = evaluator_init(tr);
+  cr_assert_not_null(ev, "%s", error_message());
+  EvalResult r;
+  cr_assert_eq(evaluator_run(ev, tr, &r), 0);
+  double rho = 0.1, optimum = rho * sqrt(2.0 / 3.14159265358979323846) / sqrt(1.0 - 2.0 * rho * rho / 3.14159265358979323846);
+  cr_log_info("ar1: held-out per-bar Sharpe %.4f over %lld bars (optimum %.4f)", r.metrics.sharpe_per_bar,
+              (long long)r.steps, optimum);
+  cr_expect_geq(r.metrics.sharpe_per_bar, 0.5 * optimum, "per-bar Sharpe %.4f < half of %.4f",
+                r.metrics.sharpe_per_bar, optimum);
+  evaluator_free(ev);
+  trainer_free(tr);
+}
