@@ -20,8 +20,10 @@
 #include "common/check.h"
 #include "common/rng.h"
 
-// Loops shorter than this run on one thread: the fork costs more than the work.
-#define CPU_PARALLEL_MIN 16384
+// Loops shorter than this run on one thread: the fork costs more than the work (a minibatch of 256
+// x 64 activations, 16,384 elements, takes a few microseconds; a parallel region as long when the
+// machine is idle and far longer when another process holds a core).
+#define CPU_PARALLEL_MIN 131072
 #define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
 
 // The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks

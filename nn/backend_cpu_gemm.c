@@ -263,12 +263,15 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
   sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C);
 }
 
-// Products below this many multiply-adds run on one thread: waking the second thread costs more
-// than it saves (CartPole's [64, 64] nets at minibatch 64, 262,144 MACs per GEMM: the whole update
-// ran 4-5x slower on 2 threads than on 1 on the 2-core machine). oneDNN sizes its thread team when
+// Products below this many multiply-adds (2^24: e.g. 256 x 256 x 256) run on one thread: waking
+// the second thread costs more than it saves, and on a busy machine a descheduled thread stalls
+// every parallel region. Measured on the 2-core machine: CartPole's [64, 64] update ran 4-5x slower
+// on 2 threads; configs/default.ini (trading obs of ~200 floats, minibatch 256) trained at 331
+// steps/s with its first layer (3.3 M MACs) on 2 threads while another process used a core, and at
+// 21,000 steps/s on one. The headline network's GEMMs (2^26 and up) stay parallel. oneDNN sizes its thread team when
 // it creates a primitive, and a shape is always on the same side of the threshold, so its cached
 // primitives agree with the setting they run under.
-#define CPU_GEMM_SERIAL_MACS ((size_t)1 << 21)
+#define CPU_GEMM_SERIAL_MACS ((size_t)1 << 24)
 
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, float *C) {
