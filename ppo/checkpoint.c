@@ -13,6 +13,7 @@
 
 #define CHECKPOINT_FORMAT "ppo-engine checkpoint"
 
+// The keys a resumed run may change besides [eval] (all in [run]): none of them touches the state.
 static const char *const resumable_keys[][2] = {
     {"run", "name"},        {"run", "total_timesteps"},  {"run", "device"},    {"run", "threads"},
     {"run", "run_dir"},     {"run", "checkpoint_every"}, {"run", "checkpoint_keep"}, {"run", "log_every"},
@@ -44,11 +45,25 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
     if (n > 0 && (size_t)n < sizeof msg - used) used += (size_t)n;
   }
   if (!differing) return 0;
+  char allowed[512] = "[run]";
+  for (size_t i = 0; i < sizeof resumable_keys / sizeof resumable_keys[0]; i++) {
+    strncat(allowed, i ? ", " : " ", sizeof allowed - strlen(allowed) - 1);
+    strncat(allowed, resumable_keys[i][1], sizeof allowed - strlen(allowed) - 1);
+  }
   error_set("%s\n--resume %s: %d key(s) differ from the checkpoint's configuration; a resumed run may change only "
-            "[run] total_timesteps, device, threads, name, run_dir, checkpoint_every, checkpoint_keep, log_every, "
-            "memory_limit and [eval] (drop the config file to use the checkpoint's own)",
-            msg, path, differing);
+            "%s and any [eval] key (drop the config file to use the checkpoint's own)",
+            msg, path, differing, allowed);
   return -1;
+}
+
+// One host block for the env states (N, state_size) and the episode-log ring (K, L); free the states pointer.
+static unsigned char *env_state_buffers(const VecEnvStateInfo *info, float **ring) {
+  size_t state_bytes = (size_t)info->num_envs * info->state_size;
+  size_t ring_floats = (size_t)info->log_capacity * (size_t)info->log_size;
+  unsigned char *states = malloc(state_bytes + ring_floats * sizeof(float) + 64);
+  CHECK(states, "out of host memory (checkpoint env states)");
+  *ring = (float *)(void *)(states + (state_bytes + 63) / 64 * 64);
+  return states;
 }
 
 // --- writing ---------------------------------------------------------------------------------------
@@ -138,11 +153,8 @@ static int write_state(Trainer *tr, hid_t f, float *host) {
     return -1;
 
   VecEnvStateInfo info = vecenv_state_info(st.vec);
-  size_t state_bytes = (size_t)info.num_envs * info.state_size;
-  size_t ring_floats = (size_t)info.log_capacity * (size_t)info.log_size;
-  unsigned char *states = malloc(state_bytes + ring_floats * sizeof(float) + 64);
-  CHECK(states, "out of host memory (checkpoint env states)");
-  float *ring = (float *)(void *)(states + (state_bytes + 63) / 64 * 64);
+  float *ring;
+  unsigned char *states = env_state_buffers(&info, &ring);
   vecenv_state_save(st.vec, states, ring);
   hsize_t sd[2] = {(hsize_t)info.num_envs, (hsize_t)info.state_size};
   hsize_t rd[2] = {(hsize_t)info.log_capacity, (hsize_t)info.log_size};
@@ -201,7 +213,8 @@ static int read_format(hid_t f, const char *path) {
   return 0;
 }
 
-int checkpoint_read_config(const char *path, Config *out) {
+int checkpoint_read_config(const char *path, Config *stored, Config *resolved, int n_overrides,
+                           const char *const *overrides) {
   hid_t f = h5io_open_read(path);
   if (f < 0) return -1;
   int rc = read_format(f, path);
@@ -213,11 +226,10 @@ int checkpoint_read_config(const char *path, Config *out) {
     rc = h5io_attr_read_string(f, "/", "config", text, capacity);
   }
   h5io_close(f);
-  if (rc == 0) {
-    char name[1100];
-    snprintf(name, sizeof name, "%s:config", path);
-    rc = config_load_text(out, text, strlen(text), name, 0, NULL);
-  }
+  char name[1100];
+  snprintf(name, sizeof name, "%s:config", path);
+  if (rc == 0) rc = config_load_text(stored, text, strlen(text), name, 0, NULL);
+  if (rc == 0 && resolved) rc = config_load_text(resolved, text, strlen(text), name, n_overrides, overrides);
   free(text);
   return rc;
 }
@@ -294,11 +306,8 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   info.ring_count = (int)ring_count;
   info.ring_next = (int)ring_next;
   info.episodes_total = (uint64_t)episodes_total;
-  size_t state_bytes = (size_t)info.num_envs * info.state_size;
-  size_t ring_floats = (size_t)info.log_capacity * (size_t)info.log_size;
-  unsigned char *states = malloc(state_bytes + ring_floats * sizeof(float) + 64);
-  CHECK(states, "out of host memory (checkpoint env states)");
-  float *ring = (float *)(void *)(states + (state_bytes + 63) / 64 * 64);
+  float *ring;
+  unsigned char *states = env_state_buffers(&info, &ring);
   hsize_t sd[2] = {(hsize_t)info.num_envs, (hsize_t)info.state_size};
   hsize_t rd[2] = {(hsize_t)info.log_capacity, (hsize_t)info.log_size};
   int rc = h5io_read(f, "envs/state", H5IO_UINT8, 2, sd, states);

@@ -39,9 +39,11 @@
 // the error message.
 int checkpoint_save(Trainer *trainer, const char *path);
 
-// Reads the configuration stored in the checkpoint (parsed like a file named "PATH:config") and
-// checks the format version. 0, or -1 and the error message.
-int checkpoint_read_config(const char *path, Config *out);
+// Reads the configuration stored in the checkpoint (parsed like a file named "PATH:config") into
+// *stored and checks the format version; resolved (optional) receives the same text with the
+// overrides ("section.key=value") applied. 0, or -1 and the error message.
+int checkpoint_read_config(const char *path, Config *stored, Config *resolved, int n_overrides,
+                           const char *const *overrides);
 
 // Does key (section, key) of the schema belong to the keys a resumed run may change?
 bool checkpoint_may_differ(const char *section, const char *key);

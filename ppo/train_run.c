@@ -227,14 +227,12 @@ static void progress_bar(const TrainStats *s, int64_t total_iterations, double e
                s->ep_rew_mean, s->approx_kl, s->explained_variance);
 }
 
-// The market an env runs on, opened as training will (bars, features, splits, every "auto" key
-// resolved): what the run will use, said before it starts (STYLE rule 14).
-static int print_market(const Config *cfg, FILE *out) {
-  if (cfg->env.type == CONFIG_ENV_CARTPOLE) return 0;
-  EnvMarket market;
-  if (env_market_open(&market, cfg) != 0) return -1;
-  const MarketData *data = market.data;
-  const TradingContext *ctx = &market.context;
+// The market the envs run on (bars, features, splits, every "auto" key resolved): what the run
+// will use, said before it starts (STYLE rule 14).
+static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) {
+  if (!market) return;  // CartPole
+  const MarketData *data = market->data;
+  const TradingContext *ctx = &market->context;
   char first[32], last[32];
   fprintf(out, "market %s: %s, %lld bars %s .. %s, bar %lld s%s\n",
           cfg->env.type == CONFIG_ENV_TRADING ? cfg->env.data : "(synthetic)", data->symbol, (long long)data->rows,
@@ -248,8 +246,6 @@ static int print_market(const Config *cfg, FILE *out) {
             market_time_format(data->ts[hi - 1], last, sizeof last));
   }
   fprintf(out, "observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window, ctx->action_count);
-  env_market_close(&market);
-  return 0;
 }
 
 // --- configuration -----------------------------------------------------------------------------------
@@ -257,25 +253,10 @@ static int print_market(const Config *cfg, FILE *out) {
 static int resolve_config(const TrainRunOptions *opt, Config *cfg) {
   if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
   Config stored;
-  if (checkpoint_read_config(opt->resume, &stored) != 0) return -1;
-  if (opt->config_path) {
-    if (config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
-  } else {
-    // The checkpoint's own configuration, with --set applied on top.
-    if (checkpoint_read_config(opt->resume, cfg) != 0) return -1;
-    if (opt->n_overrides > 0) {
-      char *text = NULL;
-      size_t size = 0;
-      FILE *mem = open_memstream(&text, &size);
-      config_write_ini(&stored, mem);
-      fclose(mem);
-      char name[PATH_CAP];
-      snprintf(name, sizeof name, "%s:config", opt->resume);
-      int rc = config_load_text(cfg, text, size, name, opt->n_overrides, opt->overrides);
-      free(text);
-      if (rc != 0) return -1;
-    }
-  }
+  // Without a file: the checkpoint's own configuration, with --set applied on top.
+  Config *own = opt->config_path ? NULL : cfg;
+  if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) return -1;
+  if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
   return checkpoint_check_compatible(&stored, cfg, opt->resume);
 }
 
@@ -291,24 +272,27 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   }
   if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
 
-  if (!opt->quiet && print_market(&cfg, stderr) != 0) {
+  // Market, envs and backend first; the slabs only once the plan is known to fit.
+  Trainer *tr = trainer_open(&cfg);
+  if (!tr) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  TrainerPlan plan;
-  if (trainer_plan(&cfg, &plan) != 0) {
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    return EXIT_BAD_INPUT;
-  }
+  if (!opt->quiet) print_market(&cfg, trainer_market(tr), stderr);
+  const TrainerPlan *plan = trainer_memory_plan(tr);
   if (opt->plan_only)
-    print_plan(&plan, stdout);
+    print_plan(plan, stdout);
   else if (!opt->quiet)
-    print_plan(&plan, stderr);
-  if (check_plan(&plan, &cfg) != 0) {
+    print_plan(plan, stderr);
+  if (check_plan(plan, &cfg) != 0) {
     fprintf(stderr, "ppo-train: refusing to start: %s\n", error_message());
+    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  if (opt->plan_only) return EXIT_OK;
+  if (opt->plan_only) {
+    trainer_free(tr);
+    return EXIT_OK;
+  }
 
   // Run directory.
   char run_dir[1024], ckpt_dir[PATH_CAP], path[PATH_CAP];
@@ -325,22 +309,19 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
             "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
             "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
             run_dir, run_dir);
+    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
-  if (mkdir_p(ckpt_dir) != 0) {
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    return EXIT_RUNTIME;
-  }
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
-  if (write_config_file(&cfg, path) != 0) {
+  if (mkdir_p(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
+    trainer_free(tr);
     return EXIT_RUNTIME;
   }
-
-  Trainer *tr = trainer_init(&cfg);
-  if (!tr) {
+  if (trainer_allocate(tr) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
+    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
   if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
@@ -376,7 +357,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
 
   install_signals();
   bool tty = log_is_tty() && !opt->quiet;
-  double t_start = timer_now(), dev_mib = (double)plan.device_total / 1048576.0;
+  double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
   double best = -INFINITY;
   int status = EXIT_OK;
   int64_t done_here = 0;

@@ -260,7 +260,7 @@ static void first_reset(Trainer *tr) {
   for (int i = 0; i < tr->N; i++) tr->h.episode_starts[i] = 1.0f;  // SB3's _last_episode_starts = ones
 }
 
-static Trainer *trainer_open(const Config *cfg, bool allocate) {
+Trainer *trainer_open(const Config *cfg) {
   Trainer *tr = calloc(1, sizeof *tr);
   CHECK(tr, "out of host memory (trainer)");
   tr->cfg = *cfg;
@@ -289,25 +289,26 @@ static Trainer *trainer_open(const Config *cfg, bool allocate) {
   RolloutSpec rs = rollout_spec_of(cfg, &tr->spec);
   tr->rollout.spec = rs;  // host_layout reads the stats rows from here before the slab exists
   fill_plan(tr, &tr->plan, &ps, &rs);
-  if (!allocate) return tr;
+  return tr;
+}
 
+int trainer_allocate(Trainer *tr) {
+  const Config *cfg = &tr->cfg;
+  CHECK(!tr->policy, "trainer_allocate: called twice");
+  PolicySpec ps = policy_spec_of(cfg, &tr->spec);  // checked by trainer_open
   tr->policy = policy_init(tr->backend, &ps);
-  if (!tr->policy) {
-    trainer_free(tr);
-    return NULL;
-  }
+  if (!tr->policy) return -1;
   OptimSpec os = optim_spec_of(cfg);
   tr->optim = optim_init(tr->backend, &os);
+  RolloutSpec rs = tr->rollout.spec;
   if (rollout_init(&tr->rollout, tr->backend, &rs) != 0) {
     error_prepend("[ppo]: ");
-    trainer_free(tr);
-    return NULL;
+    return -1;
   }
   if (vecnorm_init(&tr->norm, tr->N, tr->O, cfg->normalize.obs, cfg->normalize.reward, cfg->normalize.clip_obs,
                    cfg->normalize.clip_reward, cfg->normalize.epsilon, cfg->ppo.gamma) != 0) {
     error_prepend("[normalize]: ");
-    trainer_free(tr);
-    return NULL;
+    return -1;
   }
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = aligned_alloc(64, tr->host_bytes);
@@ -316,17 +317,16 @@ static Trainer *trainer_open(const Config *cfg, bool allocate) {
   host_layout(tr, tr->host_memory);
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
-  return tr;
+  return 0;
 }
 
-Trainer *trainer_init(const Config *cfg) { return trainer_open(cfg, true); }
-
-int trainer_plan(const Config *cfg, TrainerPlan *plan) {
-  Trainer *tr = trainer_open(cfg, false);
-  if (!tr) return -1;
-  *plan = tr->plan;
-  trainer_free(tr);
-  return 0;
+Trainer *trainer_init(const Config *cfg) {
+  Trainer *tr = trainer_open(cfg);
+  if (tr && trainer_allocate(tr) != 0) {
+    trainer_free(tr);
+    return NULL;
+  }
+  return tr;
 }
 
 const TrainerPlan *trainer_memory_plan(const Trainer *tr) { return &tr->plan; }
@@ -357,21 +357,19 @@ void trainer_state_loaded(Trainer *tr, const TrainCounters *counters) {
 
 // --- the iteration's starting state, for an interrupted rollout ---------------------------------------
 
-static void norm_snapshot(const VecNormalize *vn, double *out, bool save) {
+// Copies the normaliser's statistics to (save) or from snap: obs mean, var (O each), return mean,
+// var (1 each), returns (N), then the two counts.
+static void norm_snapshot(VecNormalize *vn, double *snap, bool save) {
   size_t O = (size_t)vn->obs_dim, N = (size_t)vn->num_envs;
-  double *p = out;
-  double *fields[] = {vn->obs_rms.mean, vn->obs_rms.var, vn->ret_rms.mean, vn->ret_rms.var, vn->returns};
-  size_t counts[] = {O, O, 1, 1, N};
-  for (int k = 0; k < 5; k++) {
+  double *fields[] = {vn->obs_rms.mean, vn->obs_rms.var, vn->ret_rms.mean,  vn->ret_rms.var,
+                      vn->returns,      &vn->obs_rms.count, &vn->ret_rms.count};
+  size_t counts[] = {O, O, 1, 1, N, 1, 1};
+  for (int k = 0; k < 7; k++) {
     if (save)
-      memcpy(p, fields[k], counts[k] * sizeof(double));
+      memcpy(snap, fields[k], counts[k] * sizeof(double));
     else
-      memcpy(fields[k], p, counts[k] * sizeof(double));
-    p += counts[k];
-  }
-  if (save) {
-    p[0] = vn->obs_rms.count;
-    p[1] = vn->ret_rms.count;
+      memcpy(fields[k], snap, counts[k] * sizeof(double));
+    snap += counts[k];
   }
 }
 
@@ -392,9 +390,6 @@ static void snapshot_restore(Trainer *tr) {
   int loaded = vecenv_state_load(tr->vec, &tr->snap_info, h->snap_env_states, h->snap_ring);
   CHECK(loaded == 0, "the snapshot of the envs was made by this VecEnv");
   norm_snapshot(&tr->norm, h->snap_norm, false);
-  size_t tail = 2 * (size_t)tr->O + 2 + (size_t)tr->N;
-  tr->norm.obs_rms.count = h->snap_norm[tail];
-  tr->norm.ret_rms.count = h->snap_norm[tail + 1];
   tr->counters = tr->snap_counters;
 }
 

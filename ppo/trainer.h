@@ -7,7 +7,7 @@
 // critic forward per step, GAE, then n_epochs of minibatch updates (a fresh permutation each epoch,
 // SB3's loss, approx-KL early stop, clip, Adam, the GradScaler in fp16) and the iteration's
 // statistics (SB3's logged values, TrainStats). Nothing is allocated after trainer_init: every
-// slab is sized from the configuration up front (trainer_plan reports them).
+// slab is sized from the configuration up front (trainer_memory_plan reports them).
 //
 // Randomness, all of it derived from [run] seed (DESIGN.md section 7): policy init from stream
 // TRAINER_STREAM_INIT, env i from rng_stream_seed(env seed, i), action sampling from Philox
@@ -91,16 +91,17 @@ typedef struct {
 
 typedef struct Trainer Trainer;
 
-// Opens the market (trading, synthetic), the backend ([run] device), the envs and every slab.
-// Returns NULL with the error message on bad input (data file, sizes; exit status 2) or when the
-// backend cannot start.
+// Two phases, so a run can check its memory plan before it commits memory: trainer_open opens the
+// market (trading, synthetic), the envs and the backend ([run] device) and computes the plan;
+// trainer_allocate then allocates every slab and starts the envs' first episodes. Both fail
+// (NULL / -1) with the error message on bad input (data file, sizes; exit status 2) or when the
+// backend cannot start; free the trainer either way. trainer_init is the two in one.
+Trainer *trainer_open(const Config *cfg);
+int trainer_allocate(Trainer *trainer);
 Trainer *trainer_init(const Config *cfg);
 void trainer_free(Trainer *trainer);  // NULL is fine
 
-// The plan of a configuration without allocating slabs (it opens the market to learn the
-// observation size). 0, or -1 and the error message.
-int trainer_plan(const Config *cfg, TrainerPlan *plan);
-const TrainerPlan *trainer_memory_plan(const Trainer *trainer);
+const TrainerPlan *trainer_memory_plan(const Trainer *trainer);  // valid after trainer_open
 
 typedef enum { TRAINER_OK = 0, TRAINER_INTERRUPTED = 1 } TrainerStatus;
 TrainerStatus trainer_iteration(Trainer *trainer, TrainStats *stats);
