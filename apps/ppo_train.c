@@ -3,6 +3,7 @@
 //   ppo-train CONFIG.ini [--set section.key=value]... [--resume CKPT.h5] [--run-dir DIR] [--plan]
 //             [--iterations N] [--print-config] [--quiet]
 //   ppo-train --resume CKPT.h5 [--set ...]      (the checkpoint's own configuration)
+//   ppo-train --walk-forward CONFIG.ini [--set ...] [--run-dir DIR] [--iterations N] [--quiet]
 //   ppo-train --help-config[=markdown] | --help
 //
 // The run itself is ppo/train_run.c. Exit status: 0 success (also after SIGINT/SIGTERM with a
@@ -15,12 +16,15 @@
 #include "common/error.h"
 #include "ppo/config.h"
 #include "ppo/train_run.h"
+#include "ppo/walk_forward.h"
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: ppo-train CONFIG.ini [--set section.key=value]... [--resume CKPT.h5] [--run-dir DIR]\n"
           "                 [--plan] [--iterations N] [--print-config] [--quiet]\n"
           "       ppo-train --resume CKPT.h5 [--set section.key=value]...\n"
+          "       ppo-train --walk-forward CONFIG.ini [--set section.key=value]... [--run-dir DIR]\n"
+          "                 [--iterations N] [--quiet]\n"
           "       ppo-train --help-config[=markdown] | --help\n"
           "\n"
           "  CONFIG.ini            the run's configuration (INI; see configs/default.ini)\n"
@@ -28,7 +32,13 @@ static void usage(FILE *out) {
           "  --resume CKPT.h5      continue a run exactly from a checkpoint (RUN/checkpoints/last.h5); without\n"
           "                        CONFIG.ini the checkpoint's own configuration is used. Only [run]\n"
           "                        total_timesteps, device, threads, name, run_dir, checkpoint_every,\n"
-          "                        checkpoint_keep, log_every, memory_limit and [eval] may change\n"
+          "                        checkpoint_keep, log_every, memory_limit, [eval] and [walk_forward] may change\n"
+          "  --walk-forward        rolling folds ([walk_forward] keys; TRADING_ENV.md section 2): print the fold\n"
+          "                        table, write RUN/folds.csv and train one agent per fold into RUN/fold_NN\n"
+          "                        (RUN = --run-dir or [run] run_dir/name) with the fold's env split dates.\n"
+          "                        A finished fold gets RUN/fold_NN/done; the same command again skips done\n"
+          "                        folds and resumes an unfinished one from its checkpoints/last.h5.\n"
+          "                        --iterations N applies to each fold; a stopped fold ends the walk-forward.\n"
           "  --run-dir DIR         write the run here instead of [run] run_dir/name\n"
           "  --plan                print the memory plan (bytes per slab, backend and host) and exit; exit\n"
           "                        status 2 when it exceeds [run] memory_limit or the free memory\n"
@@ -40,7 +50,8 @@ static void usage(FILE *out) {
           "  --help                this text\n"
           "\n"
           "SIGINT or SIGTERM: the run stops at the next step, writes a checkpoint of the last iteration\n"
-          "boundary and exits 0; a second signal exits at once.\n");
+          "boundary and exits 0; a second signal exits at once. With --walk-forward the walk-forward ends\n"
+          "there too: run the same command again to continue.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -67,7 +78,7 @@ static bool is_option(const char *arg, const char *name) {
 int main(int argc, char **argv) {
   TrainRunOptions opt;
   memset(&opt, 0, sizeof opt);
-  bool print_config = false;
+  bool print_config = false, walk_forward = false;
   const char **overrides = calloc((size_t)argc + 1, sizeof *overrides);  // at most one --set per argument
   if (!overrides) {
     fprintf(stderr, "ppo-train: out of memory\n");
@@ -90,6 +101,8 @@ int main(int argc, char **argv) {
       return EXIT_OK;
     } else if (strcmp(arg, "--print-config") == 0) {
       print_config = true;
+    } else if (strcmp(arg, "--walk-forward") == 0) {
+      walk_forward = true;
     } else if (strcmp(arg, "--plan") == 0) {
       opt.plan_only = true;
     } else if (strcmp(arg, "--quiet") == 0) {
@@ -121,6 +134,10 @@ int main(int argc, char **argv) {
     }
   }
   if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
+  if (status == EXIT_OK && walk_forward && (opt.resume || opt.plan_only || print_config || !opt.config_path))
+    status = usage_error("%s",
+                         "--walk-forward takes CONFIG.ini and not --resume, --plan or --print-config (it resumes "
+                         "by itself: run the same command again)");
   if (status != EXIT_OK) {
     free(overrides);
     return status;
@@ -139,6 +156,11 @@ int main(int argc, char **argv) {
       return EXIT_RUNTIME;
     }
     return EXIT_OK;
+  }
+  if (walk_forward) {
+    status = walk_forward_run(&opt);
+    free(overrides);
+    return status;
   }
   TrainRunResult result;
   status = train_run(&opt, &result);

@@ -13,7 +13,7 @@
 
 #define CHECKPOINT_FORMAT "ppo-engine checkpoint"
 
-// The keys a resumed run may change besides [eval] (all in [run]): none of them touches the state.
+// The keys a resumed run may change besides [eval] and [walk_forward] (all in [run]): none of them touches the state.
 static const char *const resumable_keys[][2] = {
     {"run", "name"},        {"run", "total_timesteps"},  {"run", "device"},    {"run", "threads"},
     {"run", "run_dir"},     {"run", "checkpoint_every"}, {"run", "checkpoint_keep"}, {"run", "log_every"},
@@ -21,7 +21,8 @@ static const char *const resumable_keys[][2] = {
 };
 
 bool checkpoint_may_differ(const char *section, const char *key) {
-  if (strcmp(section, "eval") == 0) return true;
+  // [walk_forward] only plans the folds; each fold's own dates are [env] keys and are checked.
+  if (strcmp(section, "eval") == 0 || strcmp(section, "walk_forward") == 0) return true;
   for (size_t i = 0; i < sizeof resumable_keys / sizeof resumable_keys[0]; i++)
     if (strcmp(section, resumable_keys[i][0]) == 0 && strcmp(key, resumable_keys[i][1]) == 0) return true;
   return false;
@@ -51,7 +52,7 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
     strncat(allowed, resumable_keys[i][1], sizeof allowed - strlen(allowed) - 1);
   }
   error_set("%s\n--resume %s: %d key(s) differ from the checkpoint's configuration; a resumed run may change only "
-            "%s and any [eval] key (drop the config file to use the checkpoint's own)",
+            "%s and any [eval] or [walk_forward] key (drop the config file to use the checkpoint's own)",
             msg, path, differing, allowed);
   return -1;
 }

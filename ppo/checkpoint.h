@@ -21,7 +21,7 @@
 //
 // Resuming: the run's configuration must equal the checkpoint's in every key that shapes the state
 // or the computation; only the keys checkpoint_may_differ() accepts (more total_timesteps, another
-// device or thread count, the run's name and directory, checkpoint and log cadence, [eval]) may
+// device or thread count, the run's name and directory, checkpoint and log cadence, [eval], [walk_forward]) may
 // change. A newer format_version, a different env state size or network shape is refused with a
 // message naming the file and the difference.
 // Depends on ppo/trainer.h, common/h5io.h.

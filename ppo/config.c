@@ -29,7 +29,8 @@
 #define VALUE_TEXT_MAX 512                  // a value as quoted in a message
 #define ERRORS_RESERVE 96                   // room kept for the "... more errors" line
 
-static const char *const config_sections[] = {"run", "env", "ppo", "policy", "normalize", "amp", "eval"};
+static const char *const config_sections[] = {"run",  "env",  "ppo", "policy", "normalize",
+                                              "amp", "eval", "walk_forward"};
 #define SECTION_COUNT ((int)(sizeof config_sections / sizeof *config_sections))
 
 // --- error collection -------------------------------------------------------------------------

@@ -189,6 +189,13 @@ typedef struct {
   int64_t n_trials;
 } ConfigEval;
 
+// Rolling walk-forward folds (TRADING_ENV.md section 2; ppo/walk_forward.h). 0 = auto: the spec's
+// lengths for the data's bar size (intraday 36/6/6 months, daily 96/12/12; step = test_months).
+typedef struct {
+  int64_t train_months, val_months, test_months, step_months;
+  int64_t max_folds;  // 0 = every fold that fits the data
+} ConfigWalkForward;
+
 typedef enum { CONFIG_ORIGIN_DEFAULT, CONFIG_ORIGIN_FILE, CONFIG_ORIGIN_SET } ConfigOriginKind;
 
 typedef struct {
@@ -204,6 +211,7 @@ typedef struct {
   ConfigNormalize normalize;
   ConfigAmp amp;
   ConfigEval eval;
+  ConfigWalkForward walk_forward;
   char source[CONFIG_STRING_MAX + 1];   // the file (or text name) the values were read from; "" for none
   ConfigOrigin origin[CONFIG_KEY_MAX];  // per schema row, in schema order
 } Config;

@@ -205,6 +205,17 @@ static const ConfigKey config_keys[] = {
     K_REAL(eval, risk_free_rate, "0", -1, 1, 0, "annual risk-free rate rf in the Sharpe ratio (rf/P per bar)"),
     K_REAL(eval, min_acceptable_return, "0", -1, 1, 0, "annual minimum acceptable return of the Sortino ratio"),
     K_INT(eval, n_trials, "1", 1, 1e9, "configurations tried, for the deflated Sharpe ratio"),
+
+    // --- [walk_forward]: ppo-train --walk-forward (TRADING_ENV.md section 2) ---------------------------
+    K_INT(walk_forward, train_months, "0", 0, 1200,
+          "train window of each fold in months; 0 = auto: 36 intraday, 96 daily"),
+    K_INT(walk_forward, val_months, "0", 0, 1200,
+          "validation window of each fold in months; 0 = auto: 6 intraday, 12 daily"),
+    K_INT(walk_forward, test_months, "0", 0, 1200,
+          "test window of each fold in months; 0 = auto: 6 intraday, 12 daily"),
+    K_INT(walk_forward, step_months, "0", 0, 1200, "months between the starts of consecutive folds; 0 = test_months"),
+    K_INT(walk_forward, max_folds, "0", 0, 1000,
+          "train at most this many folds (the earliest); 0 = every fold that fits"),
 };
 
 #define CONFIG_KEY_COUNT ((int)(sizeof config_keys / sizeof *config_keys))

@@ -368,7 +368,7 @@ Test(config_ini, comments_indentation_crlf_and_bom) {
 
 Test(config_ini, each_error_class_with_location) {
   expect_error("[ppo]\n[bogus]\n",
-               "t.ini:2: [bogus]: unknown section (allowed: run, env, ppo, policy, normalize, amp, eval)");
+               "t.ini:2: [bogus]: unknown section (allowed: run, env, ppo, policy, normalize, amp, eval, walk_forward)");
   expect_error("[PPO]\ngamma = 0.9\n", "t.ini:1: [PPO]: unknown section (did you mean [ppo]?)");
   expect_error("[]\n", "t.ini:1: []: unknown section");
   expect_error("[ppo]\ngama = 0.9\n", "t.ini:2: [ppo] gama = 0.9: unknown key (did you mean 'gamma'?)");

@@ -1,0 +1,367 @@
+// ppo/walk_forward.c: walk-forward folds and the per-fold training loop (ppo/walk_forward.h).
+#include "ppo/walk_forward.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/time_utc.h"
+#include "envs/synthetic.h"
+#include "ppo/env_config.h"
+
+#define SECONDS_PER_DAY 86400
+#define DAILY_BAR_SECONDS (12 * 3600)  // as envs/features.c: bars >= 12 h apart are daily
+#define PATH_CAP 1100
+
+static const char *const date_keys[4] = {"train_start", "val_start", "test_start", "test_end"};
+
+// --- dates -------------------------------------------------------------------------------------------
+
+static int64_t day_floor(int64_t ts) {
+  int64_t d = ts / SECONDS_PER_DAY;
+  if (ts % SECONDS_PER_DAY < 0) d--;
+  return d * SECONDS_PER_DAY;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
+
+int64_t walk_forward_add_months(int64_t day, int months) {
+  CivilTime t = utc_to_civil(day);
+  int64_t total = (int64_t)t.year * 12 + (t.month - 1) + months;
+  int year = (int)floor_div(total, 12), month = (int)(total - (int64_t)year * 12) + 1;
+  int64_t first = utc_days_from_civil(year, month, 1);
+  int64_t next = month == 12 ? utc_days_from_civil(year + 1, 1, 1) : utc_days_from_civil(year, month + 1, 1);
+  int last_day = (int)(next - first);
+  int d = t.day < last_day ? t.day : last_day;
+  return utc_days_from_civil(year, month, d) * SECONDS_PER_DAY;
+}
+
+WalkForwardLengths walk_forward_lengths(const Config *cfg, bool daily) {
+  const ConfigWalkForward *w = &cfg->walk_forward;
+  WalkForwardLengths l;
+  l.train_months = w->train_months > 0 ? (int)w->train_months : daily ? 96 : 36;
+  l.val_months = w->val_months > 0 ? (int)w->val_months : daily ? 12 : 6;
+  l.test_months = w->test_months > 0 ? (int)w->test_months : daily ? 12 : 6;
+  l.step_months = w->step_months > 0 ? (int)w->step_months : l.test_months;
+  return l;
+}
+
+static WalkForwardFold fold_at(int64_t anchor, const WalkForwardLengths *l, int k) {
+  int start = k * l->step_months;
+  WalkForwardFold f;
+  f.index = k;
+  f.train_start = walk_forward_add_months(anchor, start);
+  f.val_start = walk_forward_add_months(anchor, start + l->train_months);
+  f.test_start = walk_forward_add_months(anchor, start + l->train_months + l->val_months);
+  f.test_end =
+      walk_forward_add_months(anchor, start + l->train_months + l->val_months + l->test_months) - SECONDS_PER_DAY;
+  return f;
+}
+
+int walk_forward_plan(const Config *cfg, const MarketData *data, bool daily, WalkForwardFold *folds, int capacity,
+                      int *count) {
+  *count = 0;
+  if (!data || data->rows < 1) {
+    error_set("walk-forward: the market data has no bars");
+    return -1;
+  }
+  WalkForwardLengths l = walk_forward_lengths(cfg, daily);
+  int64_t anchor = day_floor(data->ts[0]), last = day_floor(data->ts[data->rows - 1]);
+  int64_t max_folds = cfg->walk_forward.max_folds;
+  int n = 0;
+  for (int k = 0;; k++) {
+    if (max_folds > 0 && k >= max_folds) break;
+    WalkForwardFold f = fold_at(anchor, &l, k);
+    if (f.test_end > last) break;
+    if (n >= capacity) {
+      char where[512];
+      error_set("%s: more than %d folds fit the data (allowed: max_folds at most %d, or a longer step_months)",
+                config_describe_key(cfg, "walk_forward", "max_folds", where, sizeof where), capacity, capacity);
+      return -1;
+    }
+    folds[n++] = f;
+  }
+  if (n == 0) {
+    // Whole months of data from the first day: what train + val + test must fit in.
+    int months = 0;
+    while (walk_forward_add_months(anchor, months + 1) - SECONDS_PER_DAY <= last) months++;
+    WalkForwardFold f = fold_at(anchor, &l, 0);
+    char a[32], b[32], c[32], d[32], where[512];
+    error_set(
+        "%s, val_months = %lld, test_months = %lld (resolved for %s data: %d + %d + %d months): the first fold "
+        "runs %s .. %s but the data runs %s .. %s, so no fold fits (allowed: train_months + val_months + "
+        "test_months <= %d, the data's whole months)",
+        config_describe_key(cfg, "walk_forward", "train_months", where, sizeof where),
+        (long long)cfg->walk_forward.val_months, (long long)cfg->walk_forward.test_months, daily ? "daily" : "intraday",
+        l.train_months, l.val_months, l.test_months, utc_format(f.train_start, true, a, sizeof a),
+        utc_format(f.test_end, true, b, sizeof b), utc_format(anchor, true, c, sizeof c),
+        utc_format(last, true, d, sizeof d), months);
+    return -1;
+  }
+  *count = n;
+  return 0;
+}
+
+int walk_forward_overrides(const WalkForwardFold *fold, char buf[4][64], const char *out[4]) {
+  const int64_t dates[4] = {fold->train_start, fold->val_start, fold->test_start, fold->test_end};
+  for (int i = 0; i < 4; i++) {
+    char day[32];
+    snprintf(buf[i], 64, "env.%s=%s", date_keys[i], utc_format(dates[i], true, day, sizeof day));
+    out[i] = buf[i];
+  }
+  return 4;
+}
+
+// --- the run -----------------------------------------------------------------------------------------
+
+static int mkdir_p(const char *path) {
+  char buf[PATH_CAP];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+      error_set("%s: cannot create directory: %s", buf, strerror(errno));
+      return -1;
+    }
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+    error_set("%s: cannot create directory: %s", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+// The bars only (no features, no splits): the plan needs the data's first and last day and bar size.
+static MarketData *load_bars(const Config *cfg) {
+  char where[512];
+  MarketData *data;
+  if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
+    SyntheticParams sp;
+    env_config_synthetic_params(cfg, &sp);
+    data = synthetic_market_new(&sp);
+    if (!data) error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));
+  } else {
+    data = market_data_load(cfg->env.data);
+    if (!data) error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
+  }
+  return data;
+}
+
+// folds.csv as text (malloc'ed; NULL when out of memory).
+static char *folds_csv(const WalkForwardFold *folds, int count, size_t *length) {
+  char *text = NULL;
+  FILE *out = open_memstream(&text, length);
+  if (!out) return NULL;
+  fprintf(out, "fold,train_start,val_start,test_start,test_end\n");
+  for (int i = 0; i < count; i++) {
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "%d,%s,%s,%s,%s\n", folds[i].index, utc_format(folds[i].train_start, true, a, sizeof a),
+            utc_format(folds[i].val_start, true, b, sizeof b), utc_format(folds[i].test_start, true, c, sizeof c),
+            utc_format(folds[i].test_end, true, d, sizeof d));
+  }
+  fclose(out);
+  return text;
+}
+
+static char *read_small_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap + 1);
+  if (text) {
+    n = fread(text, 1, cap, f);
+    text[n] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+// Steps recorded in a fold's `done` marker; -1 when there is none (or it does not read).
+static long long done_timesteps(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long long n = -1;
+  if (fscanf(f, "timesteps %lld", &n) != 1) n = -1;
+  fclose(f);
+  return n;
+}
+
+static int write_text_atomic(const char *path, const char *text) {
+  AtomicFile af;
+  if (!atomic_file_open(&af, path)) return -1;
+  fputs(text, af.stream);
+  return atomic_file_commit(&af);
+}
+
+static void print_table(FILE *out, const MarketData *data, bool daily, const WalkForwardLengths *l,
+                        const WalkForwardFold *folds, int count) {
+  char a[32], b[32], c[32], d[32];
+  fprintf(out, "walk-forward: %d folds on %s (%lld bars %s .. %s, %s): train %d, val %d, test %d, step %d months\n",
+          count, data->symbol, (long long)data->rows, utc_format(data->ts[0], true, a, sizeof a),
+          utc_format(data->ts[data->rows - 1], true, b, sizeof b), daily ? "daily" : "intraday", l->train_months,
+          l->val_months, l->test_months, l->step_months);
+  fprintf(out, "  fold  train_start  val_start   test_start  test_end\n");
+  for (int i = 0; i < count; i++)
+    fprintf(out, "  %4d  %s   %s  %s  %s\n", folds[i].index, utc_format(folds[i].train_start, true, a, sizeof a),
+            utc_format(folds[i].val_start, true, b, sizeof b), utc_format(folds[i].test_start, true, c, sizeof c),
+            utc_format(folds[i].test_end, true, d, sizeof d));
+}
+
+// Checks the command and the data, plans the folds and writes RUN/folds.csv. 0, or an exit status.
+static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_t run_dir_cap, WalkForwardFold *folds,
+                   int *count) {
+  char where[512];
+  if (config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) {
+    fprintf(stderr, "%s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
+    fprintf(stderr,
+            "ppo-train --walk-forward: %s: walk-forward folds need market data (allowed: env.type = trading or "
+            "synthetic)\n",
+            config_describe_key(cfg, "env", "type", where, sizeof where));
+    return EXIT_BAD_INPUT;
+  }
+  for (int i = 0; i < 4; i++) {
+    int k = config_key_index("env", date_keys[i]);
+    if (cfg->origin[k].kind == CONFIG_ORIGIN_SET) {
+      fprintf(stderr,
+              "ppo-train --walk-forward: %s: the walk-forward sets the split dates of each fold; drop this --set "
+              "(allowed: the [walk_forward] keys)\n",
+              config_describe_key(cfg, "env", date_keys[i], where, sizeof where));
+      return EXIT_BAD_INPUT;
+    }
+  }
+  MarketData *data = load_bars(cfg);
+  if (!data) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  bool daily = data->bar_seconds >= DAILY_BAR_SECONDS;
+  if (walk_forward_plan(cfg, data, daily, folds, WALK_FORWARD_FOLDS_MAX, count) != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+    market_data_free(data);
+    return EXIT_BAD_INPUT;
+  }
+  WalkForwardLengths l = walk_forward_lengths(cfg, daily);
+  print_table(stderr, data, daily, &l, folds, *count);
+  market_data_free(data);
+
+  if (opt->run_dir)
+    snprintf(run_dir, run_dir_cap, "%s", opt->run_dir);
+  else
+    snprintf(run_dir, run_dir_cap, "%s/%s", cfg->run.run_dir, cfg->run.name);
+  char path[PATH_CAP];
+  size_t length = 0;
+  char *csv = folds_csv(folds, *count, &length);
+  if (!csv || mkdir_p(run_dir) != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", csv ? error_message() : "out of memory");
+    free(csv);
+    return EXIT_RUNTIME;
+  }
+  // A second run of the same command resumes. The same folds with a different max_folds are the
+  // same plan (one is a prefix of the other: the file keeps the longer); other folds are refused.
+  snprintf(path, sizeof path, "%s/folds.csv", run_dir);
+  char *existing = read_small_file(path);
+  size_t existing_length = existing ? strlen(existing) : 0;
+  size_t common = existing_length < length ? existing_length : length;
+  if (existing && strncmp(existing, csv, common) != 0) {
+    fprintf(stderr,
+            "ppo-train --walk-forward: %s holds another fold plan (the data or the [walk_forward] keys changed); "
+            "choose another --run-dir or [run] name, or remove that directory\n",
+            path);
+    free(existing);
+    free(csv);
+    return EXIT_BAD_INPUT;
+  }
+  int rc = existing && existing_length >= length ? 0 : write_text_atomic(path, csv);
+  free(existing);
+  free(csv);
+  if (rc != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+    return EXIT_RUNTIME;
+  }
+  return EXIT_OK;
+}
+
+int walk_forward_run(const TrainRunOptions *opt) {
+  if (!opt->config_path) {
+    fprintf(stderr, "ppo-train --walk-forward: needs CONFIG.ini\n");
+    return EXIT_BAD_INPUT;
+  }
+  static WalkForwardFold folds[WALK_FORWARD_FOLDS_MAX];
+  Config cfg;
+  char run_dir[1024];
+  int count = 0;
+  int status = prepare(opt, &cfg, run_dir, sizeof run_dir, folds, &count);
+  if (status != EXIT_OK) return status;
+
+  const char **sets = calloc((size_t)opt->n_overrides + 4, sizeof *sets);
+  if (!sets) {
+    fprintf(stderr, "ppo-train --walk-forward: out of memory\n");
+    return EXIT_RUNTIME;
+  }
+  for (int i = 0; i < opt->n_overrides; i++) sets[i] = opt->overrides[i];
+  int skipped = 0;
+  for (int i = 0; i < count && status == EXIT_OK; i++) {
+    char fold_dir[PATH_CAP], done_path[PATH_CAP + 16], last_path[PATH_CAP + 32], date_buf[4][64];
+    snprintf(fold_dir, sizeof fold_dir, "%s/fold_%02d", run_dir, folds[i].index);
+    snprintf(done_path, sizeof done_path, "%s/done", fold_dir);
+    snprintf(last_path, sizeof last_path, "%s/checkpoints/last.h5", fold_dir);
+    // Done: trained to [run] total_timesteps. A larger total_timesteps resumes the fold from last.h5.
+    if (done_timesteps(done_path) >= cfg.run.total_timesteps) {
+      fprintf(stderr, "walk-forward: fold %d (%d of %d) already done (%s): skipped\n", folds[i].index, i + 1, count,
+              done_path);
+      skipped++;
+      continue;
+    }
+    walk_forward_overrides(&folds[i], date_buf, sets + opt->n_overrides);
+    bool resume = file_exists(last_path);
+    fprintf(stderr, "walk-forward: fold %d (%d of %d): %s, %s, %s, %s -> %s%s\n", folds[i].index, i + 1, count,
+            sets[opt->n_overrides], sets[opt->n_overrides + 1], sets[opt->n_overrides + 2], sets[opt->n_overrides + 3],
+            fold_dir, resume ? " (resuming from checkpoints/last.h5)" : "");
+    TrainRunOptions fold_opt = *opt;
+    fold_opt.overrides = sets;
+    fold_opt.n_overrides = opt->n_overrides + 4;
+    fold_opt.run_dir = fold_dir;
+    fold_opt.resume = resume ? last_path : NULL;
+    fold_opt.plan_only = false;
+    TrainRunResult result;
+    status = train_run(&fold_opt, &result);
+    if (status != EXIT_OK) {
+      fprintf(stderr, "ppo-train --walk-forward: fold %d (%s) failed with exit status %d\n", folds[i].index, fold_dir,
+              status);
+      break;
+    }
+    if (result.timesteps < cfg.run.total_timesteps) {  // a signal or --iterations: not finished
+      fprintf(stderr,
+              "ppo-train --walk-forward: stopped in fold %d at %lld of %lld steps (checkpoint %s); run the same "
+              "ppo-train --walk-forward command again to continue\n",
+              folds[i].index, (long long)result.timesteps, (long long)cfg.run.total_timesteps, result.last_checkpoint);
+      free(sets);
+      return EXIT_OK;
+    }
+    char line[64];
+    snprintf(line, sizeof line, "timesteps %lld\n", (long long)result.timesteps);
+    if (write_text_atomic(done_path, line) != 0) {
+      fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+      status = EXIT_RUNTIME;
+    }
+  }
+  free(sets);
+  if (status == EXIT_OK)
+    fprintf(stderr, "walk-forward: all %d folds done (%d skipped as already done); run directory %s\n", count, skipped,
+            run_dir);
+  return status;
+}

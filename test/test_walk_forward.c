@@ -1,0 +1,408 @@
+// test/test_walk_forward.c: walk-forward folds (TRADING_ENV.md section 2) on the shipped XAUUSD and
+// SPY data, calendar-month arithmetic, the [walk_forward] keys, and `ppo-train --walk-forward` end to
+// end on a small synthetic market: fold directories, folds.csv, per-fold dates, stop and resume,
+// and skipping finished folds.
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time_utc.h"
+#include "envs/market_data.h"
+#include "ppo/checkpoint.h"
+#include "ppo/config.h"
+#include "ppo/walk_forward.h"
+
+#define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
+
+static int64_t day(const char *iso) {
+  int64_t t;
+  cr_assert(utc_parse_iso(iso, &t), "%s", iso);
+  return t;
+}
+
+static char *text_of(int64_t t, char *buf) { return utc_format(t, true, buf, 32); }
+
+static void expect_day(int64_t got, const char *want, const char *what) {
+  char buf[32];
+  cr_expect_eq(got, day(want), "%s: got %s, want %s", what, text_of(got, buf), want);
+}
+
+static void load(Config *cfg, int n, const char *const *sets) {
+  cr_assert_eq(config_load(cfg, NULL, n, sets), 0, "%s", error_message());
+}
+
+static MarketData *shipped(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/%s", PPO_SOURCE_DIR, name);
+  MarketData *d = market_data_load(path);
+  cr_assert_not_null(d, "%s", error_message());
+  return d;
+}
+
+static WalkForwardFold folds[WALK_FORWARD_FOLDS_MAX];
+
+Test(walk_forward, xauusd_hourly_defaults_give_18_rolling_folds) {
+  Config cfg;
+  load(&cfg, 0, NULL);
+  MarketData *d = shipped("XAUUSD_1H.h5");
+  cr_assert_lt(d->bar_seconds, 12 * 3600);
+  int n = 0;
+  cr_assert_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  cr_assert_eq(n, 18);
+  expect_day(folds[0].train_start, "2006-03-20", "fold 0 train_start");
+  expect_day(folds[0].val_start, "2009-03-20", "fold 0 val_start");
+  expect_day(folds[0].test_start, "2009-09-20", "fold 0 test_start");
+  expect_day(folds[0].test_end, "2010-03-19", "fold 0 test_end");
+  cr_expect_leq(folds[n - 1].test_end, day("2019-02-25"));
+  expect_day(folds[17].test_start, "2018-03-20", "fold 17 test_start");
+  for (int k = 0; k < n; k++) {
+    cr_expect_eq(folds[k].index, k);
+    cr_expect(folds[k].train_start < folds[k].val_start && folds[k].val_start < folds[k].test_start &&
+              folds[k].test_start < folds[k].test_end);
+    cr_expect_eq(folds[k].val_start, walk_forward_add_months(folds[k].train_start, 36));
+    if (k == 0) continue;
+    // Each test window starts 6 calendar months after the previous one's, on the same day.
+    cr_expect_eq(folds[k].test_start, walk_forward_add_months(folds[k - 1].test_start, 6), "fold %d", k);
+    cr_expect_eq(folds[k].train_start, walk_forward_add_months(folds[k - 1].train_start, 6), "fold %d", k);
+  }
+  market_data_free(d);
+}
+
+Test(walk_forward, spy_daily_defaults_are_8_1_1_years_stepping_1_year) {
+  Config cfg;
+  load(&cfg, 0, NULL);
+  MarketData *d = shipped("SPY_1D.h5");
+  cr_assert_geq(d->bar_seconds, 12 * 3600);
+  WalkForwardLengths l = walk_forward_lengths(&cfg, true);
+  cr_expect(l.train_months == 96 && l.val_months == 12 && l.test_months == 12 && l.step_months == 12);
+  int n = 0;
+  cr_assert_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  // 1998-01-02 + 10 years + k years - 1 day <= 2021-03-31: k = 0..13.
+  cr_assert_eq(n, 14);
+  expect_day(folds[0].train_start, "1998-01-02", "fold 0 train_start");
+  expect_day(folds[0].val_start, "2006-01-02", "fold 0 val_start");
+  expect_day(folds[0].test_start, "2007-01-02", "fold 0 test_start");
+  expect_day(folds[0].test_end, "2008-01-01", "fold 0 test_end");
+  expect_day(folds[13].test_start, "2020-01-02", "fold 13 test_start");
+  expect_day(folds[13].test_end, "2021-01-01", "fold 13 test_end");
+  market_data_free(d);
+}
+
+Test(walk_forward, months_clamp_to_the_end_of_the_month) {
+  expect_day(walk_forward_add_months(day("2000-01-31"), 1), "2000-02-29", "leap February");
+  expect_day(walk_forward_add_months(day("2001-01-31"), 1), "2001-02-28", "February");
+  expect_day(walk_forward_add_months(day("2001-01-31"), 2), "2001-03-31", "from the anchor, not from Feb 28");
+  expect_day(walk_forward_add_months(day("2001-03-31"), 1), "2001-04-30", "April");
+  expect_day(walk_forward_add_months(day("2001-01-31"), -2), "2000-11-30", "backwards");
+  expect_day(walk_forward_add_months(day("2001-12-15"), 1), "2002-01-15", "over the year");
+  expect_day(walk_forward_add_months(day("2001-06-15"), 120), "2011-06-15", "ten years");
+
+  // A daily market starting on Jan 31: every date keeps the anchor's day where the month has it.
+  MarketData *d = market_data_new(400);
+  cr_assert_not_null(d);
+  for (int64_t i = 0; i < d->rows; i++) d->ts[i] = day("2001-01-31") + i * 86400;
+  d->bar_seconds = 86400;
+  const char *sets[] = {"walk_forward.train_months=1", "walk_forward.val_months=1", "walk_forward.test_months=1"};
+  Config cfg;
+  load(&cfg, 3, sets);
+  int n = 0;
+  cr_assert_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  expect_day(folds[0].train_start, "2001-01-31", "fold 0 train_start");
+  expect_day(folds[0].val_start, "2001-02-28", "fold 0 val_start");
+  expect_day(folds[0].test_start, "2001-03-31", "fold 0 test_start");
+  expect_day(folds[0].test_end, "2001-04-29", "fold 0 test_end");
+  expect_day(folds[1].train_start, "2001-02-28", "fold 1 train_start");
+  expect_day(folds[1].test_start, "2001-04-30", "fold 1 test_start");
+  expect_day(folds[1].test_end, "2001-05-30", "fold 1 test_end");
+  // Last bar 2002-03-06: fold 10 tests 2002-01-31 .. 02-27; fold 11 would end on 2002-03-30.
+  cr_expect_eq(n, 11);
+  expect_day(folds[10].test_end, "2002-02-27", "fold 10 test_end");
+  market_data_free(d);
+}
+
+Test(walk_forward, max_folds_keeps_the_earliest) {
+  const char *sets[] = {"walk_forward.max_folds=3"};
+  Config cfg;
+  load(&cfg, 1, sets);
+  MarketData *d = shipped("XAUUSD_1H.h5");
+  int n = 0;
+  cr_assert_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  cr_expect_eq(n, 3);
+  expect_day(folds[2].test_start, "2010-09-20", "fold 2 test_start");
+  // A capacity smaller than the folds that fit is an error, not a silent cut.
+  Config all;
+  load(&all, 0, NULL);
+  cr_expect_eq(walk_forward_plan(&all, d, false, folds, 5, &n), -1);
+  cr_expect(strstr(error_message(), "[walk_forward] max_folds = 0"), "%s", error_message());
+  market_data_free(d);
+}
+
+Test(walk_forward, data_too_short_is_an_error_naming_the_key) {
+  const char *sets[] = {"walk_forward.train_months=280"};
+  Config cfg;
+  load(&cfg, 1, sets);
+  MarketData *d = shipped("SPY_1D.h5");
+  int n = 7;
+  cr_expect_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), -1);
+  cr_expect_eq(n, 0);
+  const char *m = error_message();
+  cr_expect(strstr(m, "command line: --set #1: [walk_forward] train_months = 280"), "%s", m);
+  cr_expect(strstr(m, "no fold fits"), "%s", m);
+  cr_expect(strstr(m, "allowed: train_months + val_months + test_months <= 278"), "%s", m);
+  market_data_free(d);
+}
+
+Test(walk_forward, overrides_and_keys) {
+  WalkForwardFold f = {2, day("2007-03-20"), day("2010-03-20"), day("2010-09-20"), day("2011-03-19")};
+  char buf[4][64];
+  const char *out[4];
+  cr_assert_eq(walk_forward_overrides(&f, buf, out), 4);
+  cr_expect_str_eq(out[0], "env.train_start=2007-03-20");
+  cr_expect_str_eq(out[1], "env.val_start=2010-03-20");
+  cr_expect_str_eq(out[2], "env.test_start=2010-09-20");
+  cr_expect_str_eq(out[3], "env.test_end=2011-03-19");
+  Config cfg;
+  load(&cfg, 4, out);  // they are valid --set arguments
+  cr_expect_eq(cfg.env.test_end.seconds, day("2011-03-19"));
+  Config defaults;
+  load(&defaults, 0, NULL);
+  cr_expect(defaults.walk_forward.train_months == 0 && defaults.walk_forward.val_months == 0 &&
+            defaults.walk_forward.test_months == 0 && defaults.walk_forward.step_months == 0 &&
+            defaults.walk_forward.max_folds == 0);
+  const char *bad[] = {"walk_forward.test_months=-1"};
+  Config c;
+  cr_expect_eq(config_load(&c, NULL, 1, bad), -1);
+  cr_expect(checkpoint_may_differ("walk_forward", "train_months"));
+  cr_expect(checkpoint_may_differ("walk_forward", "max_folds"));
+}
+
+// --- ppo-train --walk-forward --------------------------------------------------------------------------
+
+static char tmp_root[256];
+
+static void setup(void) {
+  log_set_level(LOG_LEVEL_ERROR);
+  snprintf(tmp_root, sizeof tmp_root, "/tmp/ppo_test_walk_forward_%d", (int)getpid());
+  mkdir(tmp_root, 0777);
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+  cr_expect_eq(system(cmd), 0);
+}
+
+// Hourly bars from 2000-01-03 to 2000-07-16: folds of 2 + 1 + 1 months stepping 1 month fit 3 times
+// (test windows 04-03..05-02, 05-03..06-02, 06-03..07-02). Two iterations of 128 steps per fold.
+static const char *wf_config =
+    "[run]\nname = wf\nseed = 3\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\ncheckpoint_every = 1\n"
+    "[env]\ntype = synthetic\nsynthetic_bars = 4700\nn_envs = 2\nepisode_length = 50\nwindow = 4\n"
+    "[ppo]\nn_steps = 64\nbatch_size = 64\nn_epochs = 1\n"
+    "[policy]\npi_layers = 8\nvf_layers = 8\n"
+    "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n";
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return strdup(buf);
+}
+
+static int run_train(const char *args, char *out, size_t capacity) {
+  char command[4096];
+  snprintf(command, sizeof command, "'%s' %s 2>&1", TRAIN_BIN, args);
+  FILE *pipe = popen(command, "r");
+  cr_assert(pipe, "popen %s", command);
+  size_t n = fread(out, 1, capacity - 1, pipe);
+  out[n] = '\0';
+  int status = pclose(pipe);
+  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
+  return WEXITSTATUS(status);
+}
+
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = setup, .fini = teardown) {
+  static char out[1 << 17];
+  char cfg[512], run[512], args[2048], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, wf_config);
+
+  // 1. One iteration per invocation: fold 0 stops half way, nothing is marked done.
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --iterations 1", cfg, run);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "3 folds on SYNTH-AR1"), "%s", out);
+  cr_expect(strstr(out, "     0  2000-01-03   2000-03-03  2000-04-03  2000-05-02"), "%s", out);
+  cr_expect(strstr(out, "run the same ppo-train --walk-forward command again"), "%s", out);
+  snprintf(path, sizeof path, "%s/fold_00/checkpoints/last.h5", run);
+  cr_expect(exists(path));
+  snprintf(path, sizeof path, "%s/fold_00/done", run);
+  cr_expect(!exists(path));
+  snprintf(path, sizeof path, "%s/fold_01", run);
+  cr_expect(!exists(path));
+
+  // 2. The same command without --iterations: fold 0 resumes, folds 1 and 2 train.
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "fold 0 (1 of 3): env.train_start=2000-01-03") &&
+                strstr(out, "fold_00 (resuming from checkpoints/last.h5)") && !strstr(out, "fold_01 (resuming"),
+            "%s", out);
+  cr_expect(strstr(out, "all 3 folds done (0 skipped"), "%s", out);
+
+  snprintf(path, sizeof path, "%s/folds.csv", run);
+  char *csv = read_text(path);
+  cr_assert_not_null(csv);
+  cr_expect_str_eq(csv,
+                   "fold,train_start,val_start,test_start,test_end\n"
+                   "0,2000-01-03,2000-03-03,2000-04-03,2000-05-02\n"
+                   "1,2000-02-03,2000-04-03,2000-05-03,2000-06-02\n"
+                   "2,2000-03-03,2000-05-03,2000-06-03,2000-07-02\n");
+  free(csv);
+  static const char *const starts[3][2] = {
+      {"train_start = 2000-01-03", "test_end = 2000-05-02"},
+      {"train_start = 2000-02-03", "test_end = 2000-06-02"},
+      {"train_start = 2000-03-03", "test_end = 2000-07-02"},
+  };
+  struct stat before[3];
+  for (int k = 0; k < 3; k++) {
+    snprintf(path, sizeof path, "%s/fold_%02d/done", run, k);
+    cr_expect(exists(path), "%s", path);
+    snprintf(path, sizeof path, "%s/fold_%02d/config.ini", run, k);
+    char *ini = read_text(path);
+    cr_assert_not_null(ini, "%s", path);
+    cr_expect(strstr(ini, starts[k][0]) && strstr(ini, starts[k][1]), "fold %d:\n%s", k, ini);
+    free(ini);
+    snprintf(path, sizeof path, "%s/fold_%02d/metrics.csv", run, k);
+    cr_assert_eq(stat(path, &before[k]), 0, "%s", path);
+    char *metrics = read_text(path);
+    cr_expect_eq(count_of(metrics, "\n"), 3, "fold %d: header and 2 iterations:\n%s", k, metrics);
+    free(metrics);
+  }
+  snprintf(path, sizeof path, "%s/fold_03", run);
+  cr_expect(!exists(path));
+
+  // 3. Again: every fold is skipped, nothing is rewritten.
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect_eq(count_of(out, "already done ("), 3, "%s", out);
+  cr_expect(strstr(out, "all 3 folds done (3 skipped"), "%s", out);
+  for (int k = 0; k < 3; k++) {
+    struct stat after;
+    snprintf(path, sizeof path, "%s/fold_%02d/metrics.csv", run, k);
+    cr_assert_eq(stat(path, &after), 0);
+    cr_expect(after.st_mtim.tv_sec == before[k].st_mtim.tv_sec && after.st_mtim.tv_nsec == before[k].st_mtim.tv_nsec &&
+                  after.st_size == before[k].st_size,
+              "fold %d's metrics.csv was rewritten", k);
+  }
+
+  // 4. A larger total_timesteps trains every fold on from its last checkpoint; fewer folds is the same plan.
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set run.total_timesteps=384", cfg, run);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect_eq(count_of(out, "(resuming from checkpoints/last.h5)"), 3, "%s", out);
+  snprintf(path, sizeof path, "%s/fold_02/metrics.csv", run);
+  char *metrics = read_text(path);
+  cr_expect_eq(count_of(metrics, "\n"), 4, "header and 3 iterations:\n%s", metrics);
+  free(metrics);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2", cfg, run);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "all 2 folds done (2 skipped"), "%s", out);
+  snprintf(path, sizeof path, "%s/folds.csv", run);
+  csv = read_text(path);
+  cr_expect_eq(count_of(csv, "\n"), 4, "the file keeps the longer plan:\n%s", csv);
+  free(csv);
+
+  // 5. Another plan in the same directory is refused.
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=2", cfg, run);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "holds another fold plan"), "%s", out);
+}
+
+// SIGTERM inside a fold: train_run writes a checkpoint and returns 0; the walk-forward stops there
+// (exit 0, no later fold started) and says how to continue.
+Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = teardown) {
+  char cfg[512], run[512], log_path[512], metrics[600];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(log_path, sizeof log_path, "%s/stderr.txt", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/fold_00/metrics.csv", run);
+  write_text(cfg, wf_config);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    if (!freopen(log_path, "w", stderr)) _exit(99);
+    execl(TRAIN_BIN, TRAIN_BIN, "--walk-forward", cfg, "--run-dir", run, "--quiet", "--set",
+          "run.total_timesteps=100_000_000", (char *)NULL);
+    _exit(98);
+  }
+  // Two iterations logged: the run's signal handlers are installed by then.
+  for (int tries = 0; tries < 600; tries++) {
+    char *m = read_text(metrics);
+    int lines = m ? count_of(m, "\n") : 0;
+    free(m);
+    if (lines >= 3) break;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed instead of exiting");
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  char *err = read_text(log_path);
+  cr_assert_not_null(err);
+  cr_expect(strstr(err, "stopped in fold 0") && strstr(err, "run the same ppo-train --walk-forward command again"),
+            "%s", err);
+  free(err);
+  char path[600];
+  snprintf(path, sizeof path, "%s/fold_00/done", run);
+  cr_expect(!exists(path));
+  snprintf(path, sizeof path, "%s/fold_00/checkpoints/last.h5", run);
+  cr_expect(exists(path));
+  snprintf(path, sizeof path, "%s/fold_01", run);
+  cr_expect(!exists(path));
+}
+
+Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
+  static char out[1 << 16];
+  char cfg[512], args[2048];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  write_text(cfg, wf_config);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/r' --set env.type=cartpole", cfg, tmp_root);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "[env] type = cartpole") && strstr(out, "allowed: env.type = trading or synthetic"), "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/r' --set env.val_start=2000-02-01", cfg, tmp_root);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "[env] val_start = 2000-02-01") && strstr(out, "sets the split dates"), "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/r' --set walk_forward.train_months=12", cfg, tmp_root);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "[walk_forward] train_months = 12") && strstr(out, "no fold fits"), "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --resume x.h5", cfg);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "--walk-forward takes CONFIG.ini"), "%s", out);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/r", tmp_root);
+  cr_expect(!exists(dir), "a refused walk-forward must not create its directory");
+}
