@@ -102,11 +102,13 @@ typedef struct {
 ReportOptions report_options_default(void);  // rf 0, mar 0, n_trials 1, 1000 samples, auto block, seed 1
 
 // Fills *out from *in. Allocates only the bootstrap's scratch (B doubles x 2, freed before return).
-// NaN where a quantity is undefined (see above). 0, or -1 and the error message (n < 1, NULL arrays).
+// NaN where a quantity is undefined (see above; the CI also when N < 2). 0, or -1 and the error message
+// (n < 1, NULL arrays, n_trades > 0 without a ledger, n_trials < 1, bootstrap_samples < 0, block_mean in (0, 1)).
 int report_compute(Report *out, const ReportInput *in, const ReportOptions *options);
 
 // The standard normal CDF and its inverse (Acklam's rational approximation polished by one Halley
-// step: |error| < 1e-15 relative in (0, 1)); norm_ppf(0) = -INFINITY, norm_ppf(1) = INFINITY.
+// step: |error| < 1e-15 relative for normal p >= DBL_MIN; about 1e-9 for subnormal p, which carry fewer
+// than 53 bits); norm_ppf(0) = -INFINITY, norm_ppf(1) = INFINITY.
 double norm_cdf(double x);
 double norm_ppf(double p);
 
