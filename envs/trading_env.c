@@ -338,11 +338,13 @@ static double slippage_draw(TradingEnv *e, double sigma) {
 // Price and commission of a fill of dq units at bar b (its open or close); *mid gets the mid there.
 // The gym-anytrading parity models replace the commission (stocks: fee_buy of the equity invested,
 // fee_sell of the proceeds) or the sell price (forex, unit_side left: trade_fee below the price).
+// *spread receives the spread's share of the cost: dq (price without slippage - mid), the same caps.
 static double fill_execute(TradingEnv *e, int64_t b, bool at_open, double dq, double sigma, double *mid,
-                           double *commission) {
+                           double *commission, double *spread) {
   const TradingContext *c = e->ctx;
   const TradingParams *p = &c->params;
   double price = fill_price(c, b, at_open, dq, slippage_draw(e, sigma), mid);
+  *spread = dq * (fill_price(c, b, at_open, dq, 0.0, mid) - *mid);
   switch (p->parity) {
     case TRADING_PARITY_ANYTRADING_STOCKS:
       *commission =
@@ -469,12 +471,14 @@ static void trading_finish(TradingEnv *e, float *out) {
     const bool next_open = c->params.exec == TRADING_EXEC_NEXT_OPEN;
     const int64_t b = next_open ? e->t + 1 : e->t;
     double mid, dq = -e->q;
-    double commission, price = fill_execute(e, b, next_open, dq, sigma_at(c, e->t), &mid, &commission);
+    double commission, spread, price = fill_execute(e, b, next_open, dq, sigma_at(c, e->t), &mid, &commission, &spread);
     double fill_cost = dq * (price - mid) + commission + c->fee;
     double equity_at_fill = e->cash + e->q * mid;
     book_trades(e, e->q, dq, equity_at_fill, fill_cost, price);
     exit_equity = equity_at_fill - fill_cost;  // = cash + q price - commission - fee
     e->cost_sum += fill_cost;
+    e->exit_fill = (TradingFill){.units = dq, .price = price, .mid = mid, .commission = commission, .fee = c->fee,
+                                 .spread = spread, .cost = fill_cost};
   }
   e->exit_equity = exit_equity;
   const int64_t n = e->steps;
@@ -542,9 +546,12 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
   // 2. The fill at the next open (CLOSE: at this close).
   double step_cost = 0.0;
   e->fill_units = e->fill_price = e->fill_commission = e->fill_fee = e->fill_cost = 0.0;
+  e->fill_mid = e->fill_spread = 0.0;
+  e->exit_fill = (TradingFill){0};
   if (dq != 0) {
     const bool next_open = p->exec == TRADING_EXEC_NEXT_OPEN;
-    double mid, commission, price = fill_execute(e, next_open ? t + 1 : t, next_open, dq, sigma, &mid, &commission);
+    double mid, commission, spread;
+    double price = fill_execute(e, next_open ? t + 1 : t, next_open, dq, sigma, &mid, &commission, &spread);
     double fill_cost = dq * (price - mid) + commission + c->fee;  // spread + slippage + commission + fee
     book_trades(e, e->q, dq, e->cash + e->q * mid, fill_cost, price);
     e->cash -= dq * price + commission + c->fee;
@@ -553,6 +560,7 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
     step_cost += fill_cost;
     e->fill_units = dq, e->fill_price = price, e->fill_commission = commission, e->fill_fee = c->fee;
     e->fill_cost = fill_cost;
+    e->fill_mid = mid, e->fill_spread = spread;
   }
   if (e->q == 0) e->entry_price = 0.0;
 

@@ -162,14 +162,24 @@ typedef struct {
   int window, obs_dim, action_count;
 } TradingContext;
 
+// One fill: units bought (< 0 sold) at price, the mid at that point, its costs (cost = units (price -
+// mid) + commission + fee; spread = units (price without slippage - mid), the rest of units (price -
+// mid) is slippage).
+typedef struct {
+  double units, price, mid, commission, fee, spread, cost;
+} TradingFill;
+
 typedef struct {
   const TradingContext *ctx;
   Rng rng;
   int64_t t, start, end;  // current decision bar; episode start; the bar at which it ends
   double q, cash, equity, equity_peak, entry_price, last_cost_bp, prev_equity;
   double exit_equity;  // equity net of the forced close; set on the step that ends an episode
-  // the last step's fill (the ledger): units bought (<0 sold), price, commission, fee, financing
-  double fill_units, fill_price, fill_commission, fill_fee, fill_financing, fill_cost;
+  // the last step's fill (the ledger): units bought (<0 sold), price, commission, fee, financing;
+  // fill_cost = dq (price - mid) + commission + fee, of which fill_spread = dq (price without
+  // slippage - mid) is the spread's share (the rest of dq (price - mid) is slippage)
+  double fill_units, fill_price, fill_commission, fill_fee, fill_financing, fill_cost, fill_mid, fill_spread;
+  TradingFill exit_fill;  // the forced close booked by the step that ended the episode (units 0: none)
   double reward_exact;  // the last reward before rounding to float (accounting identities are tested on it)
   DsrState dsr;
   double reward_sum, ret_sum, ret_sq_sum, last_ret, max_dd, turnover_sum, cost_sum, trade_entry_equity;

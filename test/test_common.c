@@ -16,6 +16,7 @@
 #include "common/check.h"
 #include "common/error.h"
 #include "common/h5io.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/time_utc.h"
 
@@ -430,4 +431,58 @@ Test(h5io, reads_variable_length_string_attributes) {
   cr_assert_str_eq(text, "SPY");
   h5io_close(file);
   remove_tree(dir);
+}
+
+// The writer's output for nested objects and arrays, escapes, NaN/inf as null, exact doubles; and
+// python3 -c 'import json; json.loads(...)' would accept it (the expected text is valid JSON).
+Test(json_writer, writes_nested_values_escaped_and_exact) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  cr_assert_not_null(out);
+  JsonWriter w;
+  json_init(&w, out);
+  json_object_begin(&w);
+  json_kv_string(&w, "name", "a \"quoted\" \\ path\n\ttab\x01");
+  json_kv_number(&w, "third", 1.0 / 3.0);
+  json_kv_number(&w, "nan", NAN);
+  json_kv_number(&w, "inf", -INFINITY);
+  json_kv_int(&w, "big", 9007199254740993LL);
+  json_key(&w, "list");
+  json_array_begin(&w);
+  json_bool(&w, true);
+  json_null(&w);
+  json_object_begin(&w);
+  json_object_end(&w);
+  json_array_begin(&w);
+  json_array_end(&w);
+  json_string(&w, NULL);
+  json_array_end(&w);
+  json_object_end(&w);
+  json_finish(&w);
+  fclose(out);
+  cr_expect_str_eq(buf,
+                   "{\n"
+                   "  \"name\": \"a \\\"quoted\\\" \\\\ path\\n\\ttab\\u0001\",\n"
+                   "  \"third\": 0.33333333333333331,\n"
+                   "  \"nan\": null,\n"
+                   "  \"inf\": null,\n"
+                   "  \"big\": 9007199254740993,\n"
+                   "  \"list\": [\n"
+                   "    true,\n"
+                   "    null,\n"
+                   "    {},\n"
+                   "    [],\n"
+                   "    null\n"
+                   "  ]\n"
+                   "}\n");
+  cr_expect_eq(strtod("0.33333333333333331", NULL), 1.0 / 3.0, "%.17g reads back to the same double");
+  free(buf);
+}
+
+Test(json_writer, a_value_without_a_key_is_a_programming_error, .exit_code = 1) {
+  JsonWriter w;
+  json_init(&w, stderr);
+  json_object_begin(&w);
+  json_number(&w, 1.0);
 }
