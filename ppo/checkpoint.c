@@ -253,15 +253,9 @@ static int read_mlp(hid_t f, const char *group, const MlpShape *shape, const Mlp
   return 0;
 }
 
-static int read_state(Trainer *tr, hid_t f, float *host) {
-  Backend *be = trainer_backend(tr);
-  Policy *pol = trainer_policy(tr);
-  Optimizer *opt = trainer_optimizer(tr);
-  TrainerState st = trainer_state(tr);
-  size_t P = pol->param_count;
-  const EnvSpec *spec = trainer_env_spec(tr);
-  int N = vecenv_num_envs(st.vec), O = spec->obs_dim;
-
+// The fp32 parameters into the policy's params slab (host: staging of param_count floats).
+static int read_params(hid_t f, Policy *pol, float *host) {
+  const size_t P = pol->param_count;
   int64_t param_count;
   if (h5io_attr_read_int64(f, "/", "param_count", &param_count) != 0) return -1;
   if (param_count != (int64_t)P) {
@@ -275,7 +269,20 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
     if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory)))
       return -1;
   }
-  backend_upload(be, pol->params_memory, host, P * sizeof(float));
+  backend_upload(pol->backend, pol->params_memory, host, P * sizeof(float));
+  return 0;
+}
+
+static int read_state(Trainer *tr, hid_t f, float *host) {
+  Backend *be = trainer_backend(tr);
+  Policy *pol = trainer_policy(tr);
+  Optimizer *opt = trainer_optimizer(tr);
+  TrainerState st = trainer_state(tr);
+  size_t P = pol->param_count;
+  const EnvSpec *spec = trainer_env_spec(tr);
+  int N = vecenv_num_envs(st.vec), O = spec->obs_dim;
+
+  if (read_params(f, pol, host) != 0) return -1;
   hsize_t pd = (hsize_t)P, one = 1;
   if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0) return -1;
   backend_upload(be, pol->m_memory, host, P * sizeof(float));
@@ -334,6 +341,31 @@ int checkpoint_load(Trainer *tr, const char *path) {
     free(host);
     if (rc != 0) error_prepend("%s: ", path);
   }
+  h5io_close(f);
+  return rc;
+}
+
+int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm, CheckpointInfo *info) {
+  hid_t f = h5io_open_read(path);
+  if (f < 0) return -1;
+  int rc = read_format(f, path);
+  if (rc == 0) {
+    float *host = malloc(policy->param_count * sizeof(float) + 64);
+    CHECK(host, "out of host memory (checkpoint staging)");
+    rc = read_params(f, policy, host);
+    free(host);
+  }
+  if (rc == 0 && norm) rc = vecnorm_load(norm, f, "normalize");
+  if (rc == 0 && info) {
+    memset(info, 0, sizeof *info);
+    rc = h5io_attr_read_int64(f, "/", "format_version", &info->format_version) ||
+         h5io_attr_read_int64(f, "/", "iteration", &info->iteration) ||
+         h5io_attr_read_int64(f, "/", "timesteps", &info->timesteps) ||
+         h5io_attr_read_string(f, "/", "build", info->build, sizeof info->build);
+    rc = rc ? -1 : 0;
+  }
+  if (rc == 0) policy_refresh_lowp(policy);
+  if (rc != 0) error_prepend("%s: ", path);
   h5io_close(f);
   return rc;
 }

@@ -56,4 +56,16 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
 // the error message naming the dataset; the trainer must then be freed, not used.
 int checkpoint_load(Trainer *trainer, const char *path);
 
+// What identifies a checkpoint besides its path (report.json).
+typedef struct {
+  int64_t format_version, iteration, timesteps;
+  char build[256];
+} CheckpointInfo;
+
+// Loads only what acting needs (ppo-eval): the parameters into `policy` (made by policy_init from
+// the checkpoint's own [policy] keys and env spec: the shapes are checked) and, when norm is not
+// NULL, the normalisation statistics into it (vecnorm_init with the checkpoint's [normalize] keys and
+// [env] n_envs). info (optional) receives the identity. 0, or -1 and the error message.
+int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm, CheckpointInfo *info);
+
 #endif

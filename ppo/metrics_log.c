@@ -21,6 +21,14 @@ static const char *const fixed_columns[] = {
 };
 #define N_FIXED ((int)(sizeof fixed_columns / sizeof fixed_columns[0]))
 
+// The evaluation's metrics logged besides the one that picks best.h5.
+static const char *const eval_columns[] = {"total_return", "cagr", "sharpe", "sortino", "max_drawdown", "calmar"};
+#define N_EVAL ((int)(sizeof eval_columns / sizeof eval_columns[0]))
+static double eval_value(const Metrics *m, int k) {
+  const double v[N_EVAL] = {m->total_return, m->cagr, m->sharpe, m->sortino, m->max_drawdown, m->calmar};
+  return v[k];
+}
+
 static void row_values(const MetricsLog *log, const TrainStats *s, const MetricsExtra *x, double *out) {
   double fixed[N_FIXED] = {
       (double)s->iteration,  (double)s->timesteps, s->fps,         x->time_elapsed,  s->rollout_s,
@@ -34,6 +42,14 @@ static void row_values(const MetricsLog *log, const TrainStats *s, const Metrics
   int c = N_FIXED;
   for (int k = 0; k < s->n_env_metrics; k++) out[c++] = s->env_metrics[k];
   if (c < log->n_columns) out[c++] = x->eval_metric;
+  for (; c < log->n_columns; c++) {  // the other eval/ columns, by name
+    const char *name = log->names[c] + 5;
+    double v = NAN;
+    if (x->eval)
+      for (int k = 0; k < N_EVAL; k++)
+        if (strcmp(name, eval_columns[k]) == 0) v = eval_value(x->eval, k);
+    out[c] = v;
+  }
 }
 
 static int write_h5(const MetricsLog *log) {
@@ -108,7 +124,12 @@ int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *sta
   for (int c = 0; c < N_FIXED; c++) snprintf(log->names[log->n_columns++], sizeof log->names[0], "%s", fixed_columns[c]);
   for (int k = 0; k < stats->n_env_metrics && log->n_columns < METRICS_MAX_COLUMNS - 1; k++)
     snprintf(log->names[log->n_columns++], sizeof log->names[0], "trade/%s", stats->env_metric_names[k]);
-  if (eval_name) snprintf(log->names[log->n_columns++], sizeof log->names[0], "eval/%s", eval_name);
+  if (eval_name) {
+    snprintf(log->names[log->n_columns++], sizeof log->names[0], "eval/%s", eval_name);
+    for (int k = 0; k < N_EVAL && log->n_columns < METRICS_MAX_COLUMNS; k++)
+      if (strcmp(eval_columns[k], eval_name) != 0)
+        snprintf(log->names[log->n_columns++], sizeof log->names[0], "eval/%s", eval_columns[k]);
+  }
   log->capacity = capacity + 1;
   log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
   CHECK(log->table, "out of host memory (metrics table)");

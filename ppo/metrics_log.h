@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "envs/metrics.h"
 #include "ppo/trainer.h"
 
 #define METRICS_MAX_COLUMNS 64
@@ -32,10 +33,13 @@ typedef struct {
   double time_elapsed;       // seconds since the run (or the resumed run) started
   double host_mib, dev_mib;  // resident host memory, backend slabs
   double eval_metric;        // NaN when no evaluation ran at this iteration
+  const Metrics *eval;       // that evaluation's metrics (eval/total_return, ...); NULL when none ran
 } MetricsExtra;
 
 // Opens (creates, or with keep_iterations >= 0 resumes) the files in run_dir for rows shaped like
-// `stats` (the env metric names); eval_name non-NULL adds an eval/<name> column. 0, or -1 and the
+// `stats` (the env metric names); eval_name non-NULL adds an eval/<name> column (the metric that picks
+// best.h5) and eval/total_return, eval/cagr, eval/sharpe, eval/sortino, eval/max_drawdown, eval/calmar
+// (the ones not already named). 0, or -1 and the
 // error message.
 int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
                      int64_t capacity, int64_t keep_iterations);

@@ -375,10 +375,11 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
     result->update_s += s.update_s;
     MetricsExtra x = {.time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib,
                       .eval_metric = NAN};
+    EvalResult er;  // x.eval points here until the row is logged
     if (ev && s.iteration % cfg.eval.every == 0) {
-      EvalResult er;
       if (evaluator_run(ev, tr, &er) == 0) {
         x.eval_metric = er.metric;
+        x.eval = &er.metrics;
         if (er.metric > best) {
           best = er.metric;
           snprintf(path, sizeof path, "%s/best.h5", run_dir);

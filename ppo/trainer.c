@@ -88,7 +88,7 @@ static NnDtype precision_dtype(ConfigPrecision precision) {
   return precision == CONFIG_PRECISION_FP16 ? NN_F16 : precision == CONFIG_PRECISION_BF16 ? NN_BF16 : NN_F32;
 }
 
-static PolicySpec policy_spec_of(const Config *cfg, const EnvSpec *spec) {
+PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec) {
   PolicySpec p;
   memset(&p, 0, sizeof p);
   p.obs_dim = spec->obs_dim;
@@ -280,7 +280,7 @@ Trainer *trainer_open(const Config *cfg) {
     trainer_free(tr);
     return NULL;
   }
-  PolicySpec ps = policy_spec_of(cfg, &tr->spec);
+  PolicySpec ps = trainer_policy_spec(cfg, &tr->spec);
   if (policy_spec_check(&ps) != 0) {
     error_prepend("[policy]: ");
     trainer_free(tr);
@@ -295,7 +295,7 @@ Trainer *trainer_open(const Config *cfg) {
 int trainer_allocate(Trainer *tr) {
   const Config *cfg = &tr->cfg;
   CHECK(!tr->policy, "trainer_allocate: called twice");
-  PolicySpec ps = policy_spec_of(cfg, &tr->spec);  // checked by trainer_open
+  PolicySpec ps = trainer_policy_spec(cfg, &tr->spec);  // checked by trainer_open
   tr->policy = policy_init(tr->backend, &ps);
   if (!tr->policy) return -1;
   OptimSpec os = optim_spec_of(cfg);

@@ -102,6 +102,9 @@ Trainer *trainer_init(const Config *cfg);
 void trainer_free(Trainer *trainer);  // NULL is fine
 
 const TrainerPlan *trainer_memory_plan(const Trainer *trainer);  // valid after trainer_open
+// The policy a configuration trains on an env spec (layers, activation, precision, head, init seed;
+// max_batch = max(batch_size, n_envs)). ppo-eval builds the same policy to load a checkpoint into.
+PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec);
 
 typedef enum { TRAINER_OK = 0, TRAINER_INTERRUPTED = 1 } TrainerStatus;
 TrainerStatus trainer_iteration(Trainer *trainer, TrainStats *stats);

@@ -1,0 +1,416 @@
+// ppo/backtest.c: lockstep evaluation passes and their records (ppo/backtest.h).
+#include "ppo/backtest.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/error.h"
+#include "common/rng.h"
+#include "envs/features.h"
+
+#define BACKTEST_CONTEXTS_MAX 8  // distinct cost multipliers in one call
+#define FEATURE_X_STRATEGY 9     // envs/features.h: sign(EMA_fast - EMA_slow)
+
+const char *backtest_strategy_name(BacktestStrategy s) {
+  static const char *names[] = {"agent_greedy", "agent_sampled", "buy_and_hold", "flat",
+                                "random",       "ma_rule",       "oracle_zero_cost"};
+  return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+static bool is_agent(BacktestStrategy s) { return s == BT_AGENT_GREEDY || s == BT_AGENT_SAMPLED; }
+
+void backtest_pass_free(BacktestPass *p) {
+  if (!p) return;
+  free(p->ts);
+  free(p->price);
+  free(p->equity);  // the doubles are one allocation starting here
+  free(p->fills);
+  free(p->trades);
+  memset(p, 0, sizeof *p);
+}
+
+static void pass_alloc(BacktestPass *p, const BacktestPassSpec *spec, int64_t steps) {
+  memset(p, 0, sizeof *p);
+  p->spec = *spec;
+  p->capacity = steps + 1;
+  const size_t n = (size_t)p->capacity;
+  p->ts = calloc(n, sizeof(int64_t));
+  p->price = calloc(n, sizeof(double));
+  double *d = calloc(8 * n, sizeof(double));
+  p->fills = calloc(2 * n, sizeof(BacktestFill));  // at most a fill per step plus the forced close
+  p->trades = calloc(2 * n, sizeof(ReportTrade));  // a step closes at most two (a flip, then the close)
+  CHECK(p->ts && p->price && d && p->fills && p->trades, "out of host memory (backtest pass)");
+  p->equity = d;
+  p->position = d + n;
+  p->turnover = d + 2 * n;
+  p->notional = d + 3 * n;
+  p->cost_spread = d + 4 * n;
+  p->cost_slippage = d + 5 * n;
+  p->cost_commission = d + 6 * n;
+  p->cost_financing = d + 7 * n;
+}
+
+// --- the trade ledger ------------------------------------------------------------------------------
+
+typedef struct {
+  bool open;
+  ReportTrade trade;  // the open trade so far
+} Ledger;
+
+static int sign_of(double x) { return (x > 0) - (x < 0); }
+
+// A fill of dq units at `price` (mid `mid`, whole cost `cost`) in step `step`, with q_old units held
+// and cash_old before it: closes and/or opens trades with the env's rule (trading_env.c book_trades).
+static void ledger_fill(Ledger *lg, BacktestPass *p, int64_t step, double q_old, double cash_old, double dq,
+                        double price, double mid, double cost) {
+  const double q_new = q_old + dq, equity_at_fill = cash_old + q_old * mid;
+  const int s_old = sign_of(q_old), s_new = sign_of(q_new);
+  const bool closes = s_old != 0 && s_new != s_old, opens = s_new != 0 && s_new != s_old;
+  const double exit_cost = closes ? cost * fabs(q_old) / fabs(dq) : 0.0;
+  if (closes) {
+    ReportTrade *t = &lg->trade;
+    t->exit_step = step;
+    t->exit_price = price;
+    t->exit_equity = equity_at_fill - exit_cost;
+    t->net_pnl = t->exit_equity - t->entry_equity;
+    t->cost += exit_cost;
+    t->bars = t->exit_step - t->entry_step;
+    p->trades[p->n_trades++] = *t;
+    lg->open = false;
+  }
+  if (opens) {
+    lg->trade = (ReportTrade){.entry_step = step, .side = s_new, .entry_price = price,
+                              .entry_equity = equity_at_fill - exit_cost, .cost = cost - exit_cost};
+    lg->open = true;
+  } else if (lg->open) {
+    if (fabs(q_new) > fabs(q_old))  // adding to the position: volume-weighted entry price
+      lg->trade.entry_price = (fabs(q_old) * lg->trade.entry_price + fabs(dq) * price) / fabs(q_new);
+    lg->trade.cost += cost;
+  }
+}
+
+// --- actions ---------------------------------------------------------------------------------------
+
+// The discrete level whose target is nearest w (the smaller |target| on a tie), or the continuous
+// action with target w.
+static void action_for_target(const TradingContext *c, double w, int32_t *level, float *cont) {
+  const double L = c->params.max_leverage;
+  if (c->n_levels > 0) {
+    int best = 0;
+    for (int k = 1; k < c->n_levels; k++) {
+      double d = fabs(c->levels[k] - w), db = fabs(c->levels[best] - w);
+      if (d < db || (d == db && fabs(c->levels[k]) < fabs(c->levels[best]))) best = k;
+    }
+    *level = best;
+  } else {
+    double a = c->params.long_only ? 2.0 * w / L - 1.0 : w / L;
+    *cont = (float)(a > 1.0 ? 1.0 : a < -1.0 ? -1.0 : a);
+  }
+}
+
+// The baselines' target at decision bar t.
+static double baseline_target(const TradingContext *c, BacktestStrategy s, int64_t t) {
+  const double L = c->params.max_leverage;
+  const MarketData *d = c->data;
+  double sign = 0.0;
+  switch (s) {
+    case BT_BUY_AND_HOLD:
+      return L;
+    case BT_MA_RULE:
+      sign = c->features->values[(size_t)t * (size_t)c->features->count + FEATURE_X_STRATEGY];
+      break;
+    case BT_ORACLE:
+      sign = c->params.exec == TRADING_EXEC_NEXT_OPEN ? (double)sign_of(d->open[t + 2] - d->open[t + 1])
+                                                      : (double)sign_of(d->close[t + 1] - d->close[t]);
+      break;
+    default:  // FLAT
+      return 0.0;
+  }
+  if (c->params.long_only && sign < 0) sign = 0.0;
+  return L * sign;
+}
+
+// --- the passes ------------------------------------------------------------------------------------
+
+typedef struct {
+  TradingEnv env;
+  Ledger ledger;
+  Rng rng;  // RANDOM
+  float *obs;
+  bool done;
+  int agent_row;  // row in the agent batch, -1 for baselines
+} PassState;
+
+// Records step i of pass p after the env stepped; the pre-step state is (q0, cash0, E0, M0).
+static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, double cash0, double E0, double M0,
+                        bool end) {
+  const TradingEnv *e = &s->env;
+  const MarketData *d = e->ctx->data;
+  const bool next_open = e->ctx->params.exec == TRADING_EXEC_NEXT_OPEN;
+  const int64_t t0 = e->t - 1;  // the decision bar of this step
+  double spread = 0, slippage = 0, commission = 0, turnover = 0, notional = 0;
+  if (e->fill_units != 0) {
+    const double dq = e->fill_units;
+    ledger_fill(&s->ledger, p, i, q0, cash0, dq, e->fill_price, e->fill_mid, e->fill_cost);
+    const double sl = e->fill_cost - e->fill_spread - e->fill_commission - e->fill_fee;
+    p->fills[p->n_fills++] = (BacktestFill){.step = i, .ts = d->ts[next_open ? t0 + 1 : t0], .units = dq,
+                                            .price = e->fill_price, .mid = e->fill_mid, .spread = e->fill_spread,
+                                            .slippage = sl, .commission = e->fill_commission + e->fill_fee};
+    spread += e->fill_spread;
+    slippage += sl;
+    commission += e->fill_commission + e->fill_fee;
+    turnover += fabs(dq) * M0 / E0;
+    notional += fabs(dq) * e->fill_price;
+  }
+  if (s->ledger.open) s->ledger.trade.cost += e->fill_financing;
+  if (end && e->exit_fill.units != 0) {  // the forced close at the next open (CLOSE: this close)
+    const TradingFill *x = &e->exit_fill;
+    ledger_fill(&s->ledger, p, i, e->q, e->cash, x->units, x->price, x->mid, x->cost);
+    const double sl = x->cost - x->spread - x->commission - x->fee;
+    p->fills[p->n_fills++] = (BacktestFill){.step = i, .ts = d->ts[next_open ? e->t + 1 : e->t], .forced = true,
+                                            .units = x->units, .price = x->price, .mid = x->mid,
+                                            .spread = x->spread, .slippage = sl, .commission = x->commission + x->fee};
+    spread += x->spread;
+    slippage += sl;
+    commission += x->commission + x->fee;
+    turnover += fabs(x->units) * d->close[e->t] / e->equity;
+    notional += fabs(x->units) * x->price;
+  }
+  p->ts[i] = d->ts[e->t];
+  p->price[i] = d->close[e->t];
+  p->equity[i] = end ? e->exit_equity : e->equity;
+  p->position[i] = e->q * M0 / E0;  // held over the step, after its fill
+  p->turnover[i] = turnover;
+  p->notional[i] = notional;
+  p->cost_spread[i] = spread;
+  p->cost_slippage[i] = slippage;
+  p->cost_commission[i] = commission;
+  p->cost_financing[i] = e->fill_financing;
+  p->n = i;
+}
+
+static void finish_input(BacktestPass *p) {
+  p->input = (ReportInput){.n = p->n,
+                           .ts = p->ts,
+                           .equity = p->equity,
+                           .position = p->position,
+                           .turnover = p->turnover,
+                           .notional = p->notional,
+                           .cost_spread = p->cost_spread,
+                           .cost_slippage = p->cost_slippage,
+                           .cost_commission = p->cost_commission,
+                           .cost_financing = p->cost_financing,
+                           .trades = p->trades,
+                           .n_trades = p->n_trades};
+}
+
+// One context per distinct cost multiplier (the oracle's 0 included). Returns the index for m.
+static int context_for(TradingContext *ctxs, double *mults, int *count, const BacktestSetup *setup, double m) {
+  for (int k = 0; k < *count; k++)
+    if (mults[k] == m) return k;
+  if (*count == BACKTEST_CONTEXTS_MAX) {
+    error_set("backtest: more than %d distinct cost multipliers in one run", BACKTEST_CONTEXTS_MAX);
+    return -1;
+  }
+  TradingParams p = setup->base->params;
+  p.eval = true;
+  p.eval_split = setup->split;
+  p.eval_offset = 0;
+  p.cost_mult = m;
+  if (trading_context_init(&ctxs[*count], setup->base->data, setup->base->features, &p) != 0) {
+    error_prepend("split %s, cost multiplier %g: ", trading_split_name(setup->split), m);
+    return -1;
+  }
+  mults[*count] = m;
+  return (*count)++;
+}
+
+// The agent's actions for its rows: obs (rows, O) host, normalised here; greedy rows read the head,
+// sampled rows the sampled actions. `uniforms_words` counts the Philox words drawn per pass.
+typedef struct {
+  Policy *pol;
+  Backend *be;
+  int rows, O, A;
+  float *obs_host, *out_host, *head_host;  // (rows, O), (rows, A), (rows, A)
+  float *obs_dev, *uniforms_dev, *actions_dev;
+} AgentBatch;
+
+static void agent_batch_act(AgentBatch *ab, const VecNormalize *norm, const BacktestPassSpec *const *specs,
+                            int64_t step) {
+  const int R = ab->rows, O = ab->O, A = ab->A;
+  if (norm) vecnorm_obs_frozen(norm, ab->obs_host, R);
+  backend_upload(ab->be, ab->obs_dev, ab->obs_host, (size_t)R * O * sizeof(float));
+  bool any_sampled = false;
+  for (int r = 0; r < R; r++)
+    if (specs[r]->strategy == BT_AGENT_SAMPLED) {
+      // Pass r's own stream: Philox(seed), subsequence 0, 2 A words per step.
+      backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, specs[r]->seed, 0,
+                      (uint64_t)step * 2 * (uint64_t)A);
+      any_sampled = true;
+    }
+  if (any_sampled) {
+    for (int r = 0; r < R; r++)  // greedy rows: any valid uniforms (their samples are not used)
+      if (specs[r]->strategy != BT_AGENT_SAMPLED)
+        backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, 0, 0, 0);
+    policy_act(ab->pol, ab->actions_dev, ab->obs_dev, ab->uniforms_dev, R);
+    backend_download(ab->be, ab->out_host, ab->actions_dev, (size_t)R * A * sizeof(float));
+  } else {
+    policy_forward(ab->pol, ab->obs_dev, R);
+  }
+  backend_download(ab->be, ab->head_host, policy_head_out(ab->pol), (size_t)R * A * sizeof(float));
+}
+
+int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes) {
+  TradingContext *ctxs = calloc(BACKTEST_CONTEXTS_MAX, sizeof *ctxs);
+  double mults[BACKTEST_CONTEXTS_MAX];
+  int n_ctx = 0, agents = 0;
+  int *ctx_of = calloc((size_t)n, sizeof(int));
+  PassState *st = calloc((size_t)n, sizeof *st);
+  const BacktestPassSpec **agent_specs = calloc((size_t)n, sizeof *agent_specs);
+  CHECK(ctxs && ctx_of && st && agent_specs, "out of host memory (backtest)");
+  int rc = -1;
+  AgentBatch ab = {0};
+  for (int k = 0; k < n; k++) {
+    double m = specs[k].strategy == BT_ORACLE ? 0.0 : specs[k].cost_mult;
+    if (!(m >= 0 && isfinite(m))) {
+      error_set("backtest: cost multiplier %g, a finite number >= 0 allowed", m);
+      goto done;
+    }
+    if ((ctx_of[k] = context_for(ctxs, mults, &n_ctx, setup, m)) < 0) goto done;
+    if (is_agent(specs[k].strategy)) {
+      if (!setup->policy) {
+        error_set("backtest: an %s pass needs a policy", backtest_strategy_name(specs[k].strategy));
+        goto done;
+      }
+      st[k].agent_row = agents;
+      agent_specs[agents++] = &specs[k];
+    } else {
+      st[k].agent_row = -1;
+    }
+  }
+  const TradingContext *c0 = &ctxs[0];
+  const int O = c0->obs_dim;
+  if (agents > 0) {
+    Policy *pol = setup->policy;
+    if (pol->spec.obs_dim != O) {
+      error_set("backtest: the policy takes %d observations, the env gives %d (window %d)", pol->spec.obs_dim, O,
+                c0->window);
+      goto done;
+    }
+    if (agents > pol->spec.max_batch) {
+      error_set("backtest: %d agent passes, the policy's batch holds %d", agents, pol->spec.max_batch);
+      goto done;
+    }
+    const int A = pol->spec.action_dim;
+    ab = (AgentBatch){.pol = pol, .be = pol->backend, .rows = agents, .O = O, .A = A};
+    ab.obs_host = malloc((size_t)agents * (O + 2 * A) * sizeof(float));
+    CHECK(ab.obs_host, "out of host memory (backtest)");
+    ab.out_host = ab.obs_host + (size_t)agents * O;
+    ab.head_host = ab.out_host + (size_t)agents * A;
+    ab.obs_dev = backend_alloc(ab.be, (size_t)agents * (O + 3 * A) * sizeof(float));
+    ab.uniforms_dev = ab.obs_dev + (size_t)agents * O;
+    ab.actions_dev = ab.uniforms_dev + (size_t)agents * 2 * A;
+  }
+  const int64_t steps = c0->eval_end - c0->eval_start;
+  float *baseline_obs = malloc((size_t)O * sizeof(float));
+  CHECK(baseline_obs, "out of host memory (backtest)");
+  for (int k = 0; k < n; k++) {
+    pass_alloc(&passes[k], &specs[k], steps);
+    Rng rng;
+    rng_seed(&rng, specs[k].seed);
+    st[k].rng = rng;
+    st[k].obs = st[k].agent_row >= 0 ? ab.obs_host + (size_t)st[k].agent_row * O : baseline_obs;
+    trading_env_init(&st[k].env, &ctxs[ctx_of[k]], 0, 1, rng);
+    trading_env_reset(&st[k].env, st[k].obs);
+    BacktestPass *p = &passes[k];
+    p->ts[0] = c0->data->ts[st[k].env.t];
+    p->price[0] = c0->data->close[st[k].env.t];
+    p->equity[0] = st[k].env.equity;
+  }
+  int live = n;
+  for (int64_t i = 1; live > 0; i++) {
+    if (agents > 0) agent_batch_act(&ab, setup->norm, agent_specs, i - 1);
+    for (int k = 0; k < n; k++) {
+      PassState *s = &st[k];
+      if (s->done) continue;
+      TradingEnv *e = &s->env;
+      const TradingContext *c = e->ctx;
+      int32_t level = 0;
+      float cont = 0.0f;
+      const BacktestStrategy strat = specs[k].strategy;
+      if (s->agent_row >= 0) {
+        const float *row = (strat == BT_AGENT_GREEDY ? ab.head_host : ab.out_host) + (size_t)s->agent_row * ab.A;
+        if (c->n_levels > 0) {
+          if (strat == BT_AGENT_GREEDY) {
+            for (int a = 1; a < ab.A; a++)
+              if (row[a] > row[level]) level = a;
+          } else {
+            level = (int32_t)row[0];
+          }
+        } else {
+          cont = fminf(fmaxf(row[0], -1.0f), 1.0f);
+        }
+      } else if (strat == BT_RANDOM) {
+        if (c->n_levels > 0)
+          level = (int32_t)rng_below(&s->rng, (uint64_t)c->n_levels);
+        else
+          cont = (float)(2.0 * rng_uniform(&s->rng) - 1.0);
+      } else {
+        action_for_target(c, baseline_target(c, strat, e->t), &level, &cont);
+      }
+      const double q0 = e->q, cash0 = e->cash, E0 = e->equity, M0 = c->data->close[e->t];
+      float reward, log[ENV_LOG_MAX];
+      uint8_t terminated = 0, truncated = 0;
+      float *obs = s->obs;
+      trading_env_step(e, c->n_levels > 0 ? (const void *)&level : (const void *)&cont, obs, &reward, &terminated,
+                       &truncated, log);
+      const bool end = terminated || truncated;
+      CHECK(i <= steps, "backtest: a pass longer than its split");
+      record_step(&passes[k], s, i, q0, cash0, E0, M0, end);
+      if (end) {
+        s->done = true;
+        live--;
+        BacktestPass *p = &passes[k];
+        p->terminated = terminated;
+        p->env_trades_opened = e->trades_opened;
+        p->env_trades_closed = e->trades_closed;
+        p->env_trades_won = e->trades_won;
+        finish_input(p);
+      }
+    }
+  }
+  free(baseline_obs);
+  rc = 0;
+done:
+  if (ab.obs_dev) backend_free(ab.be, ab.obs_dev);
+  free(ab.obs_host);
+  free(agent_specs);
+  free(st);
+  free(ctx_of);
+  free(ctxs);
+  return rc;
+}
+
+double backtest_ledger_check(const BacktestPass *p) {
+  // Rebuild the cash account from the fills and the financing: cash -= units price + commission,
+  // financing per step; E_i = cash + q price_i. The forced close leaves q = 0, so E_N = cash.
+  double cash = p->equity[0], q = 0.0, worst = 0.0;
+  int64_t f = 0;
+  for (int64_t i = 1; i <= p->n; i++) {
+    for (; f < p->n_fills && p->fills[f].step == i && !p->fills[f].forced; f++) {
+      cash -= p->fills[f].units * p->fills[f].price + p->fills[f].commission;
+      q += p->fills[f].units;
+    }
+    cash -= p->cost_financing[i];
+    for (; f < p->n_fills && p->fills[f].step == i && p->fills[f].forced; f++) {
+      cash -= p->fills[f].units * p->fills[f].price + p->fills[f].commission;
+      q += p->fills[f].units;
+    }
+    double e = cash + (q == 0 ? 0.0 : q * p->price[i]);
+    double err = fabs(e - p->equity[i]);
+    if (!(err <= worst)) worst = err;  // NaN propagates
+  }
+  return worst;
+}

@@ -1,0 +1,996 @@
+// ppo/eval_run.c: the `ppo-eval` run (ppo/eval_run.h).
+#define _DEFAULT_SOURCE  // realpath (XSI), hidden by _POSIX_C_SOURCE alone
+#include "ppo/eval_run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <omp.h>
+
+#include "build_info.h"
+#include "common/atomic_file.h"
+#include "common/check.h"
+#include "common/error.h"
+#include "common/json_writer.h"
+#include "common/rng.h"
+#include "common/time_utc.h"
+#include "ppo/backtest.h"
+#include "ppo/checkpoint.h"
+#include "ppo/config.h"
+#include "ppo/env_config.h"
+#include "ppo/trainer.h"
+
+#define PATH_CAP 4096
+#define REPORT_FORMAT "ppo-engine backtest report"
+#define REPORT_FORMAT_VERSION 1
+enum { EVAL_SEED_STREAM = 16 };  // rng_stream_seed(run seed, 16 + k): sampled and random passes' seeds
+
+void eval_run_options_default(EvalRunOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->sampled_seeds = 8;
+  o->random_seeds = 32;
+  o->bootstrap_samples = 1000;
+  o->plot = true;
+}
+
+// --- the report's fields, by name ----------------------------------------------------------------
+
+typedef struct {
+  const char *name;
+  size_t offset;
+  char type;  // 'd' double, 'i' int64_t
+} ReportField;
+
+#define RD(name, member) {name, offsetof(Report, member), 'd'}
+#define RI(name, member) {name, offsetof(Report, member), 'i'}
+static const ReportField report_fields[] = {
+    RI("steps", m.n),
+    RD("years", m.years),
+    RD("periods_per_year", m.periods_per_year),
+    RD("total_return", m.total_return),
+    RD("cagr", m.cagr),
+    RD("ann_vol", m.ann_vol),
+    RD("sharpe", m.sharpe),
+    RD("sharpe_per_bar", m.sharpe_per_bar),
+    RD("sortino", m.sortino),
+    RD("max_drawdown", m.max_drawdown),
+    RI("underwater_bars", m.underwater_bars),
+    RD("underwater_days", underwater_days),
+    RD("calmar", m.calmar),
+    RD("turnover_per_bar", turnover_per_bar),
+    RD("turnover_annual", turnover_annual),
+    RD("notional_turnover", notional_turnover),
+    RD("exposure", exposure),
+    RD("mean_abs_position", mean_abs_position),
+    RD("long_share", long_share),
+    RD("short_share", short_share),
+    RI("n_trades", n_trades),
+    RD("mean_hold_bars", mean_hold_bars),
+    RD("trades_per_year", trades_per_year),
+    RD("hit_rate", hit_rate),
+    RD("bar_hit_rate", bar_hit_rate),
+    RD("payoff_ratio", payoff_ratio),
+    RD("profit_factor", profit_factor),
+    RD("gross_return", gross_return),
+    RD("net_return", net_return),
+    RD("cost_spread_pct", cost_spread_pct),
+    RD("cost_slippage_pct", cost_slippage_pct),
+    RD("cost_commission_pct", cost_commission_pct),
+    RD("cost_financing_pct", cost_financing_pct),
+    RD("cost_total_pct", cost_total_pct),
+    RD("cost_bp_per_trade", cost_bp_per_trade),
+    RD("skewness", skewness),
+    RD("kurtosis", kurtosis),
+    RD("sharpe_se", sharpe_se),
+    RD("psr0", psr0),
+    RD("dsr", dsr),
+    RD("sharpe_ci_lo", sharpe_ci_lo),
+    RD("sharpe_ci_hi", sharpe_ci_hi),
+    RD("total_return_ci_lo", total_return_ci_lo),
+    RD("total_return_ci_hi", total_return_ci_hi),
+};
+#define N_FIELDS ((int)(sizeof report_fields / sizeof report_fields[0]))
+
+static double field_value(const Report *r, int f) {
+  const char *base = (const char *)r + report_fields[f].offset;
+  if (report_fields[f].type == 'i') {
+    int64_t v;
+    memcpy(&v, base, sizeof v);
+    return (double)v;
+  }
+  double v;
+  memcpy(&v, base, sizeof v);
+  return v;
+}
+
+static void json_report(JsonWriter *w, const Report *r) {
+  json_object_begin(w);
+  for (int f = 0; f < N_FIELDS; f++) {
+    if (report_fields[f].type == 'i')
+      json_kv_int(w, report_fields[f].name, (int64_t)field_value(r, f));
+    else
+      json_kv_number(w, report_fields[f].name, field_value(r, f));
+  }
+  json_object_end(w);
+}
+
+// Mean and sd (ddof 1) of every field over the reports, finite values only.
+static void json_group(JsonWriter *w, const Report *reports, int count) {
+  json_object_begin(w);
+  json_kv_int(w, "passes", count);
+  for (int which = 0; which < 2; which++) {
+    json_key(w, which == 0 ? "mean" : "sd");
+    json_object_begin(w);
+    for (int f = 0; f < N_FIELDS; f++) {
+      double sum = 0, sq = 0;
+      int n = 0;
+      for (int k = 0; k < count; k++) {
+        double v = field_value(&reports[k], f);
+        if (isfinite(v)) sum += v, n++;
+      }
+      double mean = n ? sum / n : NAN;
+      for (int k = 0; k < count; k++) {
+        double v = field_value(&reports[k], f);
+        if (isfinite(v)) sq += (v - mean) * (v - mean);
+      }
+      json_kv_number(w, report_fields[f].name, which == 0 ? mean : (n > 1 ? sqrt(sq / (n - 1)) : NAN));
+    }
+    json_object_end(w);
+  }
+  json_object_end(w);
+}
+
+// --- small file helpers ----------------------------------------------------------------------------
+
+static int mkdir_p(const char *path) {
+  char buf[PATH_CAP];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+    error_set("%s: path too long", path);
+    return -1;
+  }
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+      error_set("%s: cannot create directory: %s", buf, strerror(errno));
+      return -1;
+    }
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+    error_set("%s: cannot create directory: %s", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+// FNV-1a 64 of a file's bytes and its size: the checkpoint's identity in the report.
+static int file_fingerprint(const char *path, uint64_t *hash, int64_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    error_set("%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  int64_t n = 0;
+  unsigned char buf[1 << 16];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+    for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
+    n += (int64_t)got;
+  }
+  fclose(f);
+  *hash = h;
+  *size = n;
+  return 0;
+}
+
+static const char *time_text(int64_t ts, char *buf, size_t capacity) { return utc_format(ts, false, buf, capacity); }
+
+// --- one evaluation ----------------------------------------------------------------------------------
+
+// Everything one checkpoint's evaluation holds.
+typedef struct {
+  Config cfg;     // the evaluation's configuration (market, costs, [eval])
+  Config stored;  // the checkpoint's (network, normalisation)
+  EnvMarket market;
+  Backend *backend;
+  Policy *policy;
+  VecNormalize norm;
+  bool norm_ready;
+  CheckpointInfo info;
+  uint64_t fingerprint;
+  int64_t checkpoint_bytes;
+  TradingSplit split;
+  // passes: [0] greedy, [1..S] sampled, then the baselines, the random passes, the stress passes
+  BacktestPassSpec *specs;
+  BacktestPass *passes;
+  Report *reports;
+  int n_passes;
+  int first_sampled, n_sampled, bh, flat, ma, oracle, first_random, n_random, first_stress;
+  double cost_mult;  // the configuration's m
+} Evaluation;
+
+static const double stress_factors[] = {0.0, 1.0, 2.0};
+enum { N_STRESS = 3, STRESS_PER_FACTOR = 3 };  // agent greedy, buy-and-hold, MA rule
+
+static void evaluation_free(Evaluation *ev) {
+  for (int k = 0; k < ev->n_passes; k++) backtest_pass_free(&ev->passes[k]);
+  free(ev->passes);
+  free(ev->specs);
+  free(ev->reports);
+  if (ev->norm_ready) vecnorm_free(&ev->norm);
+  policy_free(ev->policy);
+  if (ev->backend) backend_close(ev->backend);
+  env_market_close(&ev->market);
+}
+
+static int parse_split(const char *text, TradingSplit *out) {
+  const char *names[] = {"train", "val", "test"};
+  for (int k = 0; k < 3; k++)
+    if (strcmp(text, names[k]) == 0) {
+      *out = (TradingSplit)k;
+      return 0;
+    }
+  error_set("--split %s: train, val or test allowed", text);
+  return -1;
+}
+
+static void add_pass(Evaluation *ev, BacktestStrategy s, uint64_t seed, double mult) {
+  ev->specs[ev->n_passes++] = (BacktestPassSpec){.strategy = s, .seed = seed, .cost_mult = mult};
+}
+
+// Configuration, market, policy and normaliser; returns an exit status (0 = ready).
+static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *checkpoint, TradingSplit split) {
+  memset(ev, 0, sizeof *ev);
+  ev->split = split;
+  if (checkpoint_read_config(checkpoint, &ev->stored, o->config_path ? NULL : &ev->cfg, o->n_overrides,
+                             o->overrides) != 0)
+    return EXIT_BAD_INPUT;
+  if (o->config_path && config_load(&ev->cfg, o->config_path, o->n_overrides, o->overrides) != 0) return EXIT_BAD_INPUT;
+  if (ev->cfg.env.type == CONFIG_ENV_CARTPOLE) {
+    error_set("%s: the checkpoint's env is cartpole; ppo-eval backtests trading and synthetic envs", checkpoint);
+    return EXIT_BAD_INPUT;
+  }
+  if (file_fingerprint(checkpoint, &ev->fingerprint, &ev->checkpoint_bytes) != 0) return EXIT_BAD_INPUT;
+  if (ev->cfg.run.threads > 0) omp_set_num_threads((int)ev->cfg.run.threads);
+  if (env_market_open(&ev->market, &ev->cfg) != 0) return EXIT_BAD_INPUT;
+  EnvSpec spec;
+  if (trading_kind.describe(&spec, NULL, &ev->market.context) != 0) return EXIT_BAD_INPUT;
+  ev->backend = backend_open(ev->cfg.run.device == CONFIG_DEVICE_CUDA ? "cuda"
+                             : ev->cfg.run.device == CONFIG_DEVICE_CPU ? "cpu"
+                                                                       : "auto");
+  if (!ev->backend) {
+    error_prepend("[run] device: ");
+    return EXIT_BAD_INPUT;
+  }
+  // The network is the checkpoint's: its [policy] keys and precision, on this market's env spec.
+  PolicySpec ps = trainer_policy_spec(&ev->stored, &spec);
+  ps.max_batch = 1 + o->sampled_seeds + N_STRESS;
+  if (policy_spec_check(&ps) != 0) {
+    error_prepend("%s: [policy]: ", checkpoint);
+    return EXIT_BAD_INPUT;
+  }
+  ev->policy = policy_init(ev->backend, &ps);
+  if (!ev->policy) return EXIT_BAD_INPUT;
+  const ConfigNormalize *nz = &ev->stored.normalize;
+  if (vecnorm_init(&ev->norm, (int)ev->stored.env.n_envs, spec.obs_dim, nz->obs, nz->reward, nz->clip_obs,
+                   nz->clip_reward, nz->epsilon, ev->stored.ppo.gamma) != 0)
+    return EXIT_BAD_INPUT;
+  ev->norm_ready = true;
+  if (checkpoint_load_policy(checkpoint, ev->policy, &ev->norm, &ev->info) != 0) {
+    char what[2048];
+    snprintf(what, sizeof what, "%s", error_message());
+    error_set("%s (the evaluated [env] gives %d observations per step and %d actions; window, action_mode, "
+              "n_levels, position_onehot and episode_progress must be the training run's)",
+              what, spec.obs_dim, spec.action_kind == ENV_ACTION_DISCRETE ? spec.action_count : spec.action_dim);
+    return EXIT_BAD_INPUT;
+  }
+  return 0;
+}
+
+static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
+  const int S = o->sampled_seeds, R = o->random_seeds;
+  const int cap = 1 + S + 5 + R + N_STRESS * STRESS_PER_FACTOR;
+  ev->specs = calloc((size_t)cap, sizeof *ev->specs);
+  ev->passes = calloc((size_t)cap, sizeof *ev->passes);
+  ev->reports = calloc((size_t)cap, sizeof *ev->reports);
+  CHECK(ev->specs && ev->passes && ev->reports, "out of host memory (evaluation)");
+  const double m = ev->cfg.env.cost_mult;
+  const uint64_t seed = (uint64_t)ev->cfg.run.seed;
+  ev->cost_mult = m;
+  add_pass(ev, BT_AGENT_GREEDY, 0, m);
+  ev->first_sampled = ev->n_passes;
+  for (int k = 0; k < S; k++) add_pass(ev, BT_AGENT_SAMPLED, rng_stream_seed(seed, EVAL_SEED_STREAM + (uint64_t)k), m);
+  ev->n_sampled = S;
+  ev->bh = ev->n_passes;
+  add_pass(ev, BT_BUY_AND_HOLD, 0, m);
+  ev->flat = ev->n_passes;
+  add_pass(ev, BT_FLAT, 0, m);
+  ev->ma = ev->n_passes;
+  add_pass(ev, BT_MA_RULE, 0, m);
+  ev->oracle = ev->n_passes;
+  add_pass(ev, BT_ORACLE, 0, 0.0);
+  ev->first_random = ev->n_passes;
+  for (int k = 0; k < R; k++)
+    add_pass(ev, BT_RANDOM, rng_stream_seed(seed, EVAL_SEED_STREAM + 1000 + (uint64_t)k), m);
+  ev->n_random = R;
+  ev->first_stress = ev->n_passes;
+  for (int f = 0; f < N_STRESS; f++) {
+    add_pass(ev, BT_AGENT_GREEDY, 0, stress_factors[f] * m);
+    add_pass(ev, BT_BUY_AND_HOLD, 0, stress_factors[f] * m);
+    add_pass(ev, BT_MA_RULE, 0, stress_factors[f] * m);
+  }
+  BacktestSetup setup = {.base = &ev->market.context, .split = ev->split, .policy = ev->policy, .norm = &ev->norm};
+  if (backtest_run(&setup, ev->specs, ev->n_passes, ev->passes) != 0) return EXIT_BAD_INPUT;
+  ReportOptions ro = report_options_default();
+  ro.rf = ev->cfg.eval.risk_free_rate;
+  ro.mar = ev->cfg.eval.min_acceptable_return;
+  ro.n_trials = ev->cfg.eval.n_trials;
+  ro.bootstrap_samples = o->bootstrap_samples;
+  ro.seed = rng_stream_seed(seed, EVAL_SEED_STREAM - 1);
+  for (int k = 0; k < ev->n_passes; k++) {
+    ReportOptions rk = ro;
+    // The bootstrap CI matters for the agent; the many baseline passes skip it (their means are reported).
+    if (ev->specs[k].strategy == BT_RANDOM || ev->specs[k].strategy == BT_AGENT_SAMPLED || k >= ev->first_stress)
+      rk.bootstrap_samples = 0;
+    if (report_compute(&ev->reports[k], &ev->passes[k].input, &rk) != 0) return EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+// --- outputs -------------------------------------------------------------------------------------------
+
+static void json_pass(JsonWriter *w, const Evaluation *ev, int k) {
+  const BacktestPass *p = &ev->passes[k];
+  json_object_begin(w);
+  json_kv_string(w, "strategy", backtest_strategy_name(p->spec.strategy));
+  json_kv_number(w, "cost_mult", p->spec.cost_mult);
+  json_kv_bool(w, "terminated_by_max_loss", p->terminated);
+  json_kv_number(w, "ledger_equity_max_abs_error", backtest_ledger_check(p));
+  json_key(w, "metrics");
+  json_report(w, &ev->reports[k]);
+  json_object_end(w);
+}
+
+static const char *exec_name(TradingExec e) { return e == TRADING_EXEC_CLOSE ? "close" : "next_open"; }
+static const char *action_mode_name(TradingActionMode a) {
+  const char *names[] = {"discrete3", "discrete_k", "continuous", "toggle2"};
+  return (unsigned)a < 4 ? names[a] : "?";
+}
+
+static void write_report_json(FILE *out, const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o) {
+  const TradingContext *c = &ev->market.context;
+  const MarketData *d = c->data;
+  const BacktestPass *g = &ev->passes[0];
+  char a[64], b[64];
+  JsonWriter w;
+  json_init(&w, out);
+  json_object_begin(&w);
+  json_kv_string(&w, "format", REPORT_FORMAT);
+  json_kv_int(&w, "format_version", REPORT_FORMAT_VERSION);
+  json_kv_string(&w, "build", PPO_BUILD_INFO);
+
+  json_key(&w, "checkpoint");
+  json_object_begin(&w);
+  char real[PATH_MAX];
+  json_kv_string(&w, "path", checkpoint);
+  json_kv_string(&w, "realpath", realpath(checkpoint, real) ? real : checkpoint);
+  json_kv_int(&w, "bytes", ev->checkpoint_bytes);
+  char hash[32];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ev->fingerprint);
+  json_kv_string(&w, "fnv1a64", hash);
+  json_kv_int(&w, "format_version", ev->info.format_version);
+  json_kv_int(&w, "iteration", ev->info.iteration);
+  json_kv_int(&w, "timesteps", ev->info.timesteps);
+  json_kv_string(&w, "build", ev->info.build);
+  json_kv_string(&w, "run_name", ev->stored.run.name);
+  json_object_end(&w);
+
+  json_key(&w, "data");
+  json_object_begin(&w);
+  json_kv_string(&w, "source", d->source);
+  json_kv_string(&w, "symbol", d->symbol);
+  json_kv_string(&w, "timezone", d->timezone);
+  json_kv_string(&w, "split", trading_split_name(ev->split));
+  json_kv_string(&w, "split_first_bar", time_text(d->ts[c->split_lo[ev->split]], a, sizeof a));
+  json_kv_string(&w, "split_last_bar", time_text(d->ts[c->split_hi[ev->split] - 1], b, sizeof b));
+  json_kv_string(&w, "first_decision_bar", time_text(g->ts[0], a, sizeof a));
+  json_kv_string(&w, "last_mark", time_text(g->ts[g->n], b, sizeof b));
+  json_kv_int(&w, "steps", g->n);
+  json_kv_int(&w, "bar_seconds", d->bar_seconds);
+  json_object_end(&w);
+
+  json_key(&w, "execution");
+  json_object_begin(&w);
+  json_kv_string(&w, "exec", exec_name(c->params.exec));
+  json_kv_string(&w, "action_mode", action_mode_name(c->params.action_mode));
+  json_kv_number(&w, "max_leverage", c->params.max_leverage);
+  json_kv_bool(&w, "long_only", c->params.long_only);
+  json_kv_number(&w, "cost_mult", ev->cost_mult);
+  json_kv_bool(&w, "use_data_spread", c->params.use_data_spread != 0);
+  json_kv_number(&w, "half_spread_bps", c->params.half_spread_bps);
+  json_kv_number(&w, "commission_bps", c->params.commission_bps);
+  json_kv_number(&w, "slippage_bps", c->params.slippage_bps);
+  json_kv_number(&w, "fee_fixed", c->params.fee_fixed);
+  json_kv_number(&w, "financing_long_apr", c->params.financing_long_apr);
+  json_kv_number(&w, "financing_short_apr", c->params.financing_short_apr);
+  json_kv_number(&w, "max_loss", c->params.max_loss);
+  json_object_end(&w);
+
+  json_key(&w, "options");
+  json_object_begin(&w);
+  json_kv_number(&w, "risk_free_rate", ev->cfg.eval.risk_free_rate);
+  json_kv_number(&w, "min_acceptable_return", ev->cfg.eval.min_acceptable_return);
+  json_kv_int(&w, "n_trials", ev->cfg.eval.n_trials);
+  json_kv_int(&w, "bootstrap_samples", o->bootstrap_samples);
+  json_kv_number(&w, "bootstrap_block_mean", ev->reports[0].block_mean);
+  json_kv_int(&w, "sampled_seeds", o->sampled_seeds);
+  json_kv_int(&w, "random_seeds", o->random_seeds);
+  json_kv_bool(&w, "observation_normalisation", ev->stored.normalize.obs);
+  json_object_end(&w);
+
+  json_key(&w, "agent");
+  json_object_begin(&w);
+  json_key(&w, "greedy");
+  json_pass(&w, ev, 0);
+  json_key(&w, "sampled");
+  json_group(&w, ev->reports + ev->first_sampled, ev->n_sampled);
+  json_object_end(&w);
+
+  json_key(&w, "baselines");
+  json_object_begin(&w);
+  json_key(&w, "buy_and_hold");
+  json_pass(&w, ev, ev->bh);
+  json_key(&w, "flat");
+  json_pass(&w, ev, ev->flat);
+  json_key(&w, "random");
+  json_group(&w, ev->reports + ev->first_random, ev->n_random);
+  json_key(&w, "ma_rule");
+  json_pass(&w, ev, ev->ma);
+  json_key(&w, "oracle_zero_cost");
+  json_pass(&w, ev, ev->oracle);
+  json_object_end(&w);
+
+  json_key(&w, "cost_stress");
+  json_array_begin(&w);
+  for (int f = 0; f < N_STRESS; f++) {
+    int k = ev->first_stress + f * STRESS_PER_FACTOR;
+    json_object_begin(&w);
+    json_kv_number(&w, "factor", stress_factors[f]);
+    json_kv_number(&w, "cost_mult", ev->specs[k].cost_mult);
+    const char *names[] = {"agent_greedy", "buy_and_hold", "ma_rule"};
+    for (int j = 0; j < STRESS_PER_FACTOR; j++) {
+      json_key(&w, names[j]);
+      json_report(&w, &ev->reports[k + j]);
+    }
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_object_end(&w);
+  json_finish(&w);
+}
+
+// equity.csv: the greedy agent per bar, and buy-and-hold on the same bars.
+static void write_equity_csv(FILE *out, const BacktestPass *g, const BacktestPass *bh) {
+  fprintf(out, "time,price,position,equity,drawdown,cost,cost_spread,cost_slippage,cost_commission,cost_financing,"
+               "buy_and_hold_equity,buy_and_hold_drawdown\n");
+  double peak = g->equity[0], bh_peak = bh->equity[0];
+  char t[64];
+  for (int64_t i = 0; i <= g->n; i++) {
+    if (g->equity[i] > peak) peak = g->equity[i];
+    double cost = g->cost_spread[i] + g->cost_slippage[i] + g->cost_commission[i] + g->cost_financing[i];
+    double bh_equity = bh->equity[i <= bh->n ? i : bh->n];
+    if (bh_equity > bh_peak) bh_peak = bh_equity;
+    fprintf(out, "%s,%.10g,%.10g,%.17g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.17g,%.10g\n",
+            time_text(g->ts[i], t, sizeof t), g->price[i], g->position[i], g->equity[i], 1.0 - g->equity[i] / peak,
+            cost, g->cost_spread[i], g->cost_slippage[i], g->cost_commission[i], g->cost_financing[i], bh_equity,
+            1.0 - bh_equity / bh_peak);
+  }
+}
+
+// The time of the fill that step booked (the forced close when `forced`): trades are dated by fills.
+static int64_t fill_time(const BacktestPass *g, int64_t step, bool forced) {
+  int64_t lo = 0, hi = g->n_fills;  // fills are in step order: the first with step >= `step`
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (g->fills[mid].step < step) lo = mid + 1; else hi = mid;
+  }
+  for (int64_t k = lo; k < g->n_fills && g->fills[k].step == step; k++)
+    if (g->fills[k].forced == forced) return g->fills[k].ts;
+  return g->ts[step];
+}
+
+static void write_trades_csv(FILE *out, const BacktestPass *g) {
+  fprintf(out, "trade,side,entry_time,exit_time,entry_price,exit_price,bars,entry_equity,exit_equity,net_pnl,return,"
+               "cost\n");
+  char a[64], b[64];
+  for (int64_t k = 0; k < g->n_trades; k++) {
+    const ReportTrade *t = &g->trades[k];
+    // The last trade of a pass that ends in a position is closed by the forced close.
+    bool forced = k == g->n_trades - 1 && g->n_fills > 0 && g->fills[g->n_fills - 1].forced;
+    fprintf(out, "%lld,%s,%s,%s,%.10g,%.10g,%lld,%.17g,%.17g,%.17g,%.10g,%.10g\n", (long long)(k + 1),
+            t->side > 0 ? "long" : "short", time_text(fill_time(g, t->entry_step, false), a, sizeof a),
+            time_text(fill_time(g, t->exit_step, forced), b, sizeof b), t->entry_price, t->exit_price,
+            (long long)t->bars, t->entry_equity, t->exit_equity, t->net_pnl, t->net_pnl / t->entry_equity, t->cost);
+  }
+}
+
+static void write_fills_csv(FILE *out, const BacktestPass *g) {
+  fprintf(out, "step,fill_time,forced_close,units,price,mid,spread,slippage,commission\n");
+  char a[64];
+  for (int64_t k = 0; k < g->n_fills; k++) {
+    const BacktestFill *f = &g->fills[k];
+    fprintf(out, "%lld,%s,%d,%.17g,%.17g,%.17g,%.10g,%.10g,%.10g\n", (long long)f->step, time_text(f->ts, a, sizeof a),
+            f->forced ? 1 : 0, f->units, f->price, f->mid, f->spread, f->slippage, f->commission);
+  }
+}
+
+// dir/name into out; -1 and the error message when it does not fit.
+static int join_path(char *out, size_t capacity, const char *dir, const char *name) {
+  int n = snprintf(out, capacity, "%s/%s", dir, name);
+  if (n < 0 || (size_t)n >= capacity) {
+    error_set("%s/%s: path longer than %zu bytes", dir, name, capacity - 1);
+    return -1;
+  }
+  return 0;
+}
+
+static int write_atomic(const char *dir, const char *name, void (*fn)(FILE *, const void *), const void *arg) {
+  char path[PATH_CAP];
+  if (join_path(path, sizeof path, dir, name) != 0) return -1;
+  AtomicFile af;
+  if (!atomic_file_open(&af, path)) return -1;
+  fn(af.stream, arg);
+  return atomic_file_commit(&af);
+}
+
+typedef struct {
+  const Evaluation *ev;
+  const char *checkpoint;
+  const EvalRunOptions *o;
+} JsonArgs;
+
+static void report_json_fn(FILE *out, const void *arg) {
+  const JsonArgs *j = arg;
+  write_report_json(out, j->ev, j->checkpoint, j->o);
+}
+static void equity_csv_fn(FILE *out, const void *arg) {
+  const Evaluation *ev = arg;
+  write_equity_csv(out, &ev->passes[0], &ev->passes[ev->bh]);
+}
+static void trades_csv_fn(FILE *out, const void *arg) { write_trades_csv(out, &((const Evaluation *)arg)->passes[0]); }
+static void fills_csv_fn(FILE *out, const void *arg) { write_fills_csv(out, &((const Evaluation *)arg)->passes[0]); }
+
+// equity.gp (kept) and equity.png: gnuplot run in `dir`, the PNG written under a temporary name and
+// renamed. Columns: csv (time in column 1), agent equity column, buy-and-hold column, drawdown column.
+typedef struct {
+  const char *csv, *title;
+  int equity_col, bh_col, dd_col, bh_dd_col;
+} PlotSpec;
+
+static void gnuplot_script_fn(FILE *out, const void *arg) {
+  const PlotSpec *s = arg;
+  fprintf(out,
+          "# equity.gp: redraw equity.png with `gnuplot equity.gp` in this directory (written by ppo-eval).\n"
+          "set terminal pngcairo size 1280,900 noenhanced\n"
+          "set output '.equity.png.tmp'\n"
+          "set datafile separator ','\n"
+          "set key top left opaque\n"
+          "set xdata time\nset timefmt '%%Y-%%m-%%d %%H:%%M'\nset format x '%%Y-%%m'\n"
+          "set autoscale xfix\nset grid\n"
+          "set multiplot layout 2,1 title '%s'\n"
+          "set ylabel 'equity (E_0 = 1)'\n"
+          "plot '%s' using 1:%d every ::1 with lines lw 1.5 title 'agent (greedy)', '' using 1:%d every ::1 with lines "
+          "title 'buy and hold'\n"
+          "set key bottom left opaque\nset ylabel 'drawdown %%'\n"
+          "plot '%s' using 1:(-100*$%d) every ::1 with filledcurves y1=0 fs transparent solid 0.5 title 'agent', "
+          "'' using 1:(-100*$%d) every ::1 with lines title 'buy and hold'\n"
+          "unset multiplot\n",
+          s->title, s->csv, s->equity_col, s->bh_col, s->csv, s->dd_col, s->bh_dd_col);
+}
+
+static void plot(const char *dir, const PlotSpec *spec) {
+  if (write_atomic(dir, "equity.gp", gnuplot_script_fn, spec) != 0) {
+    fprintf(stderr, "ppo-eval: warning: %s\n", error_message());
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir) != 0) _exit(127);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+    execlp("gnuplot", "gnuplot", "equity.gp", (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "ppo-eval: warning: no equity.png: gnuplot %s (apt-get install gnuplot-nox; then run "
+                    "`gnuplot equity.gp` in %s)\n",
+            WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed" : "failed", dir);
+    return;
+  }
+  char tmp[PATH_CAP], path[PATH_CAP];
+  snprintf(tmp, sizeof tmp, "%s/.equity.png.tmp", dir);
+  snprintf(path, sizeof path, "%s/equity.png", dir);
+  if (atomic_file_publish(tmp, path) != 0) fprintf(stderr, "ppo-eval: warning: %s\n", error_message());
+}
+
+static void print_summary(FILE *out, const Evaluation *ev) {
+  const TradingContext *c = &ev->market.context;
+  char a[64], b[64];
+  const BacktestPass *g = &ev->passes[0];
+  fprintf(out, "%s %s split: %lld steps %s .. %s, exec %s, cost x%g\n", c->data->symbol,
+          trading_split_name(ev->split), (long long)g->n, time_text(g->ts[0], a, sizeof a),
+          time_text(g->ts[g->n], b, sizeof b), exec_name(c->params.exec), ev->cost_mult);
+  fprintf(out, "%-22s %9s %9s %8s %8s %8s %8s %8s\n", "strategy", "total %", "CAGR %", "Sharpe", "Sortino", "MDD %",
+          "trades", "cost %");
+  struct {
+    const char *name;
+    int k, count;
+  } rows[] = {{"agent greedy", 0, 1},         {"agent sampled (mean)", ev->first_sampled, ev->n_sampled},
+              {"buy and hold", ev->bh, 1},    {"flat", ev->flat, 1},
+              {"random (mean)", ev->first_random, ev->n_random}, {"MA rule", ev->ma, 1},
+              {"oracle (zero cost)", ev->oracle, 1}};
+  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+    if (rows[r].count == 0) continue;
+    double v[7] = {0};
+    for (int k = rows[r].k; k < rows[r].k + rows[r].count; k++) {
+      const Report *rep = &ev->reports[k];
+      v[0] += 100 * rep->m.total_return, v[1] += 100 * rep->m.cagr, v[2] += rep->m.sharpe, v[3] += rep->m.sortino;
+      v[4] += 100 * rep->m.max_drawdown, v[5] += (double)rep->n_trades, v[6] += rep->cost_total_pct;
+    }
+    fprintf(out, "%-22s", rows[r].name);
+    const int width[7] = {9, 9, 8, 8, 8, 8, 8}, digits[7] = {2, 2, 3, 3, 2, 1, 3};
+    for (int j = 0; j < 7; j++) {
+      v[j] /= rows[r].count;
+      if (isfinite(v[j]))
+        fprintf(out, " %*.*f", width[j], digits[j], v[j]);
+      else
+        fprintf(out, " %*s", width[j], "n/a");
+    }
+    fputc('\n', out);
+  }
+  for (int f = 0; f < N_STRESS; f++) {
+    const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
+    fprintf(out, "cost x%-4g agent greedy: total %.2f %%, Sharpe %.3f\n", ev->specs[ev->first_stress + f * 3].cost_mult,
+            100 * r->m.total_return, r->m.sharpe);
+  }
+}
+
+static int write_outputs(const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o, const char *dir) {
+  if (mkdir_p(dir) != 0) return -1;
+  JsonArgs j = {ev, checkpoint, o};
+  if (write_atomic(dir, "report.json", report_json_fn, &j) != 0) return -1;
+  if (write_atomic(dir, "equity.csv", equity_csv_fn, ev) != 0) return -1;
+  if (write_atomic(dir, "trades.csv", trades_csv_fn, ev) != 0) return -1;
+  if (write_atomic(dir, "fills.csv", fills_csv_fn, ev) != 0) return -1;
+  if (o->plot) {
+    char title[256];
+    snprintf(title, sizeof title, "%s %s split, cost x%g", ev->market.context.data->symbol,
+             trading_split_name(ev->split), ev->cost_mult);
+    PlotSpec ps = {.csv = "equity.csv", .title = title, .equity_col = 4, .bh_col = 11, .dd_col = 5, .bh_dd_col = 12};
+    plot(dir, &ps);
+  }
+  return 0;
+}
+
+// The run directory of RUN/checkpoints/NAME.h5 or RUN/NAME.h5 (best.h5): RUN; else the file's directory.
+static void default_out_dir(const char *checkpoint, TradingSplit split, char *out, size_t capacity) {
+  char dir[PATH_CAP], stem[PATH_CAP];
+  snprintf(dir, sizeof dir, "%s", checkpoint);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? slash + 1 : dir;
+  snprintf(stem, sizeof stem, "%s", base);
+  char *dot = strrchr(stem, '.');
+  if (dot) *dot = '\0';
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  size_t len = strlen(dir);
+  if (len >= 11 && strcmp(dir + len - 11, "checkpoints") == 0 && (len == 11 || dir[len - 12] == '/')) {
+    if (len == 11)
+      snprintf(dir, sizeof dir, ".");
+    else
+      dir[len - 12] = '\0';
+  }
+  if (snprintf(out, capacity, "%s/eval/%s_%s", dir, stem, trading_split_name(split)) >= (int)capacity)
+    snprintf(out, capacity, "eval");
+}
+
+static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, TradingSplit split, const char *dir,
+                               Evaluation *ev) {
+  int status = evaluation_open(ev, o, checkpoint, split);
+  if (status == 0) status = evaluation_run(ev, o);
+  if (status != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    return status;
+  }
+  if (write_outputs(ev, checkpoint, o, dir) != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    return EXIT_RUNTIME;
+  }
+  if (!o->quiet) {
+    print_summary(stdout, ev);
+    printf("report: %s/report.json\n", dir);
+  }
+  return 0;
+}
+
+// --- walk-forward --------------------------------------------------------------------------------------
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+typedef struct {
+  int count;
+  char **names;    // fold_NN
+  BacktestPass *chained;  // the concatenated out-of-sample record (greedy agent)
+  BacktestPass *chained_bh;
+  Report report;
+  FILE *folds_csv;
+} WalkForward;
+
+// Appends pass p (scaled so that it starts at the chain's end) to chain c.
+static void chain_append(BacktestPass *c, const BacktestPass *p) {
+  const int64_t start = c->n, add = p->n;
+  const double scale = c->capacity == 0 ? 1.0 : c->equity[c->n] / p->equity[0];
+  const int64_t need = start + add + 1;
+  if (need > c->capacity) {
+    int64_t cap = need * 2;
+    c->ts = realloc(c->ts, (size_t)cap * sizeof(int64_t));
+    c->price = realloc(c->price, (size_t)cap * sizeof(double));
+    double *d = calloc((size_t)(8 * cap), sizeof(double));
+    CHECK(c->ts && c->price && d, "out of host memory (walk-forward chain)");
+    double *old[8] = {c->equity, c->position, c->turnover, c->notional, c->cost_spread, c->cost_slippage,
+                      c->cost_commission, c->cost_financing};
+    for (int k = 0; k < 8; k++)
+      if (c->capacity) memcpy(d + k * cap, old[k], (size_t)(c->n + 1) * sizeof(double));
+    free(c->equity);
+    c->equity = d, c->position = d + cap, c->turnover = d + 2 * cap, c->notional = d + 3 * cap;
+    c->cost_spread = d + 4 * cap, c->cost_slippage = d + 5 * cap, c->cost_commission = d + 6 * cap;
+    c->cost_financing = d + 7 * cap;
+    c->trades = realloc(c->trades, (size_t)(c->n_trades + p->n_trades + 1) * sizeof(ReportTrade));
+    CHECK(c->trades, "out of host memory (walk-forward chain)");
+    if (c->capacity == 0) {
+      c->ts[0] = p->ts[0], c->price[0] = p->price[0], c->equity[0] = p->equity[0];
+    }
+    c->capacity = cap;
+  } else {
+    c->trades = realloc(c->trades, (size_t)(c->n_trades + p->n_trades + 1) * sizeof(ReportTrade));
+    CHECK(c->trades, "out of host memory (walk-forward chain)");
+  }
+  for (int64_t i = 1; i <= add; i++) {
+    int64_t j = start + i;
+    c->ts[j] = p->ts[i];
+    c->price[j] = p->price[i];
+    c->equity[j] = p->equity[i] * scale;
+    c->position[j] = p->position[i];
+    c->turnover[j] = p->turnover[i];
+    c->notional[j] = p->notional[i] * scale;
+    c->cost_spread[j] = p->cost_spread[i] * scale;
+    c->cost_slippage[j] = p->cost_slippage[i] * scale;
+    c->cost_commission[j] = p->cost_commission[i] * scale;
+    c->cost_financing[j] = p->cost_financing[i] * scale;
+  }
+  for (int64_t k = 0; k < p->n_trades; k++) {
+    ReportTrade t = p->trades[k];
+    t.entry_step += start, t.exit_step += start;
+    t.entry_equity *= scale, t.exit_equity *= scale, t.net_pnl *= scale, t.cost *= scale;
+    c->trades[c->n_trades++] = t;
+  }
+  c->n = start + add;
+  c->input = (ReportInput){.n = c->n, .ts = c->ts, .equity = c->equity, .position = c->position,
+                           .turnover = c->turnover, .notional = c->notional, .cost_spread = c->cost_spread,
+                           .cost_slippage = c->cost_slippage, .cost_commission = c->cost_commission,
+                           .cost_financing = c->cost_financing, .trades = c->trades, .n_trades = c->n_trades};
+}
+
+typedef struct {
+  const BacktestPass *agent, *bh;
+} ChainArgs;
+
+static void oos_csv_fn(FILE *out, const void *arg) {
+  const ChainArgs *a = arg;
+  fprintf(out, "time,price,position,equity,drawdown,buy_and_hold_equity,buy_and_hold_drawdown\n");
+  double peak = a->agent->equity[0], bh_peak = a->bh->equity[0];
+  char t[64];
+  for (int64_t i = 0; i <= a->agent->n; i++) {
+    if (a->agent->equity[i] > peak) peak = a->agent->equity[i];
+    double bh_equity = a->bh->equity[i <= a->bh->n ? i : a->bh->n];
+    if (bh_equity > bh_peak) bh_peak = bh_equity;
+    fprintf(out, "%s,%.10g,%.10g,%.17g,%.10g,%.17g,%.10g\n", time_text(a->agent->ts[i], t, sizeof t),
+            a->agent->price[i], a->agent->position[i], a->agent->equity[i], 1.0 - a->agent->equity[i] / peak,
+            bh_equity, 1.0 - bh_equity / bh_peak);
+  }
+}
+
+typedef struct {
+  const Report *agent, *bh;
+  int folds;
+  const char *run;
+} ChainJsonArgs;
+
+static void chain_json_fn(FILE *out, const void *arg) {
+  const ChainJsonArgs *a = arg;
+  JsonWriter w;
+  json_init(&w, out);
+  json_object_begin(&w);
+  json_kv_string(&w, "format", REPORT_FORMAT " (walk-forward)");
+  json_kv_int(&w, "format_version", REPORT_FORMAT_VERSION);
+  json_kv_string(&w, "build", PPO_BUILD_INFO);
+  json_kv_string(&w, "run", a->run);
+  json_kv_int(&w, "folds", a->folds);
+  json_kv_string(&w, "curve", "each fold's test split, the greedy agent of that fold, chained: a fold starts at the "
+                              "previous fold's final equity");
+  json_key(&w, "agent_greedy");
+  json_report(&w, a->agent);
+  json_key(&w, "buy_and_hold");
+  json_report(&w, a->bh);
+  json_object_end(&w);
+  json_finish(&w);
+}
+
+static int walk_forward_run(const EvalRunOptions *o) {
+  const char *run = o->walk_forward;
+  DIR *dir = opendir(run);
+  if (!dir) {
+    fprintf(stderr, "ppo-eval: --walk-forward %s: cannot open the directory: %s\n", run, strerror(errno));
+    return EXIT_BAD_INPUT;
+  }
+  char **names = NULL;
+  int count = 0;
+  struct dirent *de;
+  while ((de = readdir(dir))) {
+    int idx;
+    char tail;
+    if (sscanf(de->d_name, "fold_%d%c", &idx, &tail) != 1) continue;
+    names = realloc(names, (size_t)(count + 1) * sizeof *names);
+    CHECK(names, "out of host memory");
+    names[count++] = strdup(de->d_name);
+  }
+  closedir(dir);
+  if (count == 0) {
+    fprintf(stderr, "ppo-eval: --walk-forward %s: no fold_NN directories (made by ppo-train --walk-forward)\n", run);
+    free(names);
+    return EXIT_BAD_INPUT;
+  }
+  qsort(names, (size_t)count, sizeof *names, compare_names);
+  char out_dir[PATH_CAP];
+  snprintf(out_dir, sizeof out_dir, "%s/walk_forward", o->out_dir ? o->out_dir : run);
+  if (o->out_dir) snprintf(out_dir, sizeof out_dir, "%s", o->out_dir);
+  int status = 0;
+  BacktestPass chain = {0}, chain_bh = {0};
+  if (mkdir_p(out_dir) != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    status = EXIT_RUNTIME;
+  }
+  AtomicFile folds_af;
+  char folds_path[PATH_CAP];
+  if (status == 0 && join_path(folds_path, sizeof folds_path, out_dir, "folds.csv") != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    status = EXIT_BAD_INPUT;
+  }
+  FILE *folds = status == 0 ? atomic_file_open(&folds_af, folds_path) : NULL;
+  if (status == 0 && !folds) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    status = EXIT_RUNTIME;
+  }
+  if (folds)
+    fprintf(folds, "fold,checkpoint,test_first,test_last,steps,total_return,cagr,sharpe,sortino,max_drawdown,n_trades,"
+                   "cost_total_pct,bh_total_return,bh_sharpe,bh_max_drawdown\n");
+  for (int k = 0; k < count && status == 0; k++) {
+    char ckpt[PATH_CAP], fold_out[PATH_CAP];
+    snprintf(ckpt, sizeof ckpt, "%s/%s/best.h5", run, names[k]);
+    if (!file_exists(ckpt)) snprintf(ckpt, sizeof ckpt, "%s/%s/checkpoints/last.h5", run, names[k]);
+    if (!file_exists(ckpt)) {
+      fprintf(stderr, "ppo-eval: --walk-forward: %s/%s has no best.h5 and no checkpoints/last.h5 (not trained yet?)\n",
+              run, names[k]);
+      status = EXIT_BAD_INPUT;
+      break;
+    }
+    snprintf(fold_out, sizeof fold_out, "%s/%s/eval/test", run, names[k]);
+    Evaluation ev;
+    EvalRunOptions fo = *o;
+    fo.quiet = true;
+    status = evaluate_checkpoint(&fo, ckpt, TRADING_SPLIT_TEST, fold_out, &ev);
+    if (status == 0) {
+      const BacktestPass *g = &ev.passes[0], *bh = &ev.passes[ev.bh];
+      const Report *r = &ev.reports[0], *rb = &ev.reports[ev.bh];
+      char a[64], b[64];
+      fprintf(folds, "%s,%s,%s,%s,%lld,%.10g,%.10g,%.10g,%.10g,%.10g,%lld,%.10g,%.10g,%.10g,%.10g\n", names[k], ckpt,
+              time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b), (long long)g->n,
+              r->m.total_return, r->m.cagr, r->m.sharpe, r->m.sortino, r->m.max_drawdown, (long long)r->n_trades,
+              r->cost_total_pct, rb->m.total_return, rb->m.sharpe, rb->m.max_drawdown);
+      if (!o->quiet)
+        printf("%s: %s .. %s  agent total %+.2f %% Sharpe %.3f MDD %.2f %% | buy and hold %+.2f %% Sharpe %.3f\n",
+               names[k], a, b, 100 * r->m.total_return, r->m.sharpe, 100 * r->m.max_drawdown,
+               100 * rb->m.total_return, rb->m.sharpe);
+      chain_append(&chain, g);
+      chain_append(&chain_bh, bh);
+    }
+    evaluation_free(&ev);
+  }
+  if (folds) {
+    if (status == 0) {
+      if (atomic_file_commit(&folds_af) != 0) status = EXIT_RUNTIME;
+    } else {
+      atomic_file_abort(&folds_af);
+    }
+  }
+  if (status == 0) {
+    Report ra, rb;
+    ReportOptions ro = report_options_default();
+    ro.bootstrap_samples = o->bootstrap_samples;
+    if (report_compute(&ra, &chain.input, &ro) != 0 || report_compute(&rb, &chain_bh.input, &ro) != 0) {
+      fprintf(stderr, "ppo-eval: %s\n", error_message());
+      status = EXIT_RUNTIME;
+    } else {
+      ChainArgs ca = {&chain, &chain_bh};
+      ChainJsonArgs cj = {&ra, &rb, count, run};
+      if (write_atomic(out_dir, "oos_equity.csv", oos_csv_fn, &ca) != 0 ||
+          write_atomic(out_dir, "report.json", chain_json_fn, &cj) != 0) {
+        fprintf(stderr, "ppo-eval: %s\n", error_message());
+        status = EXIT_RUNTIME;
+      } else {
+        if (o->plot) {
+          PlotSpec ps = {.csv = "oos_equity.csv", .title = "walk-forward, out of sample (chained test splits)",
+                         .equity_col = 4, .bh_col = 6, .dd_col = 5, .bh_dd_col = 7};
+          plot(out_dir, &ps);
+        }
+        if (!o->quiet)
+          printf("walk-forward (%d folds, %lld steps out of sample): agent total %+.2f %% Sharpe %.3f MDD %.2f %% | "
+                 "buy and hold %+.2f %% Sharpe %.3f\nreport: %s/report.json\n",
+                 count, (long long)chain.n, 100 * ra.m.total_return, ra.m.sharpe, 100 * ra.m.max_drawdown,
+                 100 * rb.m.total_return, rb.m.sharpe, out_dir);
+      }
+    }
+  }
+  backtest_pass_free(&chain);
+  backtest_pass_free(&chain_bh);
+  for (int k = 0; k < count; k++) free(names[k]);
+  free(names);
+  return status;
+}
+
+// --- entry -----------------------------------------------------------------------------------------------
+
+int eval_run(const EvalRunOptions *o) {
+  if (o->sampled_seeds < 0 || o->random_seeds < 0 || o->bootstrap_samples < 0) {
+    fprintf(stderr, "ppo-eval: --seeds, --random-seeds and --bootstrap take a count >= 0\n");
+    return EXIT_BAD_INPUT;
+  }
+  if (o->walk_forward) return walk_forward_run(o);
+  if (!o->checkpoint) {
+    fprintf(stderr, "ppo-eval: --checkpoint CKPT.h5 (or --walk-forward RUN_DIR) is required\n");
+    return EXIT_BAD_INPUT;
+  }
+  TradingSplit split = TRADING_SPLIT_TEST;
+  if (o->split && parse_split(o->split, &split) != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  char dir[PATH_CAP];
+  if (o->out_dir)
+    snprintf(dir, sizeof dir, "%s", o->out_dir);
+  else
+    default_out_dir(o->checkpoint, split, dir, sizeof dir);
+  Evaluation ev;
+  int status = evaluate_checkpoint(o, o->checkpoint, split, dir, &ev);
+  evaluation_free(&ev);
+  return status;
+}

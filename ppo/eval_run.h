@@ -1,0 +1,54 @@
+// ppo/eval_run.h: a whole `ppo-eval` run: the backtest report of a checkpoint on one split, with
+// the baselines and the cost stress (TRADING_ENV.md sections 8 and 9), or of a walk-forward run.
+//
+// One checkpoint (--checkpoint). The configuration is the checkpoint's own (--config replaces it for
+// the market, the costs and [eval]; the network always comes from the checkpoint), with --set on
+// top. Passes over the split, in lockstep (ppo/backtest.h), at the configured cost multiplier m:
+//   agent greedy; agent sampled (sampled_seeds passes: mean and sd); buy-and-hold; flat; random
+//   policy (random_seeds passes: mean and sd); the MA rule (x_strategy); the zero-cost oracle;
+//   cost stress: agent greedy, buy-and-hold and the MA rule at 0 x m and 2 x m as well.
+// The output directory (default: the run directory's eval/<checkpoint name>_<split>) gets, each
+// written under a temporary name and renamed:
+//   report.json  every metric of section 9 for every pass (NaN -> null), the cost breakdown, the
+//                execution mode and costs, the data range, the checkpoint's identity (path, size,
+//                FNV-1a 64 of its bytes, iteration, timesteps, build), the options
+//   equity.csv   per bar of the greedy agent: time, price, position, equity, drawdown, costs, and
+//                buy-and-hold's equity on the same bars
+//   trades.csv   the greedy agent's trade ledger; fills.csv its fills (the forced close marked)
+//   equity.png   equity and drawdown against buy-and-hold (gnuplot; equity.gp is kept so the plot
+//                can be redrawn; without gnuplot a warning and no PNG)
+// and a summary table goes to stdout.
+//
+// Walk-forward (walk_forward = RUN, a `ppo-train --walk-forward` directory): every RUN/fold_NN is
+// evaluated on its own test split with its best.h5 (else checkpoints/last.h5) into
+// RUN/fold_NN/eval/, and RUN/walk_forward/ gets folds.csv (per-fold metrics of the greedy agent and
+// buy-and-hold), oos_equity.csv (the out-of-sample curves chained: each fold starts at the previous
+// fold's final equity), report.json (the section-9 metrics of the chained curve) and equity.png.
+//
+// Exit statuses (common/error.h): 0, 2 bad input (command line, checkpoint, configuration, data),
+// 1 a failure at run time (writing the outputs).
+// Depends on ppo/backtest.h, ppo/checkpoint.h, ppo/env_config.h.
+#ifndef PPO_EVAL_RUN_H
+#define PPO_EVAL_RUN_H
+
+#include <stdbool.h>
+
+typedef struct {
+  const char *checkpoint;        // the checkpoint evaluated (not with walk_forward)
+  const char *config_path;       // NULL: the checkpoint's configuration
+  int n_overrides;               // --set
+  const char *const *overrides;
+  const char *split;             // "train", "val" or "test" (NULL: test)
+  const char *out_dir;           // NULL: the default above
+  const char *walk_forward;      // a walk-forward run directory, or NULL
+  int sampled_seeds;             // agent sampled passes (8)
+  int random_seeds;              // random-policy passes (32)
+  int bootstrap_samples;         // stationary bootstrap resamples (1000; 0 = none)
+  bool plot;                     // draw equity.png with gnuplot
+  bool quiet;                    // no summary table
+} EvalRunOptions;
+
+void eval_run_options_default(EvalRunOptions *options);
+int eval_run(const EvalRunOptions *options);  // an exit status
+
+#endif

@@ -1,0 +1,497 @@
+// test/test_eval.c: evaluation passes and ppo-eval (TRADING_ENV.md sections 8-10, issue 7).
+//
+// Library (ppo/backtest.h) on the shipped data: buy-and-hold traded through the env at zero cost
+// against the reference table of data/README.md; the fill and trade ledgers explain the equity
+// (rebuilt independently from the fills, costs and financing on); determinism for a seed; the
+// oracle bound, flat, and costs that only ever lower the equity. Programs: ppo-eval on a freshly
+// trained synthetic run (every output file, ledger = equity, the same bytes twice, exit status 2 on
+// bad input with nothing written), and ppo-eval --walk-forward on a ppo-train --walk-forward run.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ppo/backtest.h"
+#include "trading_test_util.h"
+
+#define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
+#define EVAL_BIN PPO_BIN_DIR "/ppo-eval"
+
+typedef struct {
+  MarketData *data;
+  Features *features;
+  TradingContext ctx;
+} Market;
+
+static void market_open(Market *m, const char *file, TradingParams p) {
+  m->data = load_shipped(file);
+  m->features = features_for(m->data);
+  cr_assert_eq(trading_context_init(&m->ctx, m->data, m->features, &p), 0, "%s", error_message());
+}
+
+static void market_close(Market *m) {
+  features_free(m->features);
+  market_data_free(m->data);
+}
+
+static Report report_of(const BacktestPass *p) {
+  Report r;
+  ReportOptions o = report_options_default();
+  o.bootstrap_samples = 0;
+  cr_assert_eq(report_compute(&r, &p->input, &o), 0, "%s", error_message());
+  return r;
+}
+
+// data/README.md: buy-and-hold of the mid close over the test splits. Traded through the env the
+// span starts one bar later (the fill is at the next open) and ends at the open after the last
+// decision bar, so the figures agree to the printed digit except Sharpe, within 0.01.
+Test(backtest, buy_and_hold_through_the_env_matches_the_readme_table) {
+  const struct {
+    const char *file;
+    double total, sharpe, mdd;  // %, plain, %
+  } rows[] = {{"XAUUSD_1H.h5", 15.4, 0.73, 14.6}, {"EURUSD_1H.h5", 9.6, 0.67, 10.6}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    Market m;
+    market_open(&m, rows[k].file, trading_params_default());
+    BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+    BacktestPassSpec specs[2] = {{BT_BUY_AND_HOLD, 0, 0.0}, {BT_BUY_AND_HOLD, 0, 1.0}};
+    BacktestPass passes[2];
+    cr_assert_eq(backtest_run(&setup, specs, 2, passes), 0, "%s", error_message());
+    Report r0 = report_of(&passes[0]), r1 = report_of(&passes[1]);
+    cr_expect_float_eq(100 * r0.m.total_return, rows[k].total, 0.05, "%s total %.4f %%", rows[k].file,
+                       100 * r0.m.total_return);
+    cr_expect_float_eq(100 * r0.m.max_drawdown, rows[k].mdd, 0.05, "%s mdd %.4f %%", rows[k].file,
+                       100 * r0.m.max_drawdown);
+    cr_expect_float_eq(r0.m.sharpe, rows[k].sharpe, 0.01, "%s sharpe %.4f", rows[k].file, r0.m.sharpe);
+    cr_expect_eq(r0.n_trades, 1);
+    cr_expect_eq(r0.cost_total, 0.0);
+    // The same pass with the instrument's costs: one entry and one exit paid, nothing else.
+    cr_expect_lt(r1.m.total_return, r0.m.total_return);
+    cr_expect_gt(r1.cost_total, 0.0);
+    cr_expect_lt(r1.cost_total, 0.002, "two fills of a few bp: %g", r1.cost_total);
+    for (int i = 0; i < 2; i++) backtest_pass_free(&passes[i]);
+    market_close(&m);
+  }
+}
+
+// Random policies with every cost on (spread from the data, commission, fee, random slippage,
+// financing both ways, cost x2): the ledgers must explain the equity to rounding.
+Test(backtest, ledgers_explain_the_equity) {
+  TradingParams p = trading_params_default();
+  p.slippage_random_max_bps = 2.0;
+  p.slippage_vol_k = 0.05;
+  p.fee_fixed = 1e-5;
+  p.financing_long_apr = 0.05;
+  p.financing_short_apr = 0.03;
+  p.action_mode = TRADING_ACTION_DISCRETE_K;
+  p.n_levels = 5;
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL};
+  enum { K = 4 };
+  BacktestPassSpec specs[K] = {
+      {BT_RANDOM, 11, 2.0}, {BT_RANDOM, 12, 1.0}, {BT_MA_RULE, 0, 2.0}, {BT_BUY_AND_HOLD, 0, 2.0}};
+  BacktestPass passes[K];
+  cr_assert_eq(backtest_run(&setup, specs, K, passes), 0, "%s", error_message());
+  for (int k = 0; k < K; k++) {
+    const BacktestPass *b = &passes[k];
+    const char *what = backtest_strategy_name(b->spec.strategy);
+    cr_expect_lt(backtest_ledger_check(b), 1e-12, "%s: equity rebuilt from the fills", what);
+    double pnl = 0, trade_cost = 0, step_cost = 0;
+    int64_t won = 0;
+    for (int64_t t = 0; t < b->n_trades; t++) {
+      pnl += b->trades[t].net_pnl;
+      trade_cost += b->trades[t].cost;
+      won += b->trades[t].net_pnl > 0;
+      cr_expect(b->trades[t].exit_step >= b->trades[t].entry_step);
+    }
+    for (int64_t i = 1; i <= b->n; i++)
+      step_cost += b->cost_spread[i] + b->cost_slippage[i] + b->cost_commission[i] + b->cost_financing[i];
+    // Flat between trades earns nothing, so the trades' P&L telescopes to E_N - E_0.
+    cr_expect_float_eq(b->equity[0] + pnl, b->equity[b->n], 1e-12, "%s: E_0 + sum(pnl) %.15g vs E_N %.15g", what,
+                       b->equity[0] + pnl, b->equity[b->n]);
+    // Every cost is paid while some trade is open (or by its fills).
+    cr_expect_float_eq(trade_cost, step_cost, 1e-12, "%s: trade costs %.15g vs step costs %.15g", what, trade_cost,
+                       step_cost);
+    cr_expect_gt(step_cost, 0.0, "%s pays costs", what);
+    // The env's own counts (trading_env.c) agree with the ledger rebuilt here.
+    cr_expect_eq(b->n_trades, b->env_trades_closed, "%s", what);
+    cr_expect_eq(b->env_trades_opened, b->env_trades_closed, "%s: the forced close closes the last trade", what);
+    cr_expect_eq(won, b->env_trades_won, "%s", what);
+  }
+  cr_expect_gt(passes[0].n_trades, 100, "a random policy trades a lot: %lld", (long long)passes[0].n_trades);
+  for (int k = 0; k < K; k++) backtest_pass_free(&passes[k]);
+  market_close(&m);
+}
+
+// Each cost lands in its own category: one cost at a time switched on, the others stay exactly 0.
+Test(backtest, costs_are_booked_by_category) {
+  const struct {
+    double spread, commission, slippage;  // bps
+    int nonzero;                          // 0 spread, 1 slippage, 2 commission
+  } cases[] = {{1.0, 0, 0, 0}, {0, 0, 1.0, 1}, {0, 1.0, 0, 2}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    TradingParams p = trading_params_default();
+    p.use_data_spread = 0;
+    p.half_spread_bps = cases[k].spread;
+    p.commission_bps = cases[k].commission;
+    p.slippage_bps = cases[k].slippage;
+    Market m;
+    market_open(&m, "EURUSD_1H.h5", p);
+    BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+    BacktestPassSpec specs[1] = {{BT_MA_RULE, 0, 1.0}};
+    BacktestPass b;
+    cr_assert_eq(backtest_run(&setup, specs, 1, &b), 0, "%s", error_message());
+    Report r = report_of(&b);
+    const double got[3] = {r.cost_spread, r.cost_slippage, r.cost_commission};
+    double notional = 0;
+    for (int64_t i = 1; i <= b.n; i++) notional += b.notional[i];
+    for (int c = 0; c < 3; c++) {
+      if (c == cases[k].nonzero)
+        // 1 bp of the mid, capped to the bar's range: about 1 bp of the notional (1/(1 -+ 1e-4) of it).
+        cr_expect(got[c] > 0.9e-4 * notional && got[c] <= 1.001e-4 * notional, "case %zu: %g of notional %g", k,
+                  got[c], notional);
+      else
+        cr_expect_eq(got[c], 0.0, "case %zu category %d", k, c);
+    }
+    cr_expect_eq(r.cost_financing, 0.0);
+    backtest_pass_free(&b);
+    market_close(&m);
+  }
+}
+
+Test(backtest, passes_are_deterministic_for_a_seed) {
+  Market m;
+  market_open(&m, "EURUSD_1H.h5", trading_params_default());
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL};
+  BacktestPassSpec specs[3] = {{BT_RANDOM, 5, 1.0}, {BT_RANDOM, 5, 1.0}, {BT_RANDOM, 6, 1.0}};
+  BacktestPass a[3], b[3];
+  cr_assert_eq(backtest_run(&setup, specs, 3, a), 0, "%s", error_message());
+  cr_assert_eq(backtest_run(&setup, specs, 3, b), 0, "%s", error_message());
+  const size_t bytes = (size_t)(a[0].n + 1) * sizeof(double);
+  cr_expect_eq(memcmp(a[0].equity, b[0].equity, bytes), 0, "same seed, same run: same equity");
+  cr_expect_eq(memcmp(a[0].equity, a[1].equity, bytes), 0, "two passes of one seed in one run");
+  cr_expect_neq(memcmp(a[0].equity, a[2].equity, bytes), 0, "another seed, another path");
+  for (int k = 0; k < 3; k++) backtest_pass_free(&a[k]), backtest_pass_free(&b[k]);
+  market_close(&m);
+}
+
+Test(backtest, oracle_bounds_flat_stays_flat_costs_only_hurt) {
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", trading_params_default());
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_ORACLE, 0, 1.0},  {BT_FLAT, 0, 1.0},    {BT_BUY_AND_HOLD, 0, 1.0},
+                              {BT_MA_RULE, 0, 0.0}, {BT_MA_RULE, 0, 1.0}, {BT_MA_RULE, 0, 2.0},
+                              {BT_RANDOM, 1, 1.0}};
+  enum { K = sizeof specs / sizeof specs[0] };
+  BacktestPass passes[K];
+  cr_assert_eq(backtest_run(&setup, specs, K, passes), 0, "%s", error_message());
+  Report r[K];
+  for (int k = 0; k < K; k++) r[k] = report_of(&passes[k]);
+  for (int k = 1; k < K; k++)
+    cr_expect_gt(r[0].m.total_return, r[k].m.total_return, "the zero-cost oracle bounds %s",
+                 backtest_strategy_name(specs[k].strategy));
+  cr_expect_eq(r[0].cost_total, 0.0, "the oracle runs at zero cost whatever its multiplier");
+  // Its open-to-open moves are known, not the marks at the closes in between: a high Sharpe, not 0 drawdown.
+  cr_expect_gt(r[0].m.sharpe, 10.0, "oracle Sharpe %g", r[0].m.sharpe);
+  for (int64_t i = 0; i <= passes[1].n; i++) cr_assert_eq(passes[1].equity[i], 1.0);
+  cr_expect_eq(r[1].n_trades, 0);
+  cr_expect_eq(r[1].exposure, 0.0);
+  // The MA rule takes the same decisions at every multiplier; only what they cost changes.
+  cr_expect_eq(r[3].n_trades, r[4].n_trades);
+  cr_expect_gt(r[3].m.total_return, r[4].m.total_return);
+  cr_expect_gt(r[4].m.total_return, r[5].m.total_return);
+  // Twice the cost rates; a little less than twice the amount, as the equity they apply to shrinks faster.
+  double ratio = r[5].cost_total / r[4].cost_total;
+  cr_expect(ratio > 1.5 && ratio < 2.0, "cost x2 / cost x1 = %g", ratio);
+  for (int k = 0; k < K; k++) backtest_pass_free(&passes[k]);
+  market_close(&m);
+}
+
+Test(backtest, refuses_an_agent_pass_without_a_policy) {
+  Market m;
+  market_open(&m, "SPY_1D.h5", trading_params_default());
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[1] = {{BT_AGENT_GREEDY, 0, 1.0}};
+  BacktestPass passes[1];
+  cr_expect_eq(backtest_run(&setup, specs, 1, passes), -1);
+  cr_expect(strstr(error_message(), "needs a policy"), "%s", error_message());
+  specs[0] = (BacktestPassSpec){BT_FLAT, 0, -1.0};
+  cr_expect_eq(backtest_run(&setup, specs, 1, passes), -1);
+  cr_expect(strstr(error_message(), "cost multiplier -1"), "%s", error_message());
+  market_close(&m);
+}
+
+// --- the programs ---------------------------------------------------------------------------------
+
+static char tmp_root[256];
+
+static void setup(void) {
+  snprintf(tmp_root, sizeof tmp_root, "/tmp/ppo_test_eval_XXXXXX");
+  cr_assert_not_null(mkdtemp(tmp_root));
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+  cr_expect_eq(system(cmd), 0);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_text(const char *path, size_t *length) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  cr_assert_not_null(buf);
+  size_t got = fread(buf, 1, (size_t)n, f);
+  buf[got] = '\0';
+  fclose(f);
+  if (length) *length = got;
+  return buf;
+}
+
+static int run_program(const char *bin, const char *args, char *out, size_t capacity) {
+  char command[4096];
+  snprintf(command, sizeof command, "'%s' %s 2>&1", bin, args);
+  FILE *pipe = popen(command, "r");
+  cr_assert(pipe, "popen %s", command);
+  size_t n = fread(out, 1, capacity - 1, pipe);
+  out[n] = '\0';
+  int status = pclose(pipe);
+  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
+  return WEXITSTATUS(status);
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+// A synthetic AR(1) market with costs, a small network, [eval] every iteration (best.h5).
+static const char *train_config =
+    "[run]\nname = ev\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 1024\ncheckpoint_every = 0\n"
+    "[env]\ntype = synthetic\nsynthetic_model = ar1\nsynthetic_bars = 6000\nsynthetic_rho = 0.1\n"
+    "n_envs = 2\nepisode_length = 100\nwindow = 4\nuse_data_spread = false\nhalf_spread_bps = 1\n"
+    "commission_bps = 0.5\nslippage_bps = 0.5\nfinancing_long_apr = 0.02\n"
+    "[ppo]\nn_steps = 256\nbatch_size = 128\nn_epochs = 2\n"
+    "[policy]\npi_layers = 16\nvf_layers = 16\n"
+    "[normalize]\nobs = true\n"
+    "[eval]\nevery = 1\n";
+
+// The value after the first `"key": ` following `after` in a JSON text.
+static double json_number_after(const char *text, const char *after, const char *key) {
+  const char *p = strstr(text, after);
+  cr_assert_not_null(p, "no %s in report.json", after);
+  char pattern[128];
+  snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+  p = strstr(p, pattern);
+  cr_assert_not_null(p, "no %s after %s", key, after);
+  p += strlen(pattern);
+  if (strncmp(p, "null", 4) == 0) return NAN;
+  return strtod(p, NULL);
+}
+
+// The last line's field `col` (0-based) of a CSV, and the sum of field `sum_col` over the rows.
+static void csv_scan(const char *text, int col, double *last, int sum_col, double *sum, int *rows) {
+  *sum = 0;
+  *rows = 0;
+  const char *line = strchr(text, '\n');  // skip the header
+  while (line && line[1]) {
+    line++;
+    const char *f = line;
+    for (int c = 0; c < col; c++) f = strchr(f, ',') + 1;
+    *last = strtod(f, NULL);
+    if (sum_col >= 0) {
+      f = line;
+      for (int c = 0; c < sum_col; c++) f = strchr(f, ',') + 1;
+      *sum += strtod(f, NULL);
+    }
+    (*rows)++;
+    line = strchr(line, '\n');
+  }
+}
+
+Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], path[1024], dir1[512], dir2[512];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  // [eval] every = 1 logs the evaluation's metrics besides the one that picks best.h5.
+  snprintf(path, sizeof path, "%s/metrics.csv", run);
+  char *metrics = read_text(path, NULL);
+  cr_assert_not_null(metrics);
+  cr_expect(strstr(metrics, "eval/sharpe,eval/total_return,eval/cagr,eval/sortino,eval/max_drawdown,eval/calmar"),
+            "%.300s", metrics);
+  free(metrics);
+
+  snprintf(dir1, sizeof dir1, "%s/eval1", tmp_root);
+  snprintf(args, sizeof args, "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 3 --random-seeds 4", run, dir1);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "agent greedy") && strstr(out, "buy and hold") && strstr(out, "oracle (zero cost)"), "%s", out);
+
+  const char *files[] = {"report.json", "equity.csv", "trades.csv", "fills.csv", "equity.gp"};
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    snprintf(path, sizeof path, "%s/%s", dir1, files[k]);
+    cr_expect(exists(path), "%s", path);
+  }
+  if (system("command -v gnuplot > /dev/null 2>&1") == 0) {
+    snprintf(path, sizeof path, "%s/equity.png", dir1);
+    size_t len = 0;
+    char *png = read_text(path, &len);
+    cr_assert_not_null(png, "gnuplot is installed: %s expected", path);
+    cr_expect(len > 1000 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, "a PNG file");
+    free(png);
+  } else {
+    cr_expect(strstr(out, "no equity.png: gnuplot is not installed"), "%s", out);
+  }
+
+  snprintf(path, sizeof path, "%s/report.json", dir1);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  for (const char *key = "\"format\": \"ppo-engine backtest report\""; key; key = NULL) cr_expect(strstr(report, key));
+  const char *sections[] = {"\"checkpoint\"", "\"fnv1a64\"", "\"data\"", "\"split\": \"val\"", "\"execution\"",
+                            "\"exec\": \"next_open\"", "\"cost_mult\"", "\"agent\"", "\"sampled\"", "\"baselines\"",
+                            "\"buy_and_hold\"", "\"flat\"", "\"random\"", "\"ma_rule\"", "\"oracle_zero_cost\"",
+                            "\"cost_stress\"", "\"psr0\"", "\"dsr\"", "\"sharpe_ci_lo\"", "\"cost_spread_pct\""};
+  for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
+    cr_expect(strstr(report, sections[k]), "report.json lacks %s", sections[k]);
+  double total = json_number_after(report, "\"greedy\"", "total_return");
+  double ledger_error = json_number_after(report, "\"greedy\"", "ledger_equity_max_abs_error");
+  double n_trades = json_number_after(report, "\"greedy\"", "n_trades");
+  cr_expect_lt(ledger_error, 1e-12);
+
+  // equity.csv ends at E_N = 1 + total return; trades.csv's P&L adds up to the same.
+  snprintf(path, sizeof path, "%s/equity.csv", dir1);
+  char *equity = read_text(path, NULL);
+  double last_equity, unused, pnl, last_pnl;
+  int bars, trades;
+  csv_scan(equity, 3, &last_equity, -1, &unused, &bars);
+  cr_expect_float_eq(last_equity, 1.0 + total, 1e-12, "equity.csv %.15g, report %.15g", last_equity, 1.0 + total);
+  snprintf(path, sizeof path, "%s/trades.csv", dir1);
+  char *ledger = read_text(path, NULL);
+  csv_scan(ledger, 9, &last_pnl, 9, &pnl, &trades);
+  cr_expect_eq(trades, (int)n_trades);
+  cr_expect_float_eq(1.0 + pnl, last_equity, 1e-12, "1 + sum of trades' net_pnl %.15g vs E_N %.15g", 1.0 + pnl,
+                     last_equity);
+  free(equity);
+  free(ledger);
+
+  // The same checkpoint, split and seeds give the same bytes.
+  snprintf(dir2, sizeof dir2, "%s/eval2", tmp_root);
+  snprintf(args, sizeof args, "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 3 --random-seeds 4 --quiet "
+           "--no-plot", run, dir2);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir2);
+  char *again = read_text(path, NULL);
+  cr_assert_not_null(again);
+  cr_expect_str_eq(again, report, "evaluation is deterministic");
+  free(again);
+  free(report);
+  snprintf(path, sizeof path, "%s/equity.png", dir2);
+  cr_expect(!exists(path), "--no-plot");
+
+  // The default output directory is the run's eval/<checkpoint>_<split>.
+  snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
+           "--bootstrap 0", run);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/eval/last_test/report.json", run);
+  cr_expect(exists(path), "%s", path);
+}
+
+Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], dir[512];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(dir, sizeof dir, "%s/out", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  const struct {
+    const char *args, *message;
+  } cases[] = {
+      {"--checkpoint '%s/nope.h5' --out '%s'", "nope.h5"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --split holdout", "--split holdout: train, val or test"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds many", "--seeds many"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.type=cartpole", "backtests trading and synthetic"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.window=8", "parameters"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.nosuchkey=1", "nosuchkey"},
+      {"--checkpoint '%s/config.ini' --out '%s'", "config.ini"},
+      {"--walk-forward '%s' --out '%s'", "no fold_NN directories"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char a[2048];
+    snprintf(a, sizeof a, cases[k].args, run, dir);
+    cr_expect_eq(run_program(EVAL_BIN, a, out, sizeof out), 2, "%s: %s", a, out);
+    cr_expect(strstr(out, cases[k].message), "%s: expected \"%s\" in: %s", a, cases[k].message, out);
+    cr_expect(!exists(dir), "%s: nothing written", a);
+  }
+}
+
+// Three one-month folds of a synthetic market (as in test_walk_forward.c), then the walk-forward
+// report: one row per fold, the chained curve starts at 1 and ends at the product of the folds'
+// growth, and its report.json.
+Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini = teardown, .timeout = 300) {
+  static char out[1 << 17];
+  char cfg[512], run[512], args[4096], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, "[run]\nname = wf\nseed = 3\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+                  "[env]\ntype = synthetic\nsynthetic_bars = 4700\nn_envs = 2\nepisode_length = 50\nwindow = 4\n"
+                  "[ppo]\nn_steps = 64\nbatch_size = 64\nn_epochs = 1\n"
+                  "[policy]\npi_layers = 8\nvf_layers = 8\n"
+                  "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n");
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100", run);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "walk-forward (3 folds"), "%s", out);
+
+  snprintf(path, sizeof path, "%s/walk_forward/folds.csv", run);
+  char *folds = read_text(path, NULL);
+  cr_assert_not_null(folds, "%s", path);
+  double growth = 1.0;
+  int rows = 0;
+  for (const char *line = strchr(folds, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+    const char *f = line + 1;
+    for (int c = 0; c < 5; c++) f = strchr(f, ',') + 1;  // total_return is column 5
+    growth *= 1.0 + strtod(f, NULL);
+    rows++;
+  }
+  cr_expect_eq(rows, 3, "%s", folds);
+  cr_expect(strstr(folds, "fold_00,") && strstr(folds, "fold_02,"), "%s", folds);
+  free(folds);
+
+  snprintf(path, sizeof path, "%s/walk_forward/oos_equity.csv", run);
+  char *oos = read_text(path, NULL);
+  cr_assert_not_null(oos, "%s", path);
+  const char *first = strchr(oos, '\n') + 1;
+  for (int c = 0; c < 3; c++) first = strchr(first, ',') + 1;
+  cr_expect_eq(strtod(first, NULL), 1.0, "the chain starts at 1");
+  double last, unused;
+  int bars;
+  csv_scan(oos, 3, &last, -1, &unused, &bars);
+  cr_expect_float_eq(last, growth, 1e-8, "chained end %.12g vs product of fold growths %.12g", last, growth);
+  free(oos);
+  for (int k = 0; k < 3; k++) {
+    snprintf(path, sizeof path, "%s/fold_%02d/eval/test/report.json", run, k);
+    cr_expect(exists(path), "%s", path);
+  }
+  snprintf(path, sizeof path, "%s/walk_forward/report.json", run);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  cr_expect_float_eq(json_number_after(report, "\"agent_greedy\"", "total_return"), growth - 1.0, 1e-8);
+  free(report);
+}
