@@ -376,7 +376,7 @@ static const char *action_mode_name(TradingActionMode a) {
 static void write_report_json(FILE *out, const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o) {
   const TradingContext *c = &ev->market.context;
   const MarketData *d = c->data;
-  const BacktestPass *g = &ev->passes[0];
+  const BacktestPass *g = &ev->passes[ev->flat];  // the whole pass: flat never stops early
   char a[64], b[64];
   JsonWriter w;
   json_init(&w, out);
@@ -633,7 +633,7 @@ static void plot(const char *dir, const PlotSpec *spec) {
 static void print_summary(FILE *out, const Evaluation *ev) {
   const TradingContext *c = &ev->market.context;
   char a[64], b[64];
-  const BacktestPass *g = &ev->passes[0];
+  const BacktestPass *g = &ev->passes[ev->flat];  // the whole pass: flat never stops early
   fprintf(out, "%s %s split: %lld steps %s .. %s, exec %s, cost x%g\n", c->data->symbol,
           trading_split_name(ev->split), (long long)g->n, time_text(g->ts[0], a, sizeof a),
           time_text(g->ts[g->n], b, sizeof b), exec_name(c->params.exec), ev->cost_mult);
@@ -664,6 +664,15 @@ static void print_summary(FILE *out, const Evaluation *ev) {
         fprintf(out, " %*s", width[j], "n/a");
     }
     fputc('\n', out);
+  }
+  for (int k = 0; k < ev->n_passes; k++) {
+    const BacktestPass *p = &ev->passes[k];
+    if (!p->terminated || (p->spec.strategy == BT_RANDOM && k != ev->first_random) ||
+        (p->spec.strategy == BT_AGENT_SAMPLED && k != ev->first_sampled) || k >= ev->first_stress)
+      continue;
+    fprintf(out, "note: %s%s stopped at [env] max_loss = %g on %s (equity %.4f)\n", backtest_strategy_name(p->spec.strategy),
+            p->spec.strategy == BT_RANDOM || p->spec.strategy == BT_AGENT_SAMPLED ? " (first seed)" : "",
+            c->params.max_loss, time_text(p->ts[p->n], a, sizeof a), p->equity[p->n]);
   }
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
