@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/cli.h"
 #include "common/error.h"
 #include "ppo/eval_run.h"
 
@@ -54,18 +55,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_BAD_INPUT;
 }
 
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-  size_t len = strlen(name);
-  if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=') return argv[*i] + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
-static bool is_option(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
-}
-
 static int parse_count(const char *text, int *out) {
   char *end;
   long v = strtol(text, &end, 10);
@@ -88,13 +77,13 @@ int main(int argc, char **argv) {
       o.plot = false;
     } else if (strcmp(a, "--quiet") == 0) {
       o.quiet = true;
-    } else if (is_option(a, "--checkpoint") || is_option(a, "--config") || is_option(a, "--split") ||
-               is_option(a, "--out") || is_option(a, "--walk-forward") || is_option(a, "--set") ||
-               is_option(a, "--seeds") || is_option(a, "--random-seeds") || is_option(a, "--bootstrap")) {
+    } else if (cli_is_option(a, "--checkpoint") || cli_is_option(a, "--config") || cli_is_option(a, "--split") ||
+               cli_is_option(a, "--out") || cli_is_option(a, "--walk-forward") || cli_is_option(a, "--set") ||
+               cli_is_option(a, "--seeds") || cli_is_option(a, "--random-seeds") || cli_is_option(a, "--bootstrap")) {
       const char *name = a;
       char opt[32];
       snprintf(opt, sizeof opt, "%.*s", (int)strcspn(name, "="), name);
-      if (!(v = option_value(argc, argv, &i, opt))) return usage_error("%s needs a value", opt);
+      if (!(v = cli_option_value(argc, argv, &i, opt))) return usage_error("%s needs a value", opt);
       if (strcmp(opt, "--checkpoint") == 0)
         o.checkpoint = v;
       else if (strcmp(opt, "--config") == 0)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/cli.h"
 #include "common/error.h"
 #include "ppo/config.h"
 #include "ppo/train_run.h"
@@ -62,19 +63,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_BAD_INPUT;
 }
 
-// Takes the value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"); NULL when missing.
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-  size_t len = strlen(name);
-  if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=') return argv[*i] + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
-static bool is_option(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
-}
-
 int main(int argc, char **argv) {
   TrainRunOptions opt;
   memset(&opt, 0, sizeof opt);
@@ -107,18 +95,18 @@ int main(int argc, char **argv) {
       opt.plan_only = true;
     } else if (strcmp(arg, "--quiet") == 0) {
       opt.quiet = true;
-    } else if (is_option(arg, "--set")) {
-      const char *v = option_value(argc, argv, &i, "--set");
+    } else if (cli_is_option(arg, "--set")) {
+      const char *v = cli_option_value(argc, argv, &i, "--set");
       if (!v)
         status = usage_error("%s needs an argument: --set section.key=value", arg);
       else
         overrides[opt.n_overrides++] = v;
-    } else if (is_option(arg, "--resume")) {
-      if (!(opt.resume = option_value(argc, argv, &i, "--resume"))) status = usage_error("%s needs a checkpoint", arg);
-    } else if (is_option(arg, "--run-dir")) {
-      if (!(opt.run_dir = option_value(argc, argv, &i, "--run-dir"))) status = usage_error("%s needs a directory", arg);
-    } else if (is_option(arg, "--iterations")) {
-      const char *v = option_value(argc, argv, &i, "--iterations");
+    } else if (cli_is_option(arg, "--resume")) {
+      if (!(opt.resume = cli_option_value(argc, argv, &i, "--resume"))) status = usage_error("%s needs a checkpoint", arg);
+    } else if (cli_is_option(arg, "--run-dir")) {
+      if (!(opt.run_dir = cli_option_value(argc, argv, &i, "--run-dir"))) status = usage_error("%s needs a directory", arg);
+    } else if (cli_is_option(arg, "--iterations")) {
+      const char *v = cli_option_value(argc, argv, &i, "--iterations");
       char *end = NULL;
       long long n = v ? strtoll(v, &end, 10) : 0;
       if (!v || *end != '\0' || n < 1)

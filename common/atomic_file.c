@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -96,4 +97,28 @@ void atomic_file_abort(AtomicFile *af) {
   if (af->stream) fclose(af->stream);
   af->stream = NULL;
   if (af->tmp_path[0]) unlink(af->tmp_path);
+}
+
+int make_directories(const char *path) {
+  char buf[ATOMIC_PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+    error_set("%.200s...: directory path longer than %d bytes", path, ATOMIC_PATH_MAX - 1);
+    return -1;
+  }
+  for (char *p = buf + 1;; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char c = *p;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+      error_set("%s: cannot create directory: %s", buf, strerror(errno));
+      return -1;
+    }
+    if (c == '\0') return 0;
+    *p = c;
+  }
+}
+
+bool path_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
 }

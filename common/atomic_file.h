@@ -8,6 +8,7 @@
 #ifndef PPO_COMMON_ATOMIC_FILE_H
 #define PPO_COMMON_ATOMIC_FILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #define ATOMIC_PATH_MAX 4096
@@ -31,5 +32,10 @@ int atomic_file_publish(const char *tmp_path, const char *path);
 FILE *atomic_file_open(AtomicFile *af, const char *path);
 int atomic_file_commit(AtomicFile *af);  // fclose (checking write errors) + publish; 0, or -1 and the error message
 void atomic_file_abort(AtomicFile *af);  // fclose + remove the temporary file; `path` untouched
+
+// Creates directory `path` and its missing parents (mode 0777 before the umask); an existing
+// directory is fine. 0, or -1 and the error message naming the directory that could not be made.
+int make_directories(const char *path);
+bool path_exists(const char *path);  // stat() succeeds: a file, a directory or anything else
 
 #endif

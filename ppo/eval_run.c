@@ -151,33 +151,6 @@ static void json_group(JsonWriter *w, const Report *reports, int count) {
 
 // --- small file helpers ----------------------------------------------------------------------------
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_CAP];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-    error_set("%s: path too long", path);
-    return -1;
-  }
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-      error_set("%s: cannot create directory: %s", buf, strerror(errno));
-      return -1;
-    }
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-    error_set("%s: cannot create directory: %s", buf, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static bool file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
 // FNV-1a 64 of a file's bytes and its size: the checkpoint's identity in the report.
 static int file_fingerprint(const char *path, uint64_t *hash, int64_t *size) {
   FILE *f = fopen(path, "rb");
@@ -682,7 +655,7 @@ static void print_summary(FILE *out, const Evaluation *ev) {
 }
 
 static int write_outputs(const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o, const char *dir) {
-  if (mkdir_p(dir) != 0) return -1;
+  if (make_directories(dir) != 0) return -1;
   JsonArgs j = {ev, checkpoint, o};
   if (write_atomic(dir, "report.json", report_json_fn, &j) != 0) return -1;
   if (write_atomic(dir, "equity.csv", equity_csv_fn, ev) != 0) return -1;
@@ -884,7 +857,7 @@ static int walk_forward_run(const EvalRunOptions *o) {
   if (o->out_dir) snprintf(out_dir, sizeof out_dir, "%s", o->out_dir);
   int status = 0;
   BacktestPass chain = {0}, chain_bh = {0};
-  if (mkdir_p(out_dir) != 0) {
+  if (make_directories(out_dir) != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     status = EXIT_RUNTIME;
   }
@@ -905,8 +878,8 @@ static int walk_forward_run(const EvalRunOptions *o) {
   for (int k = 0; k < count && status == 0; k++) {
     char ckpt[PATH_CAP], fold_out[PATH_CAP];
     snprintf(ckpt, sizeof ckpt, "%s/%s/best.h5", run, names[k]);
-    if (!file_exists(ckpt)) snprintf(ckpt, sizeof ckpt, "%s/%s/checkpoints/last.h5", run, names[k]);
-    if (!file_exists(ckpt)) {
+    if (!path_exists(ckpt)) snprintf(ckpt, sizeof ckpt, "%s/%s/checkpoints/last.h5", run, names[k]);
+    if (!path_exists(ckpt)) {
       fprintf(stderr, "ppo-eval: --walk-forward: %s/%s has no best.h5 and no checkpoints/last.h5 (not trained yet?)\n",
               run, names[k]);
       status = EXIT_BAD_INPUT;

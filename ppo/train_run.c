@@ -56,30 +56,6 @@ static void restore_signals(void) {
 
 // --- files -----------------------------------------------------------------------------------------
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_CAP];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-      error_set("%s: cannot create directory: %s", buf, strerror(errno));
-      return -1;
-    }
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-    error_set("%s: cannot create directory: %s", buf, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static bool file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
 static int write_config_file(const Config *cfg, const char *path) {
   AtomicFile af;
   if (!atomic_file_open(&af, path)) return -1;
@@ -304,7 +280,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-  if (!opt->resume && file_exists(path)) {
+  if (!opt->resume && path_exists(path)) {
     fprintf(stderr,
             "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
             "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
@@ -314,7 +290,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   }
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
-  if (mkdir_p(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0) {
+  if (make_directories(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
     return EXIT_RUNTIME;

@@ -118,30 +118,6 @@ int walk_forward_overrides(const WalkForwardFold *fold, char buf[4][64], const c
 
 // --- the run -----------------------------------------------------------------------------------------
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_CAP];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-      error_set("%s: cannot create directory: %s", buf, strerror(errno));
-      return -1;
-    }
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-    error_set("%s: cannot create directory: %s", buf, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static bool file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
 // The bars only (no features, no splits): the plan needs the data's first and last day and bar size.
 static MarketData *load_bars(const Config *cfg) {
   char where[512];
@@ -265,7 +241,7 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
   char path[PATH_CAP];
   size_t length = 0;
   char *csv = folds_csv(folds, *count, &length);
-  if (!csv || mkdir_p(run_dir) != 0) {
+  if (!csv || make_directories(run_dir) != 0) {
     fprintf(stderr, "ppo-train --walk-forward: %s\n", csv ? error_message() : "out of memory");
     free(csv);
     return EXIT_RUNTIME;
@@ -327,7 +303,7 @@ int walk_forward_run(const TrainRunOptions *opt) {
       continue;
     }
     walk_forward_overrides(&folds[i], date_buf, sets + opt->n_overrides);
-    bool resume = file_exists(last_path);
+    bool resume = path_exists(last_path);
     fprintf(stderr, "walk-forward: fold %d (%d of %d): %s, %s, %s, %s -> %s%s\n", folds[i].index, i + 1, count,
             sets[opt->n_overrides], sets[opt->n_overrides + 1], sets[opt->n_overrides + 2], sets[opt->n_overrides + 3],
             fold_dir, resume ? " (resuming from checkpoints/last.h5)" : "");

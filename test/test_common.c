@@ -486,3 +486,23 @@ Test(json_writer, a_value_without_a_key_is_a_programming_error, .exit_code = 1) 
   json_object_begin(&w);
   json_number(&w, 1.0);
 }
+
+Test(atomic_file, make_directories_creates_parents_and_names_the_failure) {
+  char root[] = "/tmp/ppo_test_mkdir_XXXXXX", path[256], file[256];
+  cr_assert_not_null(mkdtemp(root));
+  snprintf(path, sizeof path, "%s/a/b/c", root);
+  cr_expect(!path_exists(path));
+  cr_assert_eq(make_directories(path), 0, "%s", error_message());
+  cr_expect(path_exists(path));
+  cr_expect_eq(make_directories(path), 0, "an existing directory is fine");
+  snprintf(file, sizeof file, "%s/plain", root);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/plain/sub", root);
+  cr_expect_eq(make_directories(path), -1);
+  cr_expect(strstr(error_message(), "plain/sub: cannot create directory"), "%s", error_message());
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  cr_expect_eq(system(cmd), 0);
+}

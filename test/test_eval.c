@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ppo/backtest.h"
+#include "program_util.h"
 #include "trading_test_util.h"
 
 #define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
@@ -238,40 +239,6 @@ static void teardown(void) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
   cr_expect_eq(system(cmd), 0);
-}
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "%s", path);
-  fputs(text, f);
-  fclose(f);
-}
-
-static char *read_text(const char *path, size_t *length) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  cr_assert_not_null(buf);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  if (length) *length = got;
-  return buf;
-}
-
-static int run_program(const char *bin, const char *args, char *out, size_t capacity) {
-  char command[4096];
-  snprintf(command, sizeof command, "'%s' %s 2>&1", bin, args);
-  FILE *pipe = popen(command, "r");
-  cr_assert(pipe, "popen %s", command);
-  size_t n = fread(out, 1, capacity - 1, pipe);
-  out[n] = '\0';
-  int status = pclose(pipe);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
-  return WEXITSTATUS(status);
 }
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }

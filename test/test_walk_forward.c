@@ -19,6 +19,7 @@
 #include "ppo/checkpoint.h"
 #include "ppo/config.h"
 #include "ppo/walk_forward.h"
+#include "program_util.h"
 
 #define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
 
@@ -209,34 +210,7 @@ static const char *wf_config =
     "[policy]\npi_layers = 8\nvf_layers = 8\n"
     "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n";
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "%s", path);
-  fputs(text, f);
-  fclose(f);
-}
-
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return strdup(buf);
-}
-
-static int run_train(const char *args, char *out, size_t capacity) {
-  char command[4096];
-  snprintf(command, sizeof command, "'%s' %s 2>&1", TRAIN_BIN, args);
-  FILE *pipe = popen(command, "r");
-  cr_assert(pipe, "popen %s", command);
-  size_t n = fread(out, 1, capacity - 1, pipe);
-  out[n] = '\0';
-  int status = pclose(pipe);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
-  return WEXITSTATUS(status);
-}
+static int run_train(const char *args, char *out, size_t capacity) { return run_program(TRAIN_BIN, args, out, capacity); }
 
 static int count_of(const char *text, const char *needle) {
   int n = 0;
@@ -275,7 +249,7 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   cr_expect(strstr(out, "all 3 folds done (0 skipped"), "%s", out);
 
   snprintf(path, sizeof path, "%s/folds.csv", run);
-  char *csv = read_text(path);
+  char *csv = read_text(path, NULL);
   cr_assert_not_null(csv);
   cr_expect_str_eq(csv,
                    "fold,train_start,val_start,test_start,test_end\n"
@@ -293,13 +267,13 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
     snprintf(path, sizeof path, "%s/fold_%02d/done", run, k);
     cr_expect(exists(path), "%s", path);
     snprintf(path, sizeof path, "%s/fold_%02d/config.ini", run, k);
-    char *ini = read_text(path);
+    char *ini = read_text(path, NULL);
     cr_assert_not_null(ini, "%s", path);
     cr_expect(strstr(ini, starts[k][0]) && strstr(ini, starts[k][1]), "fold %d:\n%s", k, ini);
     free(ini);
     snprintf(path, sizeof path, "%s/fold_%02d/metrics.csv", run, k);
     cr_assert_eq(stat(path, &before[k]), 0, "%s", path);
-    char *metrics = read_text(path);
+    char *metrics = read_text(path, NULL);
     cr_expect_eq(count_of(metrics, "\n"), 3, "fold %d: header and 2 iterations:\n%s", k, metrics);
     free(metrics);
   }
@@ -324,14 +298,14 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
   cr_expect_eq(count_of(out, "(resuming from checkpoints/last.h5)"), 3, "%s", out);
   snprintf(path, sizeof path, "%s/fold_02/metrics.csv", run);
-  char *metrics = read_text(path);
+  char *metrics = read_text(path, NULL);
   cr_expect_eq(count_of(metrics, "\n"), 4, "header and 3 iterations:\n%s", metrics);
   free(metrics);
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2", cfg, run);
   cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, "all 2 folds done (2 skipped"), "%s", out);
   snprintf(path, sizeof path, "%s/folds.csv", run);
-  csv = read_text(path);
+  csv = read_text(path, NULL);
   cr_expect_eq(count_of(csv, "\n"), 4, "the file keeps the longer plan:\n%s", csv);
   free(csv);
 
@@ -360,7 +334,7 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
   }
   // Two iterations logged: the run's signal handlers are installed by then.
   for (int tries = 0; tries < 600; tries++) {
-    char *m = read_text(metrics);
+    char *m = read_text(metrics, NULL);
     int lines = m ? count_of(m, "\n") : 0;
     free(m);
     if (lines >= 3) break;
@@ -371,7 +345,7 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status), "killed instead of exiting");
   cr_expect_eq(WEXITSTATUS(status), 0);
-  char *err = read_text(log_path);
+  char *err = read_text(log_path, NULL);
   cr_assert_not_null(err);
   cr_expect(strstr(err, "stopped in fold 0") && strstr(err, "run the same ppo-train --walk-forward command again"),
             "%s", err);
