@@ -19,6 +19,7 @@
 #include "common/rng.h"
 #include "common/time_utc.h"
 #include "ppo/config.h"
+#include "program_util.h"
 
 #define CORPUS_DIR PPO_SOURCE_DIR "/test/data/configs"
 #define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
@@ -68,17 +69,7 @@ static char *write_ini(const Config *cfg, size_t *length) {
 }
 
 // Runs ppo-train with `args` (shell words), stdout and stderr together in `out`; returns the exit status.
-static int run_train(const char *args, char *out, size_t capacity) {
-  char command[4096];
-  snprintf(command, sizeof command, "'%s' %s 2>&1", TRAIN_BIN, args);
-  FILE *pipe = popen(command, "r");
-  cr_assert(pipe, "popen %s", command);
-  size_t n = fread(out, 1, capacity - 1, pipe);
-  out[n] = '\0';
-  int status = pclose(pipe);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", command);
-  return WEXITSTATUS(status);
-}
+static int run_train(const char *args, char *out, size_t capacity) { return run_program(TRAIN_BIN, args, out, capacity); }
 
 static int run_train_stdout(const char *args, char *out, size_t capacity) {
   char command[4096];
