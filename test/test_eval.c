@@ -338,6 +338,8 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   double ledger_error = json_number_after(report, "\"greedy\"", "ledger_equity_max_abs_error");
   double n_trades = json_number_after(report, "\"greedy\"", "n_trades");
   cr_expect_lt(ledger_error, 1e-12);
+  double bh_commission = json_number_after(report, "\"buy_and_hold\"", "cost_commission_pct");
+  cr_expect_gt(bh_commission, 0.0);
 
   // equity.csv ends at E_N = 1 + total return; trades.csv's P&L adds up to the same.
   snprintf(path, sizeof path, "%s/equity.csv", dir1);
@@ -368,6 +370,28 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   free(report);
   snprintf(path, sizeof path, "%s/equity.png", dir2);
   cr_expect(!exists(path), "--no-plot");
+
+  // --config: the market and costs of another file (here 3 bp commission), the network of the checkpoint.
+  char other[512], dir3[512];
+  snprintf(other, sizeof other, "%s/other.ini", tmp_root);
+  const char *at = strstr(train_config, "commission_bps = 0.5\n");
+  cr_assert_not_null(at);
+  char text[2048];
+  snprintf(text, sizeof text, "%.*scommission_bps = 3\n%s", (int)(at - train_config), train_config,
+           at + strlen("commission_bps = 0.5\n"));
+  write_text(other, text);
+  snprintf(dir3, sizeof dir3, "%s/eval3", tmp_root);
+  snprintf(args, sizeof args, "--checkpoint '%s/best.h5' --config '%s' --split val --out '%s' --seeds 0 "
+           "--random-seeds 1 --bootstrap 0 --quiet --no-plot", run, other, dir3);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir3);
+  char *third = read_text(path, NULL);
+  cr_assert_not_null(third);
+  cr_expect_eq(json_number_after(third, "\"execution\"", "commission_bps"), 3.0);
+  // Buy-and-hold takes the same two fills: 3 bp instead of 0.5 bp of commission on them.
+  double ratio = json_number_after(third, "\"buy_and_hold\"", "cost_commission_pct") / bh_commission;
+  cr_expect(ratio > 5.9 && ratio < 6.1, "commission 3 bp / 0.5 bp: %g", ratio);
+  free(third);
 
   // The default output directory is the run's eval/<checkpoint>_<split>.
   snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
