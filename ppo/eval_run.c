@@ -560,8 +560,10 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
   const PlotSpec *s = arg;
   fprintf(out,
           "# equity.gp: redraw equity.png with `gnuplot equity.gp` in this directory (written by ppo-eval).\n"
+          "# ppo-eval itself runs gnuplot -e \"out='.equity.png.tmp'\" equity.gp and renames the result.\n"
+          "if (!exists('out')) out = 'equity.png'\n"
           "set terminal pngcairo size 1280,900 noenhanced\n"
-          "set output '.equity.png.tmp'\n"
+          "set output out\n"
           "set datafile separator ','\n"
           "set key top left opaque\n"
           "set xdata time\nset timefmt '%%Y-%%m-%%d %%H:%%M'\nset format x '%%Y-%%m'\n"
@@ -587,7 +589,7 @@ static void plot(const char *dir, const PlotSpec *spec) {
     if (chdir(dir) != 0) _exit(127);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
-    execlp("gnuplot", "gnuplot", "equity.gp", (char *)NULL);
+    execlp("gnuplot", "gnuplot", "-e", "out='.equity.png.tmp'", "equity.gp", (char *)NULL);
     _exit(127);
   }
   int status = 0;

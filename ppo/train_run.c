@@ -1,6 +1,7 @@
 // ppo/train_run.c: the `ppo-train` run (ppo/train_run.h).
 #include "ppo/train_run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -85,15 +86,61 @@ static void run_dir_of_checkpoint(const char *ckpt, char *out, size_t capacity) 
   if (snprintf(out, capacity, "%s", buf) >= (int)capacity) snprintf(out, capacity, ".");
 }
 
-// Keeps the newest `keep` ckpt_*.h5 of dir (0: all): the names sort by iteration.
-static void prune_checkpoints(const char *dir, int64_t keep, int64_t newest_iteration, int64_t every) {
-  if (keep <= 0 || every <= 0) return;
-  // The run writes ckpt_<it> at multiples of every; remove the one that fell out of the window.
-  int64_t drop = newest_iteration - keep * every;
-  for (int64_t it = drop; it > 0 && it > drop - every; it--) {
-    char path[PATH_CAP];
-    if (snprintf(path, sizeof path, "%s/ckpt_%06lld.h5", dir, (long long)it) < (int)sizeof path) (void)unlink(path);
+// Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all), by iteration number, whatever
+// cadence wrote them (a final or interrupted run's checkpoint falls between multiples of every).
+static void prune_checkpoints(const char *dir, int64_t keep) {
+  if (keep <= 0) return;
+  DIR *d = opendir(dir);
+  if (!d) return;
+  int64_t *its = NULL;
+  size_t count = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    long long it;
+    char tail[8];
+    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0) continue;
+    if (count == cap) {
+      cap = cap ? 2 * cap : 64;
+      int64_t *grown = realloc(its, cap * sizeof *its);
+      if (!grown) break;
+      its = grown;
+    }
+    its[count++] = it;
   }
+  closedir(d);
+  for (size_t i = 0; i < count; i++) {  // drop every one with `keep` or more newer ones
+    size_t newer = 0;
+    for (size_t j = 0; j < count; j++) newer += its[j] > its[i];
+    char path[PATH_CAP];
+    if (newer >= (size_t)keep && snprintf(path, sizeof path, "%s/ckpt_%06lld.h5", dir, (long long)its[i]) < (int)sizeof path)
+      (void)unlink(path);
+  }
+  free(its);
+}
+
+// best.txt beside best.h5: the metric and the value that selected it, so a resumed run only replaces
+// best.h5 with a better evaluation. -INFINITY when there is none (or it names another metric).
+static double read_best(const char *run_dir, const char *metric) {
+  char path[PATH_CAP], name[64];
+  snprintf(path, sizeof path, "%s/best.h5", run_dir);
+  if (!path_exists(path)) return -INFINITY;
+  snprintf(path, sizeof path, "%s/best.txt", run_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -INFINITY;
+  double value;
+  long long iteration;
+  int n = fscanf(f, "metric %63s iteration %lld value %lf", name, &iteration, &value);
+  fclose(f);
+  return n == 3 && strcmp(name, metric) == 0 ? value : -INFINITY;
+}
+
+static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value) {
+  char path[PATH_CAP];
+  snprintf(path, sizeof path, "%s/best.txt", run_dir);
+  AtomicFile af;
+  if (!atomic_file_open(&af, path)) return -1;
+  fprintf(af.stream, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
+  return atomic_file_commit(&af);
 }
 
 static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, size_t capacity) {
@@ -334,7 +381,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   install_signals();
   bool tty = log_is_tty() && !opt->quiet;
   double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
-  double best = -INFINITY;
+  double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
   int status = EXIT_OK;
   int64_t done_here = 0;
   bool interrupted = false;
@@ -359,7 +406,8 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
         if (er.metric > best) {
           best = er.metric;
           snprintf(path, sizeof path, "%s/best.h5", run_dir);
-          if (checkpoint_save(tr, path) != 0) log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
+          if (checkpoint_save(tr, path) != 0 || write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0)
+            log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
         }
       }
     }
@@ -390,7 +438,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
         status = EXIT_RUNTIME;
         break;
       }
-      prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, s.iteration, cfg.run.checkpoint_every);
+      prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
     }
     if (trainer_stop_requested()) {
       interrupted = true;
@@ -400,7 +448,9 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   if (tty) log_progress_end();
   result->seconds = timer_now() - t_start;
   if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
-    if (save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
+    bool saved = save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0;
+    if (saved) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
+    if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       status = EXIT_RUNTIME;
     } else if (interrupted) {

@@ -138,6 +138,25 @@ static void resume_case(const char *precision) {
   cr_expect_eq(access(path, F_OK), 0, "%s missing", path);
   snprintf(path, sizeof path, "%s/best.h5", dir_a);
   cr_expect_eq(access(path, F_OK), 0, "[eval] every = 1 writes best.h5");
+  // The resumed run prunes to the newest 2 as well (its stop at iteration 2 wrote ckpt 2) ...
+  for (int it = 1; it <= 4; it++) {
+    snprintf(path, sizeof path, "%s/checkpoints/ckpt_%06d.h5", dir_b, it);
+    cr_expect_eq(access(path, F_OK) == 0, it >= 3, "resumed run: ckpt %d %s", it, it >= 3 ? "kept" : "pruned");
+  }
+  // ... and picks best.h5 over all four evaluations, as the uninterrupted run did (best.txt: metric,
+  // iteration, value), not over the two after the resume only.
+  char best_a[600], best_b[600];
+  snprintf(best_a, sizeof best_a, "%s/best.txt", dir_a);
+  snprintf(best_b, sizeof best_b, "%s/best.txt", dir_b);
+  FILE *fa = fopen(best_a, "r"), *fb = fopen(best_b, "r");
+  cr_assert(fa && fb, "best.txt in both runs");
+  char text_a[256] = "", text_b[256] = "";
+  size_t na = fread(text_a, 1, sizeof text_a - 1, fa), nb = fread(text_b, 1, sizeof text_b - 1, fb);
+  fclose(fa);
+  fclose(fb);
+  const char *head = "metric sharpe\niteration ";
+  cr_expect(na > 0 && nb > 0 && strncmp(text_a, head, strlen(head)) == 0, "%s", text_a);
+  cr_expect_str_eq(text_b, text_a, "the resumed run's best.txt");
 }
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 600);
@@ -145,6 +164,39 @@ TestSuite(train, .init = setup, .fini = teardown, .timeout = 600);
 Test(train, resume_is_bit_exact_fp32) { resume_case("fp32"); }
 Test(train, resume_is_bit_exact_fp16) { resume_case("fp16"); }
 Test(train, resume_is_bit_exact_bf16) { resume_case("bf16"); }
+
+// A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.txt.
+Test(train, resume_keeps_a_better_best_h5) {
+  const char *cfg = config_file("best");
+  const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
+  for (int better = 0; better < 2; better++) {
+    char dir[512], path[600], ckpt[600];
+    snprintf(dir, sizeof dir, "%s/best_%d", tmp_root, better);
+    cr_assert_eq(run(cfg, NULL, dir, 2, 1, sets), 0, "%s", error_message());
+    // Pretend iteration 2's evaluation scored +1e300 (nothing later can beat it) or -1e300 (anything can).
+    snprintf(path, sizeof path, "%s/best.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "metric sharpe\niteration 2\nvalue %s\n", better ? "1e300" : "-1e300");
+    fclose(f);
+    snprintf(path, sizeof path, "%s/best.h5", dir);
+    struct stat before;
+    cr_assert_eq(stat(path, &before), 0);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+    cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+    struct stat after;
+    cr_assert_eq(stat(path, &after), 0);
+    int64_t iteration = -1;
+    hid_t h = h5io_open_read(path);
+    cr_assert(h >= 0);
+    cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
+    h5io_close(h);
+    if (better)
+      cr_expect_eq(iteration, 2, "a recorded best of 1e300 stands: best.h5 still holds iteration 2");
+    else
+      cr_expect_gt(iteration, 2, "a recorded best of -1e300 is beaten after the resume");
+  }
+}
 
 Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   const char *cfg = config_file("refuse");
