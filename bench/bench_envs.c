@@ -13,7 +13,8 @@
 // discrete3, default costs, 2048-bar episodes), random levels every step (a trade on two steps in
 // three: the costly path). Its memory row gives the shared market (bars + feature matrix, one copy),
 // the VecEnv (states, logs) and the per-env state.
-// --json FILE appends JSON lines {name, backend, precision, shape, value, unit}, as ppo-bench does.
+// --json FILE appends JSON lines {name, backend, precision, shape, value, unit}, as ppo-bench does; every
+// row, with its range, also goes to bench_report (`ppo-bench all`).
 // Issue targets: at least 20 M CartPole steps/s per core; at least 8.5 M trading steps/s for 32 envs on
 // 2 threads; market data resident once (adding envs costs a few KiB at most).
 #include <stdint.h>
@@ -97,12 +98,27 @@ static double run_vecenv(void *context, long steps, uint64_t *t) {
   return timer_since(t0);
 }
 
-static void json_line(FILE *json, const char *name, const char *shape, double value, const char *unit) {
+// Appends one JSON line to --json (the median) and hands the row to the result sink (`ppo-bench all`).
+static void json_line(FILE *json, const char *name, const char *shape, double value, double lo, double hi,
+                      const char *unit, int repeats) {
   if (json)
     fprintf(json,
             "{\"name\": \"%s\", \"backend\": \"cpu\", \"precision\": \"-\", \"shape\": \"%s\", "
             "\"value\": %.6g, \"unit\": \"%s\"}\n",
             name, shape, value, unit);
+  bench_report(&(BenchResult){.name = name,
+                              .backend = "-",
+                              .precision = "-",
+                              .params = shape,
+                              .median = value,
+                              .min = lo,
+                              .max = hi,
+                              .unit = unit,
+                              .repeats = repeats});
+}
+
+static void bytes_line(FILE *json, const char *name, const char *shape, size_t bytes) {
+  json_line(json, name, shape, (double)bytes, (double)bytes, (double)bytes, "bytes", 1);
 }
 
 typedef struct {
@@ -211,7 +227,7 @@ static int bench_trading(const BenchOptions *o, FILE *json) {
            (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec), vecenv_log_mean(vc.vec, 3));
     snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d", n, threads, context.window,
              features->count);
-    json_line(json, "env_trading_steps_per_s", shape, median, "steps/s");
+    json_line(json, "env_trading_steps_per_s", shape, median, lo, hi, "steps/s", to.repeats);
     vecenv_free(vc.vec);
   }
   // Memory: the market once, plus a VecEnv whose growth per env is its state.
@@ -223,9 +239,9 @@ static int bench_trading(const BenchOptions *o, FILE *json) {
       "         per env: state %zu B, %zu B with its slot and logs (measured from %d to %d envs)\n",
       market_bytes, market_bytes - features->bytes, features->bytes, n, vec_bytes[0], state_bytes, per_env, n, 2 * n);
   snprintf(shape, sizeof shape, "envs=%d,window=%d,features=%d", n, context.window, features->count);
-  json_line(json, "env_trading_market_bytes", shape, (double)market_bytes, "bytes");
-  json_line(json, "env_trading_vecenv_bytes", shape, (double)vec_bytes[0], "bytes");
-  json_line(json, "env_trading_bytes_per_env", shape, (double)per_env, "bytes");
+  bytes_line(json, "env_trading_market_bytes", shape, market_bytes);
+  bytes_line(json, "env_trading_vecenv_bytes", shape, vec_bytes[0]);
+  bytes_line(json, "env_trading_bytes_per_env", shape, per_env);
   free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
   features_free(features), market_data_free(data);
   return 0;
@@ -268,6 +284,8 @@ int bench_envs_main(int argc, char **argv) {
   bench_repeat(run_serial, &sc, &o, &median, &lo, &hi);
   printf("%-8s %7d %14.2f M %11.2f M - %7.2f M %12.2f M %10.2f %12zu\n", "serial", 1, median / 1e6, lo / 1e6, hi / 1e6,
          median / 1e6, 1e9 / median, sizeof(CartPole) * n);
+  snprintf(shape, sizeof shape, "envs=%d,threads=1", n);
+  json_line(json, "env_cartpole_serial_steps_per_s", shape, median, lo, hi, "steps/s", o.repeats);
   free(sc.envs);
 
   for (int threads = 1; threads <= 2; threads++) {
@@ -286,7 +304,7 @@ int bench_envs_main(int argc, char **argv) {
            (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec),
            vecenv_log_mean(vc.vec, ENV_LOG_EPISODE_LENGTH));
     snprintf(shape, sizeof shape, "envs=%d,threads=%d", n, threads);
-    json_line(json, "env_cartpole_steps_per_s", shape, median, "steps/s");
+    json_line(json, "env_cartpole_steps_per_s", shape, median, lo, hi, "steps/s", o.repeats);
     vecenv_free(vc.vec);
   }
   free(actions), free(obs), free(final_obs), free(rewards), free(log), free(terminated), free(truncated);

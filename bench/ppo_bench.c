@@ -9,13 +9,14 @@
 // timed; then the full forward + backward + clip + Adam step of both networks at minibatch 1024
 // (samples/s) and rollout inference (forward of both networks + sampling) at batch 32. A square
 // 2048^3 GEMM gives the machine's measured best next to the network's shapes (DESIGN.md section 10).
-// Times are medians of --repeats runs. --json appends one JSON object per line:
-// {"name", "backend", "precision", "shape", "value", "unit"}.
+// Times are medians of --repeats runs (the range is printed after them). --json appends one JSON
+// object per line: {"name", "backend", "precision", "shape", "value", "unit"}.
 // OpenMP threads spin briefly, then sleep (GOMP_SPINCOUNT=10000, set here by re-executing when
 // neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set): libgomp's default spin (300000) made a
 // 2-core machine shared with other work collapse (2.5x slower steps), while PASSIVE costs small
 // ops (rollout inference at batch 32) a futex wake-up per parallel region, 40 % of their speed.
-// bench/torch_reference.py --omp spin runs PyTorch the same way.
+// bench/torch_reference.py --omp spin runs PyTorch the same way. `ppo-bench all` (bench_all.c) runs
+// under the same setting and collects every row through bench_report.
 // Exit status: 0, 1 when a check fails, 2 on bad usage.
 #include <math.h>
 #include <omp.h>
@@ -44,13 +45,27 @@ typedef struct {
 static FILE *json_file;
 static const char *backend_label;
 
-static void emit(const char *name, const char *precision, const char *shape, double value, const char *unit) {
-  printf("  %-26s %-6s %-18s %12.1f %s\n", name, precision, shape, value, unit);
+// Prints one row, appends it to --json, and hands it to the result sink (`ppo-bench all`). value is the
+// median; lo and hi the range over the repeats, in the same unit.
+static void emit(const char *name, const char *precision, const char *shape, double value, double lo, double hi,
+                 const char *unit, int repeats) {
+  printf("  %-26s %-6s %-18s %12.1f %s  [%.1f, %.1f]\n", name, precision, shape, value, unit, lo, hi);
   if (json_file)
     fprintf(json_file,
             "{\"name\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"shape\": \"%s\", \"value\": %.6g, "
             "\"unit\": \"%s\"}\n",
             name, backend_label, precision, shape, value, unit);
+  char params[96];
+  snprintf(params, sizeof params, "shape=%s", shape);
+  bench_report(&(BenchResult){.name = name,
+                              .backend = backend_label,
+                              .precision = precision,
+                              .params = params,
+                              .median = value,
+                              .min = lo,
+                              .max = hi,
+                              .unit = unit,
+                              .repeats = repeats});
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -96,9 +111,13 @@ static int gemm_check(Backend *b, NnDtype dt, const GemmShape *s, const void *A,
   return 0;
 }
 
-// Median seconds per call of fn over `repeats` runs, each run long enough (>= 20 ms) to time.
+// Seconds per call of fn: median, fastest and slowest of `repeats` runs after a warm-up, each run
+// long enough (>= 20 ms) to time.
 typedef void (*BenchFn)(void *arg);
-static double time_median(BenchFn fn, void *arg, int repeats) {
+typedef struct {
+  double median, fastest, slowest;
+} TimeStats;
+static TimeStats time_stats(BenchFn fn, void *arg, int repeats) {
   fn(arg);  // warm-up (library state, caches)
   double t0 = timer_now();
   fn(arg);
@@ -111,9 +130,9 @@ static double time_median(BenchFn fn, void *arg, int repeats) {
     samples[r] = timer_since(t0) / iters;
   }
   qsort(samples, (size_t)repeats, sizeof(double), compare_double);
-  double median = samples[repeats / 2];
+  TimeStats t = {samples[repeats / 2], samples[0], samples[repeats - 1]};
   free(samples);
-  return median;
+  return t;
 }
 
 typedef struct {
@@ -145,10 +164,11 @@ static int bench_gemm(Backend *b, NnDtype dt, const GemmShape *s, int repeats, c
   int rc = gemm_check(b, dt, s, A, Bm, C);
   if (rc == 0) {
     GemmArg arg = {b, dt, s, A, Bm, C};
-    double t = time_median(gemm_call, &arg, repeats);
+    TimeStats t = time_stats(gemm_call, &arg, repeats);
     char shape[64];
     snprintf(shape, sizeof shape, "%dx%dx%d%s%s", s->M, s->N, s->K, s->trans_a ? " At" : "", s->trans_b ? " Bt" : "");
-    emit(label, nn_dtype_name(dt), shape, 2.0 * s->M * s->N * s->K / t * 1e-9, "GFLOP/s");
+    double gflop = 2.0 * s->M * s->N * s->K * 1e-9;
+    emit(label, nn_dtype_name(dt), shape, gflop / t.median, gflop / t.slowest, gflop / t.fastest, "GFLOP/s", repeats);
   }
   backend_free(b, A), backend_free(b, Bm), backend_free(b, C);
   return rc;
@@ -250,14 +270,17 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
   }
   if (rc == 0) {
     char shape[64];
-    double t = time_median(train_step, &s, opt->repeats);
+    int R = opt->repeats;
+    TimeStats t = time_stats(train_step, &s, R);
     snprintf(shape, sizeof shape, "B=1024");
-    emit("train_step_fwd_bwd_adam", nn_dtype_name(dt), shape, B / t, "samples/s");
+    emit("train_step_fwd_bwd_adam", nn_dtype_name(dt), shape, B / t.median, B / t.slowest, B / t.fastest, "samples/s",
+         R);
     s.B = 32;
-    t = time_median(rollout_step, &s, opt->repeats);
+    t = time_stats(rollout_step, &s, R);
     snprintf(shape, sizeof shape, "B=32");
-    emit("rollout_inference", nn_dtype_name(dt), shape, 32 / t, "samples/s");
-    emit("rollout_inference_latency", nn_dtype_name(dt), shape, t * 1e6, "us");
+    emit("rollout_inference", nn_dtype_name(dt), shape, 32 / t.median, 32 / t.slowest, 32 / t.fastest, "samples/s", R);
+    emit("rollout_inference_latency", nn_dtype_name(dt), shape, t.median * 1e6, t.fastest * 1e6, t.slowest * 1e6, "us",
+         R);
   }
   backend_free(b, s.obs), backend_free(b, s.actions), backend_free(b, s.adv), backend_free(b, s.ret);
   backend_free(b, s.dlogp), backend_free(b, s.dent), backend_free(b, s.dval), backend_free(b, s.dloss);
@@ -274,7 +297,8 @@ static int usage(void) {
           "usage: ppo-bench backend [--backend cpu|cuda|auto] [--precision all|fp32|fp16|bf16[,...]] [--obs O]\n"
           "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n"
           "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n"
-          "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n");
+          "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n"
+          "       ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]\n");
   return EXIT_BAD_INPUT;
 }
 
@@ -316,16 +340,23 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
   // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).
   if (argc >= 2 && strcmp(argv[1], "train") == 0) return bench_train_main(argc - 1, argv + 1);
-  if (argc < 2 || strcmp(argv[1], "backend") != 0) return usage();
+  int all = argc >= 2 && strcmp(argv[1], "all") == 0;
+  if (argc < 2 || (!all && strcmp(argv[1], "backend") != 0)) return usage();
+  // backend and all: GOMP_SPINCOUNT=10000 (see the top of this file); `all` says so in its JSON.
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {  // libgomp reads them when it loads
     CHECK_ERRNO(setenv("GOMP_SPINCOUNT", "10000", 1) == 0, "setenv");
     execv("/proc/self/exe", argv);
     fprintf(stderr, "ppo-bench: could not re-execute with GOMP_SPINCOUNT=10000; going on without it\n");
   }
+  return all ? bench_all_main(argc - 1, argv + 1) : bench_backend_main(argc - 1, argv + 1);
+}
+
+// argv[0] is "backend".
+int bench_backend_main(int argc, char **argv) {
   BenchOptions opt = {
       .backend = "cpu", .obs = 24, .actions = 3, .n_hidden = 3, .hidden = {2048, 1024, 512}, .repeats = 7};
   parse_precisions("all", &opt);
-  for (int i = 2; i < argc; i++) {
+  for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return usage();
     if (strcmp(a, "--backend") == 0)
@@ -402,6 +433,7 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   if (json_file) fclose(json_file);
+  json_file = NULL;
   backend_close(b);
   return rc ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""docs/BENCHMARKS.md from the JSON of `ppo-bench all` (Python 3 standard library only).
+
+Usage:
+  python3 bench/make_benchmarks_md.py [RESULTS.json] [--out docs/BENCHMARKS.md]
+
+RESULTS.json defaults to the newest bench/results/*-all*.json. The page holds the date, machine,
+commit and the exact commands that produced the numbers (build, run, this script), the headline
+numbers, one table per benchmark group (median with the min-max range of the repeats), the scaling
+plots written next to the JSON, the memory plan per slab, the SB3 side by side when the run made
+one, and the list of raw files. Running it twice on the same JSON gives the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+
+
+def fmt(v):
+    """A number as a table shows it: thousands separators for large values, 3 digits for small."""
+    if v is None:
+        return "n/a"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
+def cell(r, scale=1.0):
+    """median (min-max) of a result, optionally scaled (bytes -> MiB)."""
+    if r is None:
+        return "-"
+    med, lo, hi = (r[k] * scale if r[k] is not None else None for k in ("median", "min", "max"))
+    if r.get("repeats", 1) <= 1 or lo == hi:
+        return fmt(med)
+    return f"{fmt(med)} ({fmt(lo)}-{fmt(hi)})"
+
+
+def mib(b):
+    """Bytes as MiB with 3 decimals, or as bytes when under 1 KiB (a slab of a few scalars)."""
+    return f"{b:.0f} B" if b < 1024 else f"{b / 2**20:.3f}"
+
+
+def params_text(p, skip=()):
+    return ", ".join(f"{k}={v}" for k, v in p.items() if k not in skip)
+
+
+class Results:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def group(self, g):
+        return [r for r in self.rows if r["group"] == g]
+
+    def find(self, group, name, **params):
+        for r in self.rows:
+            if r["group"] != group or r["name"] != name:
+                continue
+            if all(r.get(k) == v if k in ("backend", "precision") else r["params"].get(k) == v
+                   for k, v in params.items()):
+                return r
+        return None
+
+
+def table(out, header, rows, align=None):
+    out.append("| " + " | ".join(header) + " |")
+    align = align or ["---"] + ["---:"] * (len(header) - 1)
+    out.append("|" + "|".join(align) + "|")
+    for row in rows:
+        out.append("| " + " | ".join(str(c) for c in row) + " |")
+    out.append("")
+
+
+def unique(seq):
+    seen, out = set(), []
+    for x in seq:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def machine_section(out, d):
+    m = d["machine"]
+    omp = d.get("omp", {})
+    rows = [
+        ("CPU", f"{m['cpu_model']}, {m['cores']} cores ({m['cpu_flags']})"),
+        ("memory", f"{m['memory_bytes'] / 2**30:.1f} GiB" if m.get("memory_bytes") else m.get("memory", "?")),
+        ("kernel", m.get("kernel", "?")),
+        ("CPU backend", m.get("cpu_backend", "?")),
+        ("GEMM", f"fp32: {m.get('gemm_fp32', '?')}; bf16: {m.get('gemm_bf16', '?')}; fp16: {m.get('gemm_fp16', '?')}"),
+        ("BLAS", f"{m.get('blas', '?')}, core `{m.get('blas_core', '?')}` ({m.get('blas_config', '?')}); "
+                 f"OPENBLAS_CORETYPE={m.get('openblas_coretype', 'unset')}, PPO_CPU_GEMM={m.get('gemm_override', 'unset')}"),
+        ("CUDA backend", m.get("cuda_backend", "?")),
+        ("GPU and driver", m.get("gpu", "none")),
+        ("build", m.get("build", "?")),
+        ("OpenMP", f"{omp.get('max_threads', '?')} threads, OMP_WAIT_POLICY={omp.get('OMP_WAIT_POLICY', '?')}, "
+                   f"GOMP_SPINCOUNT={omp.get('GOMP_SPINCOUNT', '?')}"),
+        ("load average", f"before {' '.join(fmt(x) for x in m.get('load_average_before', []))}, "
+                         f"after {' '.join(fmt(x) for x in m.get('load_average_after', []))}"),
+    ]
+    out.append("## Machine\n")
+    table(out, ["", "value"], rows, ["---", "---"])
+
+
+def reproduce_section(out, d, json_rel, out_rel):
+    command = d["command"]
+    binary = command.split()[0]
+    build_dir = os.path.dirname(os.path.dirname(binary)) or "build"
+    out.append("## Reproduce\n")
+    out.append(f"From the repository root, at commit `{d['commit']}`:\n")
+    out.append("```sh")
+    out.append(f"cmake -S . -B {build_dir} -DCMAKE_BUILD_TYPE=Release")
+    out.append(f"cmake --build {build_dir} -j\"$(nproc)\" --target ppo-bench")
+    out.append(command)
+    out.append(f"python3 bench/make_benchmarks_md.py {json_rel} --out {out_rel}")
+    out.append("```\n")
+    out.append(f"`ppo-bench all` writes `{json_rel}`, the Markdown tables next to it (`.md`) and the "
+               "scaling plots (`*-scaling-*.png`, each with the gnuplot script `.gp` that draws it). "
+               "Without `--quick` it runs more repeats, longer runs, more scaling points, the headline "
+               "network (configs/seed.ini) and, when `/tmp/torchvenv/bin/python` exists, the SB3 side by "
+               "side (bench/sb3_compare.py). Each measurement is a warm-up and R timed repeats; tables show "
+               "the median and, in parentheses, the min-max range.\n")
+
+
+def headline_section(out, res):
+    rows = []
+    for prec in ("fp32", "bf16", "fp16"):
+        r = res.find("backend", "machine_best_gemm", precision=prec)
+        if r:
+            rows.append((f"best square GEMM 2048^3, {prec}", cell(r), r["unit"]))
+    for prec in ("fp32", "bf16", "fp16"):
+        r = res.find("backend", "train_step_fwd_bwd_adam", precision=prec)
+        if r:
+            rows.append((f"update step 2048-1024-512 actor+critic, B=1024, {prec}", cell(r), r["unit"]))
+    for r in res.group("envs"):
+        if r["unit"] == "steps/s":
+            rows.append((f"{r['name']} ({params_text(r['params'])})", cell(r), r["unit"]))
+    for r in res.group("train"):
+        if r["name"] == "sps":
+            rows.append((f"training SPS, {r['params'].get('config')} {r['precision']} ({r['backend']})", cell(r),
+                         r["unit"]))
+    if rows:
+        out.append("## Headline numbers\n")
+        table(out, ["measurement", "median (min-max)", "unit"], rows, ["---", "---:", "---"])
+
+
+def backend_section(out, res):
+    rows = res.group("backend")
+    if not rows:
+        return
+    out.append("## Backend: GEMM shapes and the update step (`ppo-bench backend`)\n")
+    out.append("Headline network (obs 24, actor and critic 2048-1024-512, 3 actions); GEMMs at batch 32 "
+               "(rollout) and 1024 (update), each checked against a double-precision dot product before it "
+               "is timed. `machine_best_gemm` is the square GEMM that shows what the machine reaches.\n")
+    for backend in unique(r["backend"] for r in rows):
+        precs = unique(r["precision"] for r in rows if r["backend"] == backend)
+        names = unique((r["name"], r["params"].get("shape", ""), r["unit"]) for r in rows if r["backend"] == backend)
+        body = []
+        for name, shape, unit in names:
+            body.append([name, shape] + [cell(res.find("backend", name, backend=backend, precision=p, shape=shape))
+                                         for p in precs] + [unit])
+        out.append(f"Backend `{backend}`:\n")
+        table(out, ["name", "shape"] + precs + ["unit"], body, ["---", "---"] + ["---:"] * len(precs) + ["---"])
+
+
+def envs_section(out, res):
+    rows = res.group("envs")
+    if not rows:
+        return
+    out.append("## Environments (`ppo-bench envs`)\n")
+    out.append("Random actions; CartPole-v1 and the trading env on the shipped XAUUSD hourly bars (window 32, "
+               "16 features, discrete3, default costs).\n")
+    table(out, ["name", "params", "median (min-max)", "unit"],
+          [[r["name"], params_text(r["params"]), cell(r), r["unit"]] for r in rows], ["---", "---", "---:", "---"])
+
+
+TRAIN_METRICS = [("sps", "SPS"), ("rollout_sps", "rollout steps/s"), ("update_samples_per_s", "update samples/s"),
+                 ("rollout_share", "rollout %"), ("gae_share", "GAE %"), ("update_share", "update %"),
+                 ("peak_rss", "peak RSS MiB")]
+
+
+def train_rows(res, group, key_params):
+    """One row per setting (backend, precision, params) of a train-like group."""
+    settings = unique((r["backend"], r["precision"], json.dumps(r["params"], sort_keys=True))
+                      for r in res.group(group) if r["name"] == "sps")
+    body = []
+    for backend, prec, ptext in settings:
+        p = json.loads(ptext)
+        found = {r["name"]: r for r in res.group(group)
+                 if r["backend"] == backend and r["precision"] == prec and r["params"] == p}
+        row = [backend, prec] + [str(p.get(k, "")) for k in key_params]
+        row += [cell(found.get(name)) for name, _ in TRAIN_METRICS]
+        if "planned_bytes" in found:
+            row.append(cell(found["planned_bytes"], 1 / 2**20))
+        body.append(row)
+    return body
+
+
+def train_section(out, res):
+    if not res.group("train"):
+        return
+    out.append("## Training runs (ppo/train_run.c, as `ppo-train` runs them)\n")
+    out.append("Whole iterations: env steps, policy inference, uploads, GAE, every minibatch of every epoch, "
+               "logging and the final checkpoint. SPS = env steps / wall seconds; update samples/s = "
+               "n_epochs x n_steps x n_envs / update seconds. Peak RSS is each run's own (the kernel's "
+               "high-water mark is reset before it).\n")
+    keys = ["config", "iterations"] + sorted({k for r in res.group("train") for k in r["params"]} -
+                                             {"config", "iterations"})
+    table(out, ["backend", "precision"] + keys + [t for _, t in TRAIN_METRICS],
+          train_rows(res, "train", keys), ["---", "---"] + ["---"] * len(keys) + ["---:"] * len(TRAIN_METRICS))
+
+
+def plot_link(d, docs_dir, json_dir, key):
+    for p in d.get("plots", []):
+        if key in p["png"]:
+            rel = os.path.relpath(os.path.join(json_dir, p["png"]), docs_dir)
+            return f"![{p['title']}]({rel})\n"
+    return ""
+
+
+def scaling_section(out, d, res, docs_dir, json_dir):
+    studies = [("scaling_envs", "n_envs", "SPS and memory against n_envs", "scaling-envs"),
+               ("scaling_minibatch", "batch_size", "SPS and memory against minibatch size", "scaling-minibatch"),
+               ("scaling_threads", "threads", "SPS against OpenMP threads", "scaling-threads")]
+    if not any(res.group(g) for g, *_ in studies):
+        return
+    out.append("## Scaling studies\n")
+    out.append("configs/default.ini (trading, 64-64 tanh actor and critic) with n_steps 128, no evaluation pass, "
+               "fp32. Planned MiB is trainer_memory_plan's total (what `ppo-train --plan` prints), before "
+               "anything is allocated.\n")
+    for group, key, title, plot in studies:
+        if not res.group(group):
+            continue
+        other = sorted({k for r in res.group(group) for k in r["params"]} - {key})
+        body = train_rows(res, group, [key] + other)
+        body.sort(key=lambda row: float(row[2]))
+        planned = any(r["name"] == "planned_bytes" for r in res.group(group))
+        out.append(f"### {title}\n")
+        n_num = len(TRAIN_METRICS) + (1 if planned else 0)
+        table(out, ["backend", "precision", key] + other + [t for _, t in TRAIN_METRICS] +
+              (["planned MiB"] if planned else []), body, ["---"] * 2 + ["---:"] * (1 + len(other) + n_num))
+        out.append(plot_link(d, docs_dir, json_dir, plot))
+        if group == "scaling_envs":
+            out.append("Rollout against update share of the iteration time, from the same runs:\n")
+            out.append(plot_link(d, docs_dir, json_dir, "scaling-split"))
+
+
+def memory_section(out, d, res, docs_dir, json_dir):
+    rows = res.group("memory_plan")
+    if not rows:
+        return
+    out.append("## Memory per slab against network size (trainer_memory_plan; nothing trained)\n")
+    out.append("configs/default.ini (32 envs x 256 steps, minibatch 256) with `policy.pi_layers` = "
+               "`policy.vf_layers` = the network; bytes per slab, in MiB.\n")
+    for prec in unique(r["precision"] for r in rows):
+        nets = unique(r["params"]["network"] for r in rows if r["precision"] == prec)
+        slabs = unique(r["name"] for r in rows if r["precision"] == prec)
+        body = []
+        params_row = ["parameters"]
+        for n in nets:
+            r = next(r for r in rows if r["precision"] == prec and r["params"]["network"] == n)
+            params_row.append(fmt(r["params"].get("parameters")))
+        body.append(params_row)
+        for s in slabs:
+            row = [s]
+            for n in nets:
+                r = next((r for r in rows if r["precision"] == prec and r["params"]["network"] == n
+                          and r["name"] == s), None)
+                row.append(mib(r["median"]) if r else "-")
+            body.append(row)
+        out.append(f"{prec}:\n")
+        table(out, ["slab (MiB)"] + [f"`{n}`" for n in nets], body)
+    out.append(plot_link(d, docs_dir, json_dir, "scaling-memory"))
+
+
+def sb3_section(out, d, json_dir, docs_dir):
+    """The run's own SB3 side by side (full mode), else earlier raw files, newest first."""
+    out.append("## Stable-Baselines3 side by side (bench/sb3_compare.py)\n")
+    files = []
+    if d.get("sb3_compare"):
+        files = [os.path.join(json_dir, d["sb3_compare"]["json"])]
+        out.append(f"This run: `{d['sb3_compare']['command']}` (exit status {d['sb3_compare']['status']}).\n")
+    else:
+        files = sorted(glob.glob(os.path.join(json_dir, "*-sb3-*.json")), reverse=True)
+        out.append(f"Not part of this run ({d.get('mode')} mode: the SB3 side by side runs only without `--quick`, "
+                   "when /tmp/torchvenv/bin/python exists). Earlier raw results in bench/results/, same machine "
+                   "class, for reference (not re-measured at this commit):\n")
+    body = []
+    for f in files:
+        try:
+            with open(f) as fh:
+                s = json.load(fh)
+        except (OSError, ValueError):
+            body.append([os.path.relpath(f, docs_dir), "unreadable", "", "", "", "", ""])
+            continue
+        sb3, eng = s.get("sb3") or {}, s.get("engine") or {}
+        cfg = s.get("config_values", {}).get("env", {}).get("type", "?")
+        speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
+        body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", cfg, str(s.get("timesteps", "?")),
+                     f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr)", fmt(eng.get("sps")),
+                     f"{speedup:.1f}x" if speedup else "-",
+                     f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
+    if body:
+        table(out, ["raw file", "env", "timesteps", "SB3 SPS", "engine SPS", "engine / SB3", "peak RSS MiB SB3 / engine"],
+              body, ["---", "---", "---:", "---:", "---:", "---:", "---:"])
+    else:
+        out.append("No SB3 results found.\n")
+
+
+def raw_files_section(out, json_path, docs_dir):
+    stamp = os.path.basename(json_path).split("-")[0]
+    files = sorted(glob.glob(os.path.join(os.path.dirname(json_path), stamp + "-*")))
+    out.append("## Raw files\n")
+    for f in files:
+        out.append(f"- [{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})")
+    out.append("")
+
+
+def render(d, json_path, out_path):
+    docs_dir = os.path.dirname(os.path.abspath(out_path))
+    json_dir = os.path.dirname(os.path.abspath(json_path))
+    res = Results(d["results"])
+    json_rel = os.path.relpath(os.path.abspath(json_path), ROOT)
+    out_rel = os.path.relpath(os.path.abspath(out_path), ROOT)
+    out = [
+        "# Benchmarks",
+        "",
+        f"<!-- Generated by bench/make_benchmarks_md.py from {json_rel}; edit the script, not this file. -->",
+        "",
+        f"Measured {d['date']} at commit `{d['commit']}` with `{d['command']}` ({d.get('mode', '?')} mode, "
+        f"{fmt(d.get('wall_seconds'))} s). Every number below comes from `{json_rel}`.",
+        "",
+    ]
+    machine_section(out, d)
+    reproduce_section(out, d, json_rel, out_rel)
+    headline_section(out, res)
+    backend_section(out, res)
+    envs_section(out, res)
+    train_section(out, res)
+    scaling_section(out, d, res, docs_dir, json_dir)
+    memory_section(out, d, res, docs_dir, json_dir)
+    sb3_section(out, d, json_dir, docs_dir)
+    raw_files_section(out, os.path.abspath(json_path), docs_dir)
+    return "\n".join(line for line in out) + "\n"
+
+
+def newest_json():
+    files = sorted(glob.glob(os.path.join(RESULTS, "*-all*.json")))
+    return files[-1] if files else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="docs/BENCHMARKS.md from the JSON of `ppo-bench all`")
+    ap.add_argument("json", nargs="?", default=None, help="default: the newest bench/results/*-all*.json")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    args = ap.parse_args(argv)
+    path = args.json or newest_json()
+    if not path:
+        print("make_benchmarks_md.py: no bench/results/*-all*.json; run `ppo-bench all --quick` first",
+              file=sys.stderr)
+        return 2
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"make_benchmarks_md.py: {path}: {e}", file=sys.stderr)
+        return 2
+    for key in ("machine", "commit", "date", "command", "results"):
+        if key not in d:
+            print(f"make_benchmarks_md.py: {path}: no '{key}' (not the JSON of ppo-bench all?)", file=sys.stderr)
+            return 2
+    text = render(d, path, args.out)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, args.out)
+    print(f"wrote {args.out} from {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
