@@ -2,8 +2,8 @@
 // (docs/BENCHMARKS.md is generated from its JSON by bench/make_benchmarks_md.py).
 //
 //   ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]
-//   groups: backend, envs, train, scaling, memory, sb3 (sb3: full mode only, when
-//   /tmp/torchvenv/bin/python exists; it runs bench/sb3_compare.py on configs/cartpole.ini)
+//   groups: backend, envs, train, scaling, memory, sb3 (sb3: full mode only, when $PPO_SB3_PYTHON
+//   names a Python with torch and stable-baselines3; it runs bench/sb3_compare.py on configs/cartpole.ini)
 //
 // What it runs, on every backend that opens ("cuda" is reported as "none: <why>" when it does not)
 // and every precision:
@@ -69,7 +69,12 @@
 char *openblas_get_corename(void);
 char *openblas_get_config(void);
 
-#define SB3_PYTHON "/tmp/torchvenv/bin/python"
+// The Python with torch and stable-baselines3 for the SB3 group: $PPO_SB3_PYTHON (the product never
+// needs Python; a developer points this at a virtual environment), else the group is skipped.
+static const char *sb3_python(void) {
+  const char *p = getenv("PPO_SB3_PYTHON");
+  return p && *p && access(p, X_OK) == 0 ? p : NULL;
+}
 
 // --- the result sink ---------------------------------------------------------------------------------------
 
@@ -648,8 +653,8 @@ int bench_all_main(int argc, char **argv) {
   }
   if (o.repeats == 0) o.repeats = o.quick ? 3 : 5;
   if (o.quick) o.groups &= ~(unsigned)GROUP_SB3;  // the SB3 side by side takes minutes: full mode only
-  if (access(SB3_PYTHON, X_OK) != 0) o.groups &= ~(unsigned)GROUP_SB3;
-  if (o.groups == 0) return all_usage("nothing to run (sb3 runs only without --quick, with " SB3_PYTHON ")");
+  if (!sb3_python()) o.groups &= ~(unsigned)GROUP_SB3;
+  if (o.groups == 0) return all_usage("nothing to run (sb3 runs only without --quick, with PPO_SB3_PYTHON set)");
 
   Machine m;
   machine_describe(&m);
@@ -717,10 +722,9 @@ int bench_all_main(int argc, char **argv) {
     exe[n > 0 ? n : 0] = '\0';
     snprintf(sb3_json, sizeof sb3_json, "%s-sb3-cartpole.json", prefix);
     snprintf(sb3_command, sizeof sb3_command,
-             SB3_PYTHON
-             " bench/sb3_compare.py --config configs/cartpole.ini --timesteps 50000 --threads 1 "
+             "'%s' bench/sb3_compare.py --config configs/cartpole.ini --timesteps 50000 --threads 1 "
              "--engine '%s' --json '%s'",
-             exe, sb3_json);
+             sb3_python(), exe, sb3_json);
     printf("\nsb3: %s\n", sb3_command);
     fflush(stdout);
     int status = system(sb3_command);

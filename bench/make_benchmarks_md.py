@@ -128,7 +128,7 @@ def reproduce_section(out, d, json_rel, out_rel):
     out.append(f"`ppo-bench all` writes `{json_rel}`, the Markdown tables next to it (`.md`) and the "
                "scaling plots (`*-scaling-*.png`, each with the gnuplot script `.gp` that draws it). "
                "Without `--quick` it runs more repeats, longer runs, more scaling points, the headline "
-               "network (configs/seed.ini) and, when `/tmp/torchvenv/bin/python` exists, the SB3 side by "
+               "network (configs/seed.ini) and, when `PPO_SB3_PYTHON` names a Python with torch and stable-baselines3, the SB3 side by "
                "side (bench/sb3_compare.py). Each measurement is a warm-up and R timed repeats; tables show "
                "the median and, in parentheses, the min-max range.\n")
 
@@ -294,7 +294,7 @@ def sb3_section(out, d, json_dir, docs_dir):
     else:
         files = sorted(glob.glob(os.path.join(json_dir, "*-sb3-*.json")), reverse=True)
         out.append(f"Not part of this run ({d.get('mode')} mode: the SB3 side by side runs only without `--quick`, "
-                   "when /tmp/torchvenv/bin/python exists). Earlier raw results in bench/results/, same machine "
+                   "when PPO_SB3_PYTHON names a Python with SB3). Earlier raw results in bench/results/, same machine "
                    "class, for reference (not re-measured at this commit):\n")
     body = []
     for f in files:
