@@ -14,6 +14,7 @@
 
 #include "bench/bench.h"
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "ppo/config.h"
 #include "ppo/train_run.h"
 
@@ -95,12 +96,23 @@ int bench_train_main(int argc, char **argv) {
       fprintf(stderr, "ppo-bench train: cannot write %s\n", json);
       return EXIT_RUNTIME;
     }
-    fprintf(f,
-            "{\"config\": \"%s\", \"iterations\": %lld, \"timesteps\": %.0f, \"seconds\": %.6f, \"sps\": %.3f, "
-            "\"rollout_s\": %.6f, \"gae_s\": %.6f, \"update_s\": %.6f, \"rollout_sps\": %.3f, "
-            "\"update_samples_per_s\": %.3f, \"peak_rss_bytes\": %.0f, \"ep_rew_mean\": %.9g}\n",
-            config, (long long)r.iterations, steps, r.seconds, sps, r.rollout_s, r.gae_s, r.update_s, rollout_sps,
-            update_sps, r.peak_rss_bytes, r.ep_rew_mean);
+    JsonWriter w;  // NaN (no episode ended: ep_rew_mean) becomes null, which JSON can read
+    json_init(&w, f);
+    json_object_begin(&w);
+    json_kv_string(&w, "config", config);
+    json_kv_int(&w, "iterations", r.iterations);
+    json_kv_number(&w, "timesteps", steps);
+    json_kv_number(&w, "seconds", r.seconds);
+    json_kv_number(&w, "sps", sps);
+    json_kv_number(&w, "rollout_s", r.rollout_s);
+    json_kv_number(&w, "gae_s", r.gae_s);
+    json_kv_number(&w, "update_s", r.update_s);
+    json_kv_number(&w, "rollout_sps", rollout_sps);
+    json_kv_number(&w, "update_samples_per_s", update_sps);
+    json_kv_number(&w, "peak_rss_bytes", r.peak_rss_bytes);
+    json_kv_number(&w, "ep_rew_mean", r.ep_rew_mean);
+    json_object_end(&w);
+    json_finish(&w);
     fclose(f);
   }
   if (!keep) {
