@@ -13,6 +13,14 @@
 // against 5960 (pthread build) and 6770 (OpenMP build, libopenblas0-openmp), rollout inference
 // 15700 against 6800 / 12200 (bench/results/*-blas-choice.txt). OpenBLAS's core type can only be
 // chosen before it loads (OPENBLAS_CORETYPE), so a fallback to kernels without AVX-512 is reported.
+// Small fp32 products (at most SMALL_GEMM_MACS = 2^18 multiply-adds: a 64-64 network's every GEMM
+// at minibatch 64, the heads of the big one) go to OpenBLAS even with oneDNN: oneDNN's fixed cost
+// per call (primitive lookup, scratchpad, stream wait) outweighs the arithmetic there, and OpenBLAS
+// runs products this small on the calling thread (its own rule: M N K <= 65536 x 4), so its thread
+// pool never competes with ours. Measured alternately 3 times on the 2-core machine (2026-11-21):
+// CartPole (configs/cartpole.ini) 62.0-64.2k steps/s against 46.9-48.8k with oneDNN for everything,
+// configs/default.ini 24.4-26.4k against 23.8-24.8k. A threshold of 2^24 measured the same but hands
+// OpenBLAS products it splits over its own threads; the headline network's are all above 2^24.
 // oneDNN primitives are created once per shape and cached; the cache is the only state.
 #include <cblas.h>
 #include <stdio.h>
@@ -23,6 +31,8 @@
 
 #include "common/check.h"
 #include "nn/backend_cpu.h"
+
+#define SMALL_GEMM_MACS 262144.0  // 2^18: up to this, fp32 GEMMs take OpenBLAS (see above)
 
 #ifdef PPO_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -234,6 +244,10 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
     return;
   }
 #ifdef PPO_HAVE_ONEDNN
+  if (dtype == NN_F32 && (double)M * N * K <= SMALL_GEMM_MACS) {  // oneDNN's per-call cost dominates
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    return;
+  }
   if (dtype == NN_BF16 || (dtype == NN_F32 && g->use_onednn)) {
     if (onednn_swaps(trans_b, M, N, beta)) backend_reserve_workspace(backend, (size_t)M * N * sizeof(float));
     onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, ctx->workspace);
@@ -255,7 +269,7 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
   widen(a32, A, na, dtype);
   widen(b32, B, nb, dtype);
 #ifdef PPO_HAVE_ONEDNN
-  if (g->use_onednn) {
+  if (g->use_onednn && (double)M * N * K > SMALL_GEMM_MACS) {
     onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C, b32 + nb);
     return;
   }
