@@ -42,10 +42,10 @@ static void row_values(const MetricsLog *log, const TrainStats *s, const Metrics
   int c = N_FIXED;
   for (int k = 0; k < s->n_env_metrics; k++) out[c++] = s->env_metrics[k];
   if (c < log->n_columns) out[c++] = x->eval_metric;
-  for (; c < log->n_columns; c++) {  // the other eval/ columns, by name
+  for (; c < log->n_columns; c++) {  // the other eval/ columns, by name (and old-only columns: NaN)
     const char *name = log->names[c] + 5;
     double v = NAN;
-    if (x->eval)
+    if (x->eval && strncmp(log->names[c], "eval/", 5) == 0)
       for (int k = 0; k < N_EVAL; k++)
         if (strcmp(name, eval_columns[k]) == 0) v = eval_value(x->eval, k);
     out[c] = v;
@@ -75,38 +75,57 @@ static void write_csv_row(FILE *f, const double *row, int n) {
   fputc('\n', f);
 }
 
-// Reads the rows of an earlier metrics.csv with iteration <= keep (same header required).
+// Reads the rows of an earlier metrics.csv with iteration <= keep, its columns matched by name.
 static int read_old_rows(MetricsLog *log, int64_t keep) {
   FILE *f = fopen(log->csv_path, "r");
   if (!f) return 0;  // nothing logged before (a checkpoint copied elsewhere): start a fresh table
   char *line = NULL;
   size_t cap = 0;
   ssize_t len = getline(&line, &cap, f);
-  int rc = 0;
+  // The old header's columns, matched to ours by name: a resumed run may log other columns ([eval]
+  // switched on or off, another metric); old-only columns are kept (NaN in the new rows), new ones
+  // are NaN in the old rows.
+  int map[METRICS_MAX_COLUMNS], n_old = 0, rc = 0;
   if (len > 0) {
-    // header: must match ours
-    char header[METRICS_MAX_COLUMNS * 50] = "";
-    for (int c = 0; c < log->n_columns; c++) {
-      if (c) strcat(header, ",");
-      strcat(header, log->names[c]);
-    }
     if (line[len - 1] == '\n') line[--len] = '\0';
-    if (strcmp(line, header) != 0) {
-      error_set("%s: its columns differ from this run's; move it away to resume into this directory", log->csv_path);
-      rc = -1;
+    for (char *name = strtok(line, ","); name; name = strtok(NULL, ",")) {
+      if (n_old == METRICS_MAX_COLUMNS) {
+        error_set("%s: more than %d columns; move it away to resume into this directory", log->csv_path,
+                  METRICS_MAX_COLUMNS);
+        rc = -1;
+        break;
+      }
+      int c = 0;
+      while (c < log->n_columns && strcmp(log->names[c], name) != 0) c++;
+      if (c == log->n_columns) {
+        if (log->n_columns == METRICS_MAX_COLUMNS || strlen(name) >= sizeof log->names[0]) {
+          error_set("%s: column %s does not fit this run's table; move it away to resume into this directory",
+                    log->csv_path, name);
+          rc = -1;
+          break;
+        }
+        snprintf(log->names[log->n_columns++], sizeof log->names[0], "%s", name);
+      }
+      map[n_old++] = c;
     }
   }
-  while (rc == 0 && getline(&line, &cap, f) > 0) {
+  // The table is sized for the final column count (old-only columns may have been added above).
+  free(log->table);
+  log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
+  CHECK(log->table, "out of host memory (metrics table)");
+  while (rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0) {
     double *row = log->table + log->rows * log->n_columns;
+    for (int c = 0; c < log->n_columns; c++) row[c] = NAN;
     char *p = line;
-    int c = 0;
-    for (; c < log->n_columns; c++) {
+    int j = 0;
+    for (; j < n_old; j++) {
       char *end;
-      row[c] = strtod(p, &end);
+      double v = strtod(p, &end);
       if (end == p) break;
+      row[map[j]] = v;
       p = *end == ',' ? end + 1 : end;
     }
-    if (c != log->n_columns) break;  // a torn last line (a crash mid-write): dropped
+    if (j != n_old) break;  // a torn last line (a crash mid-write): dropped
     if (row[0] > (double)keep) break;
     if (log->rows + 1 >= log->capacity) break;
     log->rows++;

@@ -198,6 +198,30 @@ Test(train, resume_keeps_a_better_best_h5) {
   }
 }
 
+// [eval] may change on resume: metrics.csv keeps its old columns (matched by name) and gains new ones.
+Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
+  const char *cfg = config_file("evalchange");
+  const char *sets[] = {"run.total_timesteps=1536"};  // 6 iterations
+  char dir[512], ckpt[600], path[600];
+  snprintf(dir, sizeof dir, "%s/evalchange", tmp_root);
+  cr_assert_eq(run(cfg, NULL, dir, 2, 1, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  const char *sortino[] = {"eval.metric=sortino"};
+  cr_assert_eq(run(NULL, ckpt, NULL, 2, 1, sortino), 0, "another [eval] metric: %s", error_message());
+  const char *off[] = {"eval.every=0"};
+  cr_assert_eq(run(NULL, ckpt, NULL, 2, 1, off), 0, "[eval] off: %s", error_message());
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  static char header[8192], line[8192];
+  cr_assert_not_null(fgets(header, sizeof header, f));
+  int rows = 0;
+  while (fgets(line, sizeof line, f)) rows++;
+  fclose(f);
+  cr_expect(strstr(header, "eval/sharpe") && strstr(header, "eval/sortino"), "%s", header);
+  cr_expect_eq(rows, 6, "iterations 1..6 once each: %d rows", rows);
+}
+
 Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   const char *cfg = config_file("refuse");
   char dir[512], ckpt[600], other[600];
