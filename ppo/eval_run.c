@@ -720,15 +720,6 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-typedef struct {
-  int count;
-  char **names;    // fold_NN
-  BacktestPass *chained;  // the concatenated out-of-sample record (greedy agent)
-  BacktestPass *chained_bh;
-  Report report;
-  FILE *folds_csv;
-} WalkForward;
-
 // Appends pass p (scaled so that it starts at the chain's end) to chain c.
 static void chain_append(BacktestPass *c, const BacktestPass *p) {
   const int64_t start = c->n, add = p->n;
@@ -793,9 +784,12 @@ static void oos_csv_fn(FILE *out, const void *arg) {
   fprintf(out, "time,price,position,equity,drawdown,buy_and_hold_equity,buy_and_hold_drawdown\n");
   double peak = a->agent->equity[0], bh_peak = a->bh->equity[0];
   char t[64];
+  int64_t j = 0;  // buy-and-hold's point at the same time (a fold the agent left early at max_loss
+                  // makes the two chains differ in length)
   for (int64_t i = 0; i <= a->agent->n; i++) {
     if (a->agent->equity[i] > peak) peak = a->agent->equity[i];
-    double bh_equity = a->bh->equity[i <= a->bh->n ? i : a->bh->n];
+    while (j < a->bh->n && a->bh->ts[j] < a->agent->ts[i]) j++;
+    double bh_equity = a->bh->equity[j];
     if (bh_equity > bh_peak) bh_peak = bh_equity;
     fprintf(out, "%s,%.10g,%.10g,%.17g,%.10g,%.17g,%.10g\n", time_text(a->agent->ts[i], t, sizeof t),
             a->agent->price[i], a->agent->position[i], a->agent->equity[i], 1.0 - a->agent->equity[i] / peak,
