@@ -113,7 +113,7 @@ def machine_section(out, d):
     table(out, ["", "value"], rows, ["---", "---"])
 
 
-def reproduce_section(out, d, json_rel, out_rel):
+def reproduce_section(out, d, json_rel, out_rel, extra_sb3=()):
     command = d["command"]
     binary = command.split()[0]
     build_dir = os.path.dirname(os.path.dirname(binary)) or "build"
@@ -123,7 +123,8 @@ def reproduce_section(out, d, json_rel, out_rel):
     out.append(f"cmake -S . -B {build_dir} -DCMAKE_BUILD_TYPE=Release")
     out.append(f"cmake --build {build_dir} -j\"$(nproc)\" --target ppo-bench")
     out.append(command)
-    out.append(f"python3 bench/make_benchmarks_md.py {json_rel} --out {out_rel}")
+    extra = "".join(f" --sb3 {os.path.relpath(os.path.abspath(f), ROOT)}" for f in extra_sb3)
+    out.append(f"python3 bench/make_benchmarks_md.py {json_rel} --out {out_rel}{extra}")
     out.append("```\n")
     out.append(f"`ppo-bench all` writes `{json_rel}`, the Markdown tables next to it (`.md`) and the "
                "scaling plots (`*-scaling-*.png`, each with the gnuplot script `.gp` that draws it). "
@@ -284,8 +285,37 @@ def memory_section(out, d, res, docs_dir, json_dir):
     out.append(plot_link(d, docs_dir, json_dir, "scaling-memory"))
 
 
-def sb3_section(out, d, json_dir, docs_dir):
-    """The run's own SB3 side by side (full mode), else earlier raw files, newest first."""
+def sb3_rows(files, docs_dir):
+    """One table row per bench/sb3_compare.py JSON: its env, network, precision, SPS and RSS."""
+    body = []
+    for f in files:
+        try:
+            with open(f) as fh:
+                s = json.load(fh)
+        except (OSError, ValueError):
+            body.append([os.path.relpath(f, docs_dir), "unreadable", "", "", "", "", "", "", ""])
+            continue
+        sb3, eng = s.get("sb3") or {}, s.get("engine") or {}
+        cv = s.get("config_values", {})
+        cfg = cv.get("env", {}).get("type", "?")
+        net = cv.get("policy", {}).get("pi_layers", "64,64")
+        precision = cv.get("run", {}).get("precision", "fp32")
+        speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
+        body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", cfg, net, precision,
+                     str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr)",
+                     fmt(eng.get("sps")), f"{speedup:.2f}x" if speedup else "-",
+                     f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
+    return body
+
+
+SB3_HEADER = ["raw file", "env", "network", "engine precision", "timesteps", "SB3 SPS", "engine SPS", "engine / SB3",
+              "peak RSS MiB SB3 / engine"]
+SB3_ALIGN = ["---", "---", "---", "---", "---:", "---:", "---:", "---:", "---:"]
+
+
+def sb3_section(out, d, json_dir, docs_dir, extra=()):
+    """The run's own SB3 side by side (full mode), else earlier raw files, newest first; then the
+    sb3_compare.py files given with --sb3 (measured by separate commands)."""
     out.append("## Stable-Baselines3 side by side (bench/sb3_compare.py)\n")
     files = []
     if d.get("sb3_compare"):
@@ -296,26 +326,15 @@ def sb3_section(out, d, json_dir, docs_dir):
         out.append(f"Not part of this run ({d.get('mode')} mode: the SB3 side by side runs only without `--quick`, "
                    "when PPO_SB3_PYTHON names a Python with SB3). Earlier raw results in bench/results/, same machine "
                    "class, for reference (not re-measured at this commit):\n")
-    body = []
-    for f in files:
-        try:
-            with open(f) as fh:
-                s = json.load(fh)
-        except (OSError, ValueError):
-            body.append([os.path.relpath(f, docs_dir), "unreadable", "", "", "", "", ""])
-            continue
-        sb3, eng = s.get("sb3") or {}, s.get("engine") or {}
-        cfg = s.get("config_values", {}).get("env", {}).get("type", "?")
-        speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
-        body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", cfg, str(s.get("timesteps", "?")),
-                     f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr)", fmt(eng.get("sps")),
-                     f"{speedup:.1f}x" if speedup else "-",
-                     f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
+    body = sb3_rows(files, docs_dir)
     if body:
-        table(out, ["raw file", "env", "timesteps", "SB3 SPS", "engine SPS", "engine / SB3", "peak RSS MiB SB3 / engine"],
-              body, ["---", "---", "---:", "---:", "---:", "---:", "---:"])
+        table(out, SB3_HEADER, body, SB3_ALIGN)
     else:
         out.append("No SB3 results found.\n")
+    if extra:
+        out.append("Measured by separate `bench/sb3_compare.py` commands on the same machine (each file holds its "
+                   "configuration; SB3 always trains in fp32):\n")
+        table(out, SB3_HEADER, sb3_rows(extra, docs_dir), SB3_ALIGN)
 
 
 def raw_files_section(out, json_path, docs_dir):
@@ -327,7 +346,7 @@ def raw_files_section(out, json_path, docs_dir):
     out.append("")
 
 
-def render(d, json_path, out_path):
+def render(d, json_path, out_path, extra_sb3=()):
     docs_dir = os.path.dirname(os.path.abspath(out_path))
     json_dir = os.path.dirname(os.path.abspath(json_path))
     res = Results(d["results"])
@@ -343,14 +362,14 @@ def render(d, json_path, out_path):
         "",
     ]
     machine_section(out, d)
-    reproduce_section(out, d, json_rel, out_rel)
+    reproduce_section(out, d, json_rel, out_rel, extra_sb3)
     headline_section(out, res)
     backend_section(out, res)
     envs_section(out, res)
     train_section(out, res)
     scaling_section(out, d, res, docs_dir, json_dir)
     memory_section(out, d, res, docs_dir, json_dir)
-    sb3_section(out, d, json_dir, docs_dir)
+    sb3_section(out, d, json_dir, docs_dir, [os.path.abspath(f) for f in extra_sb3])
     raw_files_section(out, os.path.abspath(json_path), docs_dir)
     return "\n".join(line for line in out) + "\n"
 
@@ -364,6 +383,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="docs/BENCHMARKS.md from the JSON of `ppo-bench all`")
     ap.add_argument("json", nargs="?", default=None, help="default: the newest bench/results/*-all*.json")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    ap.add_argument("--sb3", action="append", default=[], help="another bench/sb3_compare.py JSON to list (repeatable)")
     args = ap.parse_args(argv)
     path = args.json or newest_json()
     if not path:
@@ -380,7 +400,7 @@ def main(argv=None):
         if key not in d:
             print(f"make_benchmarks_md.py: {path}: no '{key}' (not the JSON of ppo-bench all?)", file=sys.stderr)
             return 2
-    text = render(d, path, args.out)
+    text = render(d, path, args.out, args.sb3)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
