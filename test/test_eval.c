@@ -401,6 +401,37 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   cr_expect(exists(path), "%s", path);
 }
 
+// A Gaussian policy (continuous actions) and the discrete_k mode go through the same passes.
+Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], args[4096], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  write_text(cfg, train_config);
+  const char *modes[] = {"--set env.action_mode=continuous", "--set env.action_mode=discrete_k --set env.n_levels=5"};
+  for (int k = 0; k < 2; k++) {
+    char run[512], dir[512];
+    snprintf(run, sizeof run, "%s/run%d", tmp_root, k);
+    snprintf(dir, sizeof dir, "%s/eval%d", tmp_root, k);
+    snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 %s", cfg, run, modes[k]);
+    cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --split val --out '%s' --seeds 2 "
+             "--random-seeds 2 --bootstrap 50 --no-plot", run, dir);
+    cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s: %s", modes[k], out);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *report = read_text(path, NULL);
+    cr_assert_not_null(report);
+    cr_expect(strstr(report, k == 0 ? "\"action_mode\": \"continuous\"" : "\"action_mode\": \"discrete_k\""));
+    const char *passes[] = {"\"greedy\"", "\"buy_and_hold\"", "\"ma_rule\"", "\"oracle_zero_cost\""};
+    for (int j = 0; j < 4; j++)
+      cr_expect_lt(json_number_after(report, passes[j], "ledger_equity_max_abs_error"), 1e-12, "%s %s", modes[k],
+                   passes[j]);
+    // Buy-and-hold holds the top level all along: one trade, exposure 1.
+    cr_expect_eq(json_number_after(report, "\"buy_and_hold\"", "n_trades"), 1.0, "%s", modes[k]);
+    cr_expect_eq(json_number_after(report, "\"buy_and_hold\"", "long_share"), 1.0, "%s", modes[k]);
+    free(report);
+  }
+}
+
 Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], dir[512];
