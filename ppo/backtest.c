@@ -237,17 +237,17 @@ typedef struct {
   float *obs_dev, *uniforms_dev, *actions_dev;
 } AgentBatch;
 
-static void agent_batch_act(AgentBatch *ab, const VecNormalize *norm, const BacktestPassSpec *const *specs,
+static void agent_batch_act(AgentBatch *ab, const BacktestSetup *setup, const BacktestPassSpec *const *specs,
                             int64_t step) {
   const int R = ab->rows, O = ab->O, A = ab->A;
-  if (norm) vecnorm_obs_frozen(norm, ab->obs_host, R);
+  if (setup->norm) vecnorm_obs_frozen(setup->norm, ab->obs_host, R);
   backend_upload(ab->be, ab->obs_dev, ab->obs_host, (size_t)R * O * sizeof(float));
   bool any_sampled = false;
   for (int r = 0; r < R; r++)
     if (specs[r]->strategy == BT_AGENT_SAMPLED) {
-      // Pass r's own stream: Philox(seed), subsequence 0, 2 A words per step.
-      backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, specs[r]->seed, 0,
-                      (uint64_t)step * 2 * (uint64_t)A);
+      // Pass r's own stream: Philox(seed, subsequence), 2 A words per step.
+      backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, specs[r]->seed,
+                      setup->sample_subsequence, (uint64_t)step * 2 * (uint64_t)A);
       any_sampled = true;
     }
   if (any_sampled) {
@@ -331,7 +331,7 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
   }
   int live = n;
   for (int64_t i = 1; live > 0; i++) {
-    if (agents > 0) agent_batch_act(&ab, setup->norm, agent_specs, i - 1);
+    if (agents > 0) agent_batch_act(&ab, setup, agent_specs, i - 1);
     for (int k = 0; k < n; k++) {
       PassState *s = &st[k];
       if (s->done) continue;

@@ -58,7 +58,7 @@ typedef struct {
 
 typedef struct {
   BacktestStrategy strategy;
-  uint64_t seed;     // AGENT_SAMPLED, RANDOM
+  uint64_t seed;     // AGENT_SAMPLED (Philox key), RANDOM (xoshiro seed)
   double cost_mult;  // replaces [env] cost_mult for this pass (ORACLE: always 0)
 } BacktestPassSpec;
 
@@ -83,6 +83,7 @@ typedef struct {
   TradingSplit split;
   Policy *policy;              // NULL: no agent pass allowed
   const VecNormalize *norm;    // the agent's frozen observation statistics (NULL: none)
+  uint64_t sample_subsequence; // AGENT_SAMPLED passes draw from Philox(seed, this subsequence)
 } BacktestSetup;
 
 // Runs the passes (specs, n of them) in lockstep and fills passes[0..n) (allocated here; free each

@@ -5,9 +5,9 @@
 //
 // Greedy actions (argmax of the logits, or the Gaussian mean clipped to the bounds) by default;
 // [eval] deterministic = false samples them from a Philox stream keyed by the training iteration.
-// Everything the pass needs (one env, the equity curve, a row of backend memory) is allocated by
-// evaluator_init; evaluator_run allocates nothing. The full backtest report is ppo-eval's (issue 7).
-// Depends on ppo/trainer.h, envs/trading_env.h, envs/metrics.h.
+// The pass itself is ppo/backtest.h's (one agent pass; it allocates its record for the call and
+// frees it); the full backtest report is ppo-eval's (ppo/eval_run.h).
+// Depends on ppo/trainer.h, ppo/backtest.h, envs/metrics.h.
 #ifndef PPO_EVALUATE_H
 #define PPO_EVALUATE_H
 
