@@ -1,6 +1,8 @@
 // ppo/checkpoint.c: writing and reading the whole training state (ppo/checkpoint.h).
+#define _DEFAULT_SOURCE  // realpath (XSI), hidden by _POSIX_C_SOURCE alone
 #include "ppo/checkpoint.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,4 +370,32 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
   if (rc != 0) error_prepend("%s: ", path);
   h5io_close(f);
   return rc;
+}
+
+void checkpoint_run_dir(const char *path, char *out, size_t capacity) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    dir[1] = '\0';  // "/ckpt.h5": the root
+  else if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  // Is the directory named checkpoints? Resolved, so that "ckpt.h5" from inside it counts too.
+  char real[PATH_MAX];
+  const char *resolved = realpath(dir, real) ? real : dir;
+  const char *base = strrchr(resolved, '/');
+  base = base ? base + 1 : resolved;
+  if (strcmp(base, "checkpoints") != 0) {
+    snprintf(out, capacity, "%s", dir);
+    return;
+  }
+  size_t len = strlen(dir);  // the parent, spelled like the argument where it ends in /checkpoints
+  if (len > 12 && strcmp(dir + len - 12, "/checkpoints") == 0)
+    snprintf(out, capacity, "%.*s", (int)(len - 12), dir);
+  else if (strcmp(dir, "checkpoints") == 0)
+    snprintf(out, capacity, ".");
+  else
+    snprintf(out, capacity, "%s/..", dir);
 }

@@ -56,6 +56,11 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
 // the error message naming the dataset; the trainer must then be freed, not used.
 int checkpoint_load(Trainer *trainer, const char *path);
 
+// The run directory a checkpoint belongs to: RUN for RUN/checkpoints/ckpt_N.h5 (or last.h5), and the
+// file's own directory otherwise (RUN/best.h5). Where a resumed run writes and where ppo-eval's
+// default output goes.
+void checkpoint_run_dir(const char *path, char *out, size_t capacity);
+
 // What identifies a checkpoint besides its path (report.json).
 typedef struct {
   int64_t format_version, iteration, timesteps;

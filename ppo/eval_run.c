@@ -673,26 +673,14 @@ static int write_outputs(const Evaluation *ev, const char *checkpoint, const Eva
   return 0;
 }
 
-// The run directory of RUN/checkpoints/NAME.h5 or RUN/NAME.h5 (best.h5): RUN; else the file's directory.
+// RUN/eval/<checkpoint name>_<split>, RUN the checkpoint's run directory.
 static void default_out_dir(const char *checkpoint, TradingSplit split, char *out, size_t capacity) {
   char dir[PATH_CAP], stem[PATH_CAP];
-  snprintf(dir, sizeof dir, "%s", checkpoint);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? slash + 1 : dir;
-  snprintf(stem, sizeof stem, "%s", base);
+  checkpoint_run_dir(checkpoint, dir, sizeof dir);
+  const char *slash = strrchr(checkpoint, '/');
+  snprintf(stem, sizeof stem, "%s", slash ? slash + 1 : checkpoint);
   char *dot = strrchr(stem, '.');
   if (dot) *dot = '\0';
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
-  size_t len = strlen(dir);
-  if (len >= 11 && strcmp(dir + len - 11, "checkpoints") == 0 && (len == 11 || dir[len - 12] == '/')) {
-    if (len == 11)
-      snprintf(dir, sizeof dir, ".");
-    else
-      dir[len - 12] = '\0';
-  }
   if (snprintf(out, capacity, "%s/eval/%s_%s", dir, stem, trading_split_name(split)) >= (int)capacity)
     snprintf(out, capacity, "eval");
 }

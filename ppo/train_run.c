@@ -67,25 +67,6 @@ static int write_config_file(const Config *cfg, const char *path) {
   return atomic_file_commit(&af);
 }
 
-// The run directory of a checkpoint RUN/checkpoints/ckpt.h5 is RUN.
-static void run_dir_of_checkpoint(const char *ckpt, char *out, size_t capacity) {
-  char buf[PATH_CAP];
-  snprintf(buf, sizeof buf, "%s", ckpt);
-  char *slash = strrchr(buf, '/');
-  if (!slash) {
-    snprintf(out, capacity, "..");
-    return;
-  }
-  *slash = '\0';
-  slash = strrchr(buf, '/');
-  if (!slash) {
-    snprintf(out, capacity, strcmp(buf, "checkpoints") == 0 ? "." : "%s/..", buf);
-    return;
-  }
-  *slash = '\0';
-  if (snprintf(out, capacity, "%s", buf) >= (int)capacity) snprintf(out, capacity, ".");
-}
-
 // Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all), by iteration number, whatever
 // cadence wrote them (a final or interrupted run's checkpoint falls between multiples of every).
 static void prune_checkpoints(const char *dir, int64_t keep) {
@@ -322,7 +303,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   if (opt->run_dir)
     snprintf(run_dir, sizeof run_dir, "%s", opt->run_dir);
   else if (opt->resume)
-    run_dir_of_checkpoint(opt->resume, run_dir, sizeof run_dir);
+    checkpoint_run_dir(opt->resume, run_dir, sizeof run_dir);
   else
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);

@@ -222,6 +222,18 @@ Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
   cr_expect_eq(rows, 6, "iterations 1..6 once each: %d rows", rows);
 }
 
+// Where a resumed run writes (and ppo-eval's default output goes): the checkpoints/ parent, else the
+// checkpoint's own directory.
+Test(train, checkpoint_run_dir_of_each_layout) {
+  const char *cases[][2] = {{"runs/a/checkpoints/last.h5", "runs/a"}, {"checkpoints/ckpt_000004.h5", "."},
+                            {"runs/a/best.h5", "runs/a"}, {"best.h5", "."}, {"/x/checkpoints/last.h5", "/x"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char out[256];
+    checkpoint_run_dir(cases[k][0], out, sizeof out);
+    cr_expect_str_eq(out, cases[k][1], "%s", cases[k][0]);
+  }
+}
+
 Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   const char *cfg = config_file("refuse");
   char dir[512], ckpt[600], other[600];
