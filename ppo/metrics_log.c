@@ -85,7 +85,7 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
   // The old header's columns, matched to ours by name: a resumed run may log other columns ([eval]
   // switched on or off, another metric); old-only columns are kept (NaN in the new rows), new ones
   // are NaN in the old rows.
-  int map[METRICS_MAX_COLUMNS], n_old = 0, rc = 0;
+  int map[METRICS_MAX_COLUMNS], n_old = 0, rc = 0, n_ours = log->n_columns;
   if (len > 0) {
     if (line[len - 1] == '\n') line[--len] = '\0';
     for (char *name = strtok(line, ","); name; name = strtok(NULL, ",")) {
@@ -109,10 +109,11 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
       map[n_old++] = c;
     }
   }
-  // The table is sized for the final column count (old-only columns may have been added above).
-  free(log->table);
-  log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
-  CHECK(log->table, "out of host memory (metrics table)");
+  if (log->n_columns != n_ours) {  // old-only columns were added: the table gets their width
+    free(log->table);
+    log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
+    CHECK(log->table, "out of host memory (metrics table)");
+  }
   while (rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0) {
     double *row = log->table + log->rows * log->n_columns;
     for (int c = 0; c < log->n_columns; c++) row[c] = NAN;
