@@ -727,16 +727,11 @@ static void chain_append(BacktestPass *c, const BacktestPass *p) {
     c->equity = d, c->position = d + cap, c->turnover = d + 2 * cap, c->notional = d + 3 * cap;
     c->cost_spread = d + 4 * cap, c->cost_slippage = d + 5 * cap, c->cost_commission = d + 6 * cap;
     c->cost_financing = d + 7 * cap;
-    c->trades = realloc(c->trades, (size_t)(c->n_trades + p->n_trades + 1) * sizeof(ReportTrade));
-    CHECK(c->trades, "out of host memory (walk-forward chain)");
-    if (c->capacity == 0) {
-      c->ts[0] = p->ts[0], c->price[0] = p->price[0], c->equity[0] = p->equity[0];
-    }
+    if (c->capacity == 0) c->ts[0] = p->ts[0], c->price[0] = p->price[0], c->equity[0] = p->equity[0];
     c->capacity = cap;
-  } else {
-    c->trades = realloc(c->trades, (size_t)(c->n_trades + p->n_trades + 1) * sizeof(ReportTrade));
-    CHECK(c->trades, "out of host memory (walk-forward chain)");
   }
+  c->trades = realloc(c->trades, (size_t)(c->n_trades + p->n_trades + 1) * sizeof(ReportTrade));
+  CHECK(c->trades, "out of host memory (walk-forward chain)");
   for (int64_t i = 1; i <= add; i++) {
     int64_t j = start + i;
     c->ts[j] = p->ts[i];
