@@ -27,7 +27,14 @@
 // CHECK_ALLOC(size, what): malloc that never returns NULL; `what` names the buffer.
 #define CHECK_ALLOC(size, what) check_malloc((size), (what), __FILE__, __LINE__)
 
-_Noreturn void check_fail(const char *stmt, const char *file, int line, const char *hint, int use_errno);
+// C11's _Noreturn; the CUDA backend's .cu files include this header as C++, which spells it [[noreturn]].
+#ifdef __cplusplus
+#define PPO_NORETURN [[noreturn]]
+#else
+#define PPO_NORETURN _Noreturn
+#endif
+
+PPO_NORETURN void check_fail(const char *stmt, const char *file, int line, const char *hint, int use_errno);
 void *check_malloc(size_t size, const char *what, const char *file,
                    int line);  // never NULL; size 0 gives a unique pointer
 

@@ -56,6 +56,7 @@ void backend_free(Backend *backend, void *ptr) {
 }
 
 size_t backend_alloc_count(const Backend *backend) { return backend->alloc_count; }
+size_t backend_sync_count(const Backend *backend) { return backend->sync_count; }
 
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && host_src)), "backend_upload: NULL pointer");
@@ -64,6 +65,7 @@ void backend_upload(Backend *backend, void *dst, const void *host_src, size_t by
 
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (host_dst && src)), "backend_download: NULL pointer");
+  backend->sync_count++;
   backend->ops->download(backend, host_dst, src, bytes);
 }
 
@@ -79,10 +81,14 @@ void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
 
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
   CHECK(backend && free_bytes && total_bytes, "backend_memory_info: NULL pointer");
+  backend->sync_count++;
   return backend->ops->memory_info(backend, free_bytes, total_bytes);
 }
 
-void backend_sync(Backend *backend) { backend->ops->sync(backend); }
+void backend_sync(Backend *backend) {
+  backend->sync_count++;
+  backend->ops->sync(backend);
+}
 
 void backend_reserve_workspace(Backend *backend, size_t bytes) { backend->ops->reserve_workspace(backend, bytes); }
 

@@ -41,6 +41,10 @@ const char *backend_describe(const Backend *backend);  // one line: GEMM library
 void *backend_alloc(Backend *backend, size_t bytes);   // 64-byte aligned, zeroed; exits on failure; counted
 void backend_free(Backend *backend, void *ptr);        // NULL is fine
 size_t backend_alloc_count(const Backend *backend);    // allocations made so far (including workspace growth)
+// Calls made so far that make the host wait for the backend's queued work: backend_download,
+// backend_sync and backend_memory_info (on a GPU each is a stream synchronisation; on the CPU they
+// are counted all the same, so a CPU test can prove a loop free of them).
+size_t backend_sync_count(const Backend *backend);
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes);    // host -> backend
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes);  // backend -> host
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes);

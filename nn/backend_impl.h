@@ -73,10 +73,12 @@ struct Backend {
   char describe[256];  // GEMM library, core, threads
   const BackendOps *ops;
   size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
+  size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
   void *ctx;           // the implementation's own state
 };
 
 // The constructors the registry knows; each returns NULL and sets error_message() on failure.
 Backend *backend_cpu_open(void);
+Backend *backend_cuda_open(void);  // nn/backend_cuda.cu; only in builds with PPO_HAVE_CUDA
 
 #endif
