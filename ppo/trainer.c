@@ -613,7 +613,9 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   // SB3 updates the progress after the rollout, before train(): the update uses the new value.
   double progress = 1.0 - (double)tr->counters.timesteps / (double)tr->cfg.run.total_timesteps;
   if (progress < 0.0) progress = 0.0;
+  size_t syncs_before_update = backend_sync_count(tr->backend);
   UpdateResult u = update(tr, progress);
+  s->update_host_syncs = (int64_t)(backend_sync_count(tr->backend) - syncs_before_update);
   backend_sync(tr->backend);
   double t3 = timer_now();
   tr->counters.iterations++;

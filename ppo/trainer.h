@@ -70,6 +70,8 @@ typedef struct {
   int64_t skipped_steps;                             // this iteration
   int minibatches;                                   // optimiser steps attempted (incl. the early-stopped one)
   bool early_stopped;                                // approx_kl > 1.5 target_kl
+  int64_t update_host_syncs;                         // host waits inside the update: 0, or one per minibatch
+                                                     // with target_kl (SB3's KL check reads approx_kl)
   int n_env_metrics;                                 // log fields beyond return and length
   const char *env_metric_names[ENV_LOG_MAX];         // "sharpe", ... (the kind's log names)
   double env_metrics[ENV_LOG_MAX];                   // their means over the last 100 episodes

@@ -330,6 +330,26 @@ Test(train, no_allocation_inside_the_training_loop) {
   trainer_free(tr);
 }
 
+// The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
+// wait is a stream synchronisation): loss scale, found-inf, clip coefficient and Adam's step stay in
+// backend memory. Only SB3's target_kl check reads approx_kl, once per minibatch.
+Test(train, the_update_makes_no_host_wait_without_target_kl) {
+  static const char *const overrides[] = {"run.precision=fp16", "ppo.target_kl=1000"};
+  for (int with_kl = 0; with_kl < 2; with_kl++) {
+    Config cfg;
+    cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1 + with_kl, overrides),
+                 0, "%s", error_message());
+    Trainer *tr = trainer_init(&cfg);
+    cr_assert_not_null(tr, "%s", error_message());
+    TrainStats s;
+    cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+    cr_assert_gt(s.minibatches, 0);
+    cr_expect_eq(s.update_host_syncs, with_kl ? s.minibatches : 0, "target_kl %s: %lld host waits in %d minibatches",
+                 with_kl ? "1000" : "none", (long long)s.update_host_syncs, s.minibatches);
+    trainer_free(tr);
+  }
+}
+
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
