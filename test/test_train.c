@@ -1,6 +1,8 @@
-// test/test_train.c: the training run end to end: bit-exact resume (fp32 and fp16), SIGTERM,
-// the memory-plan refusal, resume refusals, no allocation inside the loop, and learning: CartPole
-// solves and the AR(1) market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1).
+// test/test_train.c: the training run end to end: bit-exact resume (fp32 and fp16; on CUDA too),
+// one iteration on CUDA against the CPU, SIGTERM, the memory-plan refusal, resume refusals, no
+// allocation and no host wait inside the loop, and learning: CartPole solves and the AR(1)
+// market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1). The CUDA cases skip,
+// visibly, without a device.
 #include <criterion/criterion.h>
 #include <hdf5.h>
 #include <math.h>
@@ -107,16 +109,18 @@ static void expect_same_state(const char *a_path, const char *b_path) {
   h5io_close(b);
 }
 
-static void resume_case(const char *precision) {
+// 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`.
+static void resume_case_on(const char *device, const char *precision) {
   const char *cfg = config_file(precision);
-  char set_total[64], set_precision[64], dir_a[512], dir_b[512], ckpt[600], final_a[600], final_b[600];
+  char set_total[64], set_precision[64], set_device[64], dir_a[512], dir_b[512], ckpt[600], final_a[600], final_b[600];
   snprintf(set_total, sizeof set_total, "run.total_timesteps=%d", 4 * 64 * 4);
   snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
-  const char *sets[] = {set_total, set_precision};
-  snprintf(dir_a, sizeof dir_a, "%s/%s_straight", tmp_root, precision);
-  snprintf(dir_b, sizeof dir_b, "%s/%s_resumed", tmp_root, precision);
-  cr_assert_eq(run(cfg, NULL, dir_a, 0, 2, sets), 0, "%s", error_message());
-  cr_assert_eq(run(cfg, NULL, dir_b, 2, 2, sets), 0, "%s", error_message());  // 2 of 4 iterations
+  snprintf(set_device, sizeof set_device, "run.device=%s", device);
+  const char *sets[] = {set_total, set_precision, set_device};
+  snprintf(dir_a, sizeof dir_a, "%s/%s_%s_straight", tmp_root, device, precision);
+  snprintf(dir_b, sizeof dir_b, "%s/%s_%s_resumed", tmp_root, device, precision);
+  cr_assert_eq(run(cfg, NULL, dir_a, 0, 3, sets), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, dir_b, 2, 3, sets), 0, "%s", error_message());  // 2 of 4 iterations
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir_b);
   cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());  // the checkpoint's own config
   snprintf(final_a, sizeof final_a, "%s/checkpoints/ckpt_000004.h5", dir_a);
@@ -161,9 +165,86 @@ static void resume_case(const char *precision) {
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 600);
 
+static void resume_case(const char *precision) { resume_case_on("cpu", precision); }
+
+// Skips the calling test, visibly, when this build or machine has no CUDA device.
+static void skip_without_cuda(void) {
+  Backend *cuda = backend_open("cuda");
+  if (!cuda) cr_skip_test("no CUDA backend: %s", error_message());
+  backend_close(cuda);
+}
+
 Test(train, resume_is_bit_exact_fp32) { resume_case("fp32"); }
 Test(train, resume_is_bit_exact_fp16) { resume_case("fp16"); }
 Test(train, resume_is_bit_exact_bf16) { resume_case("bf16"); }
+// On a GPU, bit-exact means on the same device: every kernel's reduction order is fixed (nn/backend_cuda.h).
+Test(train, resume_is_bit_exact_on_cuda_fp32) {
+  skip_without_cuda();
+  resume_case_on("cuda", "fp32");
+}
+Test(train, resume_is_bit_exact_on_cuda_fp16) {
+  skip_without_cuda();
+  resume_case_on("cuda", "fp16");
+}
+
+// One iteration of the small config on CUDA and on the CPU from the same seed: the same rollout
+// (the sampled actions agree, so the episode statistics are equal) and parameters that agree to
+// a tolerance per precision. Stated tolerances, on the largest parameter difference after 2 epochs
+// of Adam steps at lr 3e-4 (a step moves a parameter by up to lr, so a missing or doubled term
+// shows as ~1e-4 or more): fp32 (cuBLAS without TF32 against OpenBLAS/oneDNN, which only reorder
+// sums) 2e-5; fp16 and bf16 (the same roundings of the same values, but products accumulated in
+// another order inside the GEMMs) 2e-4. The losses agree to 1e-4 relative (fp32) and 1e-2 (low
+// precision). To be confirmed on the first GPU run.
+static void iteration_parity_case(const char *precision, double param_tol, double loss_rel_tol) {
+  skip_without_cuda();
+  const char *devices[2] = {"cpu", "cuda"};
+  TrainStats stats[2];
+  float *params[2] = {NULL, NULL};
+  size_t n = 0;
+  for (int d = 0; d < 2; d++) {
+    char set_precision[64], set_device[64];
+    snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
+    snprintf(set_device, sizeof set_device, "run.device=%s", devices[d]);
+    const char *const sets[] = {set_precision, set_device};
+    Config cfg;
+    cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 2, sets), 0, "%s",
+                 error_message());
+    Trainer *tr = trainer_init(&cfg);
+    cr_assert_not_null(tr, "%s: %s", devices[d], error_message());
+    cr_assert_str_eq(backend_name(trainer_backend(tr)), devices[d]);
+    cr_assert_eq(trainer_iteration(tr, &stats[d]), TRAINER_OK);
+    Policy *pol = trainer_policy(tr);
+    n = pol->param_count;
+    params[d] = malloc(n * sizeof(float));
+    backend_download(trainer_backend(tr), params[d], pol->params_memory, n * sizeof(float));
+    trainer_free(tr);
+  }
+  cr_expect_eq(stats[1].episodes, stats[0].episodes, "episodes: cuda %d, cpu %d", stats[1].episodes,
+               stats[0].episodes);
+  cr_expect_eq(stats[1].ep_rew_mean, stats[0].ep_rew_mean, "ep_rew_mean: cuda %.9g, cpu %.9g (a sampled action differs)",
+               stats[1].ep_rew_mean, stats[0].ep_rew_mean);
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double diff = fabs((double)params[1][i] - (double)params[0][i]);
+    if (!(diff <= worst)) worst = diff, at = i;  // a NaN is the worst
+  }
+  cr_expect(worst <= param_tol, "%s: parameter %zu differs by %.3g (cuda %.9g, cpu %.9g), tolerance %.1g", precision, at,
+            worst, params[1][at], params[0][at], param_tol);
+  const double losses[][2] = {{stats[1].policy_gradient_loss, stats[0].policy_gradient_loss},
+                              {stats[1].value_loss, stats[0].value_loss},
+                              {stats[1].entropy_loss, stats[0].entropy_loss},
+                              {stats[1].approx_kl, stats[0].approx_kl}};
+  for (size_t k = 0; k < sizeof losses / sizeof losses[0]; k++)
+    cr_expect(fabs(losses[k][0] - losses[k][1]) <= loss_rel_tol * fmax(fabs(losses[k][1]), 1e-6),
+              "%s: loss statistic %zu: cuda %.9g, cpu %.9g", precision, k, losses[k][0], losses[k][1]);
+  free(params[0]);
+  free(params[1]);
+}
+
+Test(train, one_iteration_on_cuda_matches_the_cpu_fp32) { iteration_parity_case("fp32", 2e-5, 1e-4); }
+Test(train, one_iteration_on_cuda_matches_the_cpu_fp16) { iteration_parity_case("fp16", 2e-4, 1e-2); }
+Test(train, one_iteration_on_cuda_matches_the_cpu_bf16) { iteration_parity_case("bf16", 2e-4, 1e-2); }
 
 // A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.txt.
 Test(train, resume_keeps_a_better_best_h5) {
