@@ -4,7 +4,7 @@ Reads an engine config (INI), trains SB3's PPO with the same hyperparameters on
   - CartPole-v1 (gymnasium's) when [env] type = cartpole,
   - the numpy port of the engine's synthetic trading env (bench/trading_env_np.py) when
     [env] type = synthetic,
-with SB3's fastest CPU settings (device cpu, DummyVecEnv by default, torch.set_num_threads from
+with SB3's fastest CPU settings (device cpu unless --device cuda, DummyVecEnv by default, torch.set_num_threads from
 --threads; several values are tried when a list is given and the fastest is reported), then runs
 `ppo-bench train --config CONFIG --set run.total_timesteps=N --json OUT` and prints a side-by-side
 table. When the engine binary is missing or fails, SB3's side is printed alone, and the table says so.
@@ -174,7 +174,7 @@ def make_venv(cfg: Config, vec: str):
     return venv
 
 
-def run_sb3(cfg: Config, timesteps: int, threads: int, vec: str) -> dict:
+def run_sb3(cfg: Config, timesteps: int, threads: int, vec: str, device: str = "cpu") -> dict:
     import numpy as np
     import torch
     from torch import nn
@@ -232,7 +232,7 @@ def run_sb3(cfg: Config, timesteps: int, threads: int, vec: str) -> dict:
         target_kl=cfg.opt_float("ppo", "target_kl"),
         policy_kwargs=policy_kwargs,
         seed=seed,
-        device="cpu",
+        device=device,
         verbose=0,
     )
     setup_s = time.perf_counter() - t_setup
@@ -249,6 +249,7 @@ def run_sb3(cfg: Config, timesteps: int, threads: int, vec: str) -> dict:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
         "threads": threads,
+        "device": device,
         "vec_env": vec,
         "timesteps": int(steps),
         "iterations": int(model.iterations),
@@ -283,7 +284,7 @@ def run_sb3_isolated(args, threads: int) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, os.path.abspath(__file__), "--config", args.config, "--timesteps", str(args.timesteps_eff),
-           "--threads", str(threads), "--vec", args.vec, "--_sb3_child", out]
+           "--threads", str(threads), "--vec", args.vec, "--device", args.device, "--_sb3_child", out]
     for s in args.set:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True)
@@ -369,6 +370,8 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write SB3's and the engine's raw numbers here")
     ap.add_argument("--threads", default="1", help="torch threads for SB3; a list (1,2) tries each, keeps the fastest")
     ap.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="SB3's torch device (cuda: the GPU rows; SB3 runs fp32, as its users do by default)")
     ap.add_argument("--set", action="append", default=[], help="section.key=value, for both sides")
     ap.add_argument("--no-engine", action="store_true", help="SB3's side only")
     ap.add_argument("--_sb3_child", default=None, help=argparse.SUPPRESS)
@@ -378,7 +381,7 @@ def main() -> None:
     args.timesteps_eff = args.timesteps if args.timesteps else cfg.int("run", "total_timesteps")
 
     if args._sb3_child:  # one isolated SB3 run (see run_sb3_isolated)
-        res = run_sb3(cfg, args.timesteps_eff, int(args.threads), args.vec)
+        res = run_sb3(cfg, args.timesteps_eff, int(args.threads), args.vec, args.device)
         with open(args._sb3_child, "w") as f:
             json.dump(res, f)
         return

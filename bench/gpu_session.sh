@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/gpu_session.sh: everything a GPU session runs, from the archive bench/gpu_pack.sh made.
+#
+#   bash bench/gpu_session.sh tests   # CUDA suites, then under compute-sanitizer (memcheck, racecheck)
+#   bash bench/gpu_session.sh bench   # ppo-bench backend + torch on the same GPU, ppo-bench train on
+#                                     # configs/seed.ini, SB3 on the same GPU when it is importable
+#   bash bench/gpu_session.sh all
+#
+# Run from the repository root with .gpu/ppo-gpu.tar.xz present. Raw output goes to $OUT (the
+# device tool's folder) or, without it, to bench/results/; each file name carries the UTC date, and
+# session.txt records the device, driver and the commit the archive was built from.
+set -uo pipefail
+stage=${1:-all}
+root=$(pwd)
+out=${OUT:-$root/bench/results}
+mkdir -p "$out"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+
+tar -xJf .gpu/ppo-gpu.tar.xz -C "$root"
+src=$(cat "$root/source_dir")
+# The suites read fixtures from the source path compiled into them: point it here.
+if [ "$src" != "$root" ]; then
+  mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
+fi
+cuda_libs=$(python3 - <<'EOF' 2>/dev/null
+import glob, os
+import nvidia
+roots = [os.path.join(p) for p in nvidia.__path__]
+print(":".join(sorted({os.path.dirname(f) for r in roots for f in glob.glob(r + "/*/lib/*.so*")})))
+EOF
+)
+export LD_LIBRARY_PATH="$root/lib:/usr/local/cuda/lib64:${cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=$root/build-gpu/bin
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+
+{
+  echo "date      $stamp"
+  echo "commit    $(cat "$root/commit" | tr '\n' ' ')"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo "cpu       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+  ldd "$bin/ppo-train" | grep -E "not found|cublas|cudart" || true
+} | tee "$out/$stamp-gpu-session.txt"
+
+run_tests() {
+  local log=$out/$stamp-gpu-tests.txt
+  for t in test_rng_cuda test_cuda_core test_cuda_ops; do
+    [ -x "$bin/$t" ] && "$bin/$t" --verbose --jobs 4 2>&1 | tee -a "$log"
+  done
+  "$bin/test_train" --verbose --jobs 4 --filter 'train/*cuda*' 2>&1 | tee -a "$log"
+  "$bin/test_train" --verbose --jobs 4 --filter 'train/the_update_makes_no_host_wait*' 2>&1 | tee -a "$log"
+  # compute-sanitizer follows Criterion's forked test processes with --target-processes all.
+  local san=$out/$stamp-gpu-sanitizer.txt
+  for tool in memcheck racecheck; do
+    for t in test_cuda_core test_cuda_ops; do
+      [ -x "$bin/$t" ] && compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 \
+        "$bin/$t" --jobs 1 2>&1 | tail -n 40 | sed "s|^|[$tool $t] |" | tee -a "$san"
+    done
+  done
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/ppo-train" configs/cartpole.ini --set run.device=cuda \
+    --set run.total_timesteps=4096 --run-dir /tmp/san_run --quiet 2>&1 | tail -n 40 |
+    sed "s|^|[memcheck ppo-train] |" | tee -a "$san"
+}
+
+run_bench() {
+  local j=$out/$stamp-gpu-backend.jsonl
+  "$bin/ppo-bench" backend --backend cuda --json "$j" 2>&1 | tee "$out/$stamp-gpu-backend.txt"
+  python3 bench/torch_reference.py --device cuda --ours "$j" --json "$out/$stamp-gpu-torch.jsonl" 2>&1 |
+    tee "$out/$stamp-gpu-torch.txt"
+  for p in fp16 bf16 fp32; do
+    "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set run.precision=$p --iterations 2 \
+      --json "$out/$stamp-gpu-train-seed-$p.json" 2>&1 | tee "$out/$stamp-gpu-train-seed-$p.txt"
+  done
+  if python3 -c "import stable_baselines3" 2>/dev/null; then
+    python3 bench/sb3_compare.py --config configs/seed.ini --device cuda --timesteps 262144 \
+      --engine "$bin/ppo-bench" --json "$out/$stamp-gpu-sb3-seed.json" 2>&1 | tee "$out/$stamp-gpu-sb3-seed.txt"
+  else
+    echo "stable_baselines3 is not importable: carry its wheels (device README) for the SB3 row" |
+      tee "$out/$stamp-gpu-sb3-seed.txt"
+  fi
+}
+
+case $stage in
+  tests) run_tests ;;
+  bench) run_bench ;;
+  all) run_tests; run_bench ;;
+  *) echo "usage: bash bench/gpu_session.sh tests|bench|all" >&2; exit 2 ;;
+esac
