@@ -45,8 +45,13 @@ void backend_close(Backend *backend) {
 const char *backend_name(const Backend *backend) { return backend->name; }
 const char *backend_describe(const Backend *backend) { return backend->describe; }
 
+// The calls a graph cannot hold (backend_graph_run): a host wait, an upload, an allocation.
+#define CHECK_NOT_RECORDING(backend, what) \
+  CHECK(!(backend)->recording, what " inside backend_graph_run: a recorded function may only queue ops")
+
 void *backend_alloc(Backend *backend, size_t bytes) {
   CHECK(backend, "backend_alloc needs an open backend");
+  CHECK_NOT_RECORDING(backend, "backend_alloc");
   backend->alloc_count++;
   return backend->ops->alloc(backend, bytes);
 }
@@ -60,11 +65,13 @@ size_t backend_sync_count(const Backend *backend) { return backend->sync_count; 
 
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && host_src)), "backend_upload: NULL pointer");
+  CHECK_NOT_RECORDING(backend, "backend_upload");
   backend->ops->upload(backend, dst, host_src, bytes);
 }
 
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (host_dst && src)), "backend_download: NULL pointer");
+  CHECK_NOT_RECORDING(backend, "backend_download");
   backend->sync_count++;
   backend->ops->download(backend, host_dst, src, bytes);
 }
@@ -81,16 +88,45 @@ void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
 
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
   CHECK(backend && free_bytes && total_bytes, "backend_memory_info: NULL pointer");
+  CHECK_NOT_RECORDING(backend, "backend_memory_info");
   backend->sync_count++;
   return backend->ops->memory_info(backend, free_bytes, total_bytes);
 }
 
 void backend_sync(Backend *backend) {
+  CHECK_NOT_RECORDING(backend, "backend_sync");
   backend->sync_count++;
   backend->ops->sync(backend);
 }
 
-void backend_reserve_workspace(Backend *backend, size_t bytes) { backend->ops->reserve_workspace(backend, bytes); }
+void backend_reserve_workspace(Backend *backend, size_t bytes) {
+  CHECK_NOT_RECORDING(backend, "backend_reserve_workspace");
+  backend->ops->reserve_workspace(backend, bytes);
+}
+
+void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
+  CHECK(backend && graph && fn, "backend_graph_run: NULL argument");
+  CHECK_NOT_RECORDING(backend, "backend_graph_run");
+  const BackendOps *ops = backend->ops;
+  if (!ops->graph_record) {  // the CPU: every call is a recording, so every call checks the contract
+    backend->recording = 1;
+    fn(arg);
+    backend->recording = 0;
+    return;
+  }
+  if (!graph->exec) {
+    backend->recording = 1;
+    graph->exec = ops->graph_record(backend, fn, arg);
+    backend->recording = 0;
+  }
+  ops->graph_launch(backend, graph->exec);
+}
+
+void backend_graph_reset(Backend *backend, BackendGraph *graph) {
+  CHECK(backend && graph, "backend_graph_reset: NULL argument");
+  if (graph->exec) backend->ops->graph_destroy(backend, graph->exec);
+  graph->exec = NULL;
+}
 
 void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const void *A, const void *B, float beta, float *C) {

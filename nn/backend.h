@@ -58,6 +58,26 @@ void backend_sync(Backend *backend);  // waits for queued work (a no-op on the C
 // calls need no allocation. Growing it counts as an allocation.
 void backend_reserve_workspace(Backend *backend, size_t bytes);
 
+// --- graphs: a fixed sequence of ops queued with one call -----------------------------------------------
+
+// Caller-owned, zero-initialised ({0}); holds the backend's recorded graph (NULL until recorded).
+typedef struct {
+  void *exec;
+} BackendGraph;
+
+// Queues the ops that fn(arg) queues. On CUDA the first call with graph->exec == NULL records
+// them into a CUDA graph (stream capture) and every call, that one included, launches the graph:
+// one launch instead of one per op, which keeps a 32-env rollout step and a minibatch update from
+// being bound by launch latency. fn must therefore queue the same ops with the same pointers and
+// scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
+// upload (the host memory could change between launches), allocate or grow the workspace: the
+// wrappers check that on every backend, so a CPU test proves a function fit for recording. On
+// the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again,
+// e.g. after a scalar argument such as the learning rate changed); call it before freeing the
+// memory the graph uses. Recording allocates inside the CUDA driver, once per recording.
+void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
+void backend_graph_reset(Backend *backend, BackendGraph *graph);
+
 // --- GEMM -------------------------------------------------------------------------------------------------
 
 // C (M, N) = alpha * op(A) * op(B) + beta * C, fp32 accumulation and fp32 C. op(A) is (M, K): A is

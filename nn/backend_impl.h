@@ -66,6 +66,11 @@ typedef struct {
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
   void (*explained_variance)(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+  // Optional (NULL: fn runs directly, as on the CPU): record fn's ops into an executable graph, launch
+  // one, destroy one.
+  void *(*graph_record)(Backend *backend, void (*fn)(void *arg), void *arg);
+  void (*graph_launch)(Backend *backend, void *exec);
+  void (*graph_destroy)(Backend *backend, void *exec);
 } BackendOps;
 
 struct Backend {
@@ -74,6 +79,7 @@ struct Backend {
   const BackendOps *ops;
   size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
   size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
+  int recording;       // inside backend_graph_run's fn: calls that cannot be recorded are refused
   void *ctx;           // the implementation's own state
 };
 

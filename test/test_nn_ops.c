@@ -67,6 +67,51 @@ Test(nn_backend, allocations_are_counted_and_zeroed) {
   backend_close(b);
 }
 
+// --- graphs --------------------------------------------------------------------------------------------------
+
+typedef struct {
+  Backend *b;
+  float *x;
+  int calls;
+  int download;  // 1: the function breaks the recording contract
+} GraphArg;
+
+static void graph_body(void *p) {
+  GraphArg *g = p;
+  g->calls++;
+  backend_scale(g->b, g->x, 2.0f, 4);
+  if (g->download) {
+    float host;
+    backend_download(g->b, &host, g->x, sizeof host);
+  }
+}
+
+// On the CPU a graph's function runs on every call (the CUDA backend records it once).
+Test(nn_backend, graph_run_queues_the_function_each_time) {
+  Backend *b = cpu();
+  float *x = backend_alloc(b, 4 * sizeof(float)), host[4] = {1, 2, 3, 4};
+  backend_upload(b, x, host, sizeof host);
+  BackendGraph graph = {0};
+  GraphArg arg = {b, x, 0, 0};
+  for (int i = 0; i < 3; i++) backend_graph_run(b, &graph, graph_body, &arg);
+  backend_graph_reset(b, &graph);
+  cr_assert_eq(arg.calls, 3);
+  backend_download(b, host, x, sizeof host);
+  cr_assert_eq(host[3], 32.0f, "three doublings of 4: %g", host[3]);
+  backend_free(b, x);
+  backend_close(b);
+}
+
+// A function that makes the host wait cannot be recorded: refused on every backend, so the CPU
+// tests prove the trainer's recorded functions fit a CUDA graph.
+Test(nn_backend, graph_run_refuses_a_host_wait, .exit_code = 1) {
+  Backend *b = cpu();
+  float *x = backend_alloc(b, 4 * sizeof(float));
+  BackendGraph graph = {0};
+  GraphArg arg = {b, x, 0, 1};
+  backend_graph_run(b, &graph, graph_body, &arg);
+}
+
 // --- casts -------------------------------------------------------------------------------------------------
 
 Test(nn_cast, fp16_matches_the_compilers_float16) {

@@ -1,0 +1,31 @@
+// nn/backend_cuda_graph.cu: backend_graph_run on CUDA: the function's ops are recorded once by
+// stream capture into a CUDA graph, which each later call launches with one cudaGraphLaunch.
+//
+// What makes the trainer's functions recordable is checked on every backend by nn/backend.c (no
+// host wait, upload or allocation inside); what CUDA adds: cuBLAS must not allocate while
+// capturing, so its workspace is ours (cublasSetWorkspace in reserve_workspace), and every op
+// runs on ctx->stream, the stream being captured. Thread-local capture mode: a CUDA call of
+// another host thread (none today) does not invalidate the recording.
+// Depends on nn/backend_cuda.h.
+#include "nn/backend_cuda.h"
+
+void *cuda_graph_record(Backend *backend, void (*fn)(void *arg), void *arg) {
+  CudaContext *ctx = cuda_ctx(backend);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+  fn(arg);
+  CUDA_CHECK(cudaStreamEndCapture(ctx->stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_CHECK(cudaGraphDestroy(graph));  // the executable graph keeps what it needs
+  return (void *)exec;
+}
+
+void cuda_graph_launch(Backend *backend, void *exec) {
+  CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)exec, cuda_ctx(backend)->stream));
+}
+
+void cuda_graph_destroy(Backend *backend, void *exec) {
+  // Destroying an executable graph that is still running is allowed: CUDA finishes it first.
+  CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)exec));
+}
