@@ -8,7 +8,8 @@
 
 // The slab's arrays in order: element counts (floats or int32) from the spec.
 typedef struct {
-  size_t obs, actions, tn, n, perm, perm_scratch_bytes, uniforms, final_obs, mb_obs, mb_actions, mb, stats;
+  size_t obs, actions, tn, n, perm, perm_scratch_bytes, uniforms, final_obs, step_obs, step_actions, mb_obs, mb_actions,
+      mb, stats;
 } RolloutSizes;
 
 static RolloutSizes rollout_sizes(const Backend *backend, const RolloutSpec *s) {
@@ -23,6 +24,8 @@ static RolloutSizes rollout_sizes(const Backend *backend, const RolloutSpec *s) 
   z.perm_scratch_bytes = backend_permutation_scratch_bytes(backend, T * N);
   z.uniforms = N * A * 2;
   z.final_obs = N * O;
+  z.step_obs = N * O;
+  z.step_actions = N * A;
   z.mb_obs = B * O;
   z.mb_actions = B * A;
   z.mb = B;
@@ -57,6 +60,10 @@ static size_t rollout_layout(RolloutBuffer *buf, const Backend *backend, const R
   TAKE(perm_scratch, z.perm_scratch_bytes, char);
   TAKE(uniforms, z.uniforms, float);
   TAKE(final_obs, z.final_obs, float);
+  TAKE(step_obs, z.step_obs, float);
+  TAKE(step_actions, z.step_actions, float);
+  TAKE(mb_index, z.mb, int32_t);
+  TAKE(mb_stats, PPO_STAT_COUNT, float);
   TAKE(mb_obs, z.mb_obs, float);
   TAKE(mb_actions, z.mb_actions, float);
   TAKE(mb_logp, z.mb, float);
@@ -128,11 +135,17 @@ int rollout_minibatches(const RolloutBuffer *buf) {
   return (total + buf->spec.batch_size - 1) / buf->spec.batch_size;
 }
 
-int rollout_gather(RolloutBuffer *buf, int k) {
+int rollout_select(RolloutBuffer *buf, int k) {
   int total = buf->spec.n_steps * buf->spec.n_envs, B = buf->spec.batch_size;
-  CHECK(k >= 0 && k < rollout_minibatches(buf), "rollout_gather: minibatch index out of range");
+  CHECK(k >= 0 && k < rollout_minibatches(buf), "rollout_select: minibatch index out of range");
   int start = k * B, size = total - start < B ? total - start : B;
-  const int32_t *index = buf->perm + start;
+  backend_copy(buf->backend, buf->mb_index, buf->perm + start, (size_t)size * sizeof(int32_t));
+  return size;
+}
+
+void rollout_gather_selected(RolloutBuffer *buf, int size) {
+  int total = buf->spec.n_steps * buf->spec.n_envs;
+  const int32_t *index = buf->mb_index;
   Backend *be = buf->backend;
   backend_gather_rows(be, buf->mb_obs, buf->obs, index, size, buf->spec.obs_dim, total);
   backend_gather_rows(be, buf->mb_actions, buf->actions, index, size, buf->spec.action_cols, total);
@@ -140,5 +153,10 @@ int rollout_gather(RolloutBuffer *buf, int k) {
   backend_gather_rows(be, buf->mb_values, buf->values, index, size, 1, total);
   backend_gather_rows(be, buf->mb_advantages, buf->advantages, index, size, 1, total);
   backend_gather_rows(be, buf->mb_returns, buf->returns, index, size, 1, total);
+}
+
+int rollout_gather(RolloutBuffer *buf, int k) {
+  int size = rollout_select(buf, k);
+  rollout_gather_selected(buf, size);
   return size;
 }

@@ -8,10 +8,13 @@
 //   unclipped sample), logp, values, rewards (truncation bootstrap included), episode_starts,
 //   terminated, truncated, advantages, returns (T, N) as floats; last_values, last_dones (N);
 //   perm (T N) int32 and its sort scratch; uniforms (N, A, 2) for the rollout's sampling; final_obs
-//   (N, O) for the truncation bootstrap; and the minibatch (B rows) gathered from a permutation:
+//   (N, O) for the truncation bootstrap; step_obs (N, O) and step_actions (N, A), where a rollout
+//   step's policy reads and writes (fixed addresses: the step can be a recorded graph); and the
+//   minibatch (B rows) gathered from a permutation: mb_index (B) int32, its rows of perm;
 //   mb_obs (B, O), mb_actions (B, A), mb_logp, mb_values, mb_advantages, mb_returns (B) and the
-//   loss gradients mb_dlogp, mb_dentropy, mb_dvalues (B); stats (max_minibatches, PPO_STAT_COUNT),
-//   one row per minibatch of an update; misc (8) scalars.
+//   loss gradients mb_dlogp, mb_dentropy, mb_dvalues (B); mb_stats (PPO_STAT_COUNT), the current
+//   minibatch's statistics; stats (max_minibatches, PPO_STAT_COUNT), one row per minibatch of an
+//   update; misc (8) scalars.
 //
 // Sampling (PPO_SEMANTICS.md section 3): one fresh permutation of the T N rows per epoch from the
 // backend's counter-based RNG, consecutive slices of batch_size; a last partial slice is used as
@@ -44,6 +47,9 @@ typedef struct {
   int32_t *perm;
   void *perm_scratch;
   float *uniforms, *final_obs;
+  float *step_obs, *step_actions;  // (N, O), (N, A): a rollout step's policy input and output
+  int32_t *mb_index;               // (B) the rows of perm that the current minibatch gathers
+  float *mb_stats;                 // (PPO_STAT_COUNT) the current minibatch's statistics
   float *mb_obs, *mb_actions, *mb_logp, *mb_values, *mb_advantages, *mb_returns;
   float *mb_dlogp, *mb_dentropy, *mb_dvalues;  // (B) the loss's gradients, the policy backward's seeds
   float *stats;
@@ -63,8 +69,12 @@ void rollout_compute_gae(RolloutBuffer *buf, double gamma, double gae_lambda);
 void rollout_permute(RolloutBuffer *buf, uint64_t seed, uint64_t subsequence, uint64_t draw);
 // Minibatches per epoch: ceil(T N / B).
 int rollout_minibatches(const RolloutBuffer *buf);
-// Gathers minibatch k of the current permutation into the mb_ arrays; returns its size (B, or
-// smaller for the last one).
+// Minibatch k of the current permutation in two halves: rollout_select copies its rows of perm to
+// mb_index and returns its size (B, or smaller for the last one); rollout_gather_selected gathers
+// those rows into the mb_ arrays (fixed addresses whatever k is: recordable as a graph).
+int rollout_select(RolloutBuffer *buf, int k);
+void rollout_gather_selected(RolloutBuffer *buf, int size);
+// Both: gathers minibatch k into the mb_ arrays; returns its size.
 int rollout_gather(RolloutBuffer *buf, int k);
 
 #endif

@@ -249,7 +249,7 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
     return;
   }
   if (dtype == NN_BF16 || (dtype == NN_F32 && g->use_onednn)) {
-    if (onednn_swaps(trans_b, M, N, beta)) backend_reserve_workspace(backend, (size_t)M * N * sizeof(float));
+    if (onednn_swaps(trans_b, M, N, beta)) backend->ops->reserve_workspace(backend, (size_t)M * N * sizeof(float));
     onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, ctx->workspace);
     return;
   }
@@ -264,7 +264,9 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
 #ifdef PPO_HAVE_ONEDNN
   if (g->use_onednn && onednn_swaps(trans_b, M, N, beta)) nc = (size_t)M * N;
 #endif
-  backend_reserve_workspace(backend, (na + nb + nc) * sizeof(float));  // a no-op once reserved
+  // The implementation, not the public call: growing the scratch is this backend's own business, and
+  // allowed inside a recorded function (a no-op once policy_init reserved it; counted if it grows).
+  backend->ops->reserve_workspace(backend, (na + nb + nc) * sizeof(float));
   float *a32 = ctx->workspace, *b32 = a32 + na;
   widen(a32, A, na, dtype);
   widen(b32, B, nb, dtype);

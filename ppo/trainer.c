@@ -78,6 +78,10 @@ struct Trainer {
   HostBuffers h;
   VecEnvStateInfo snap_info;
   TrainCounters snap_counters;
+  // The recorded graphs (backend_graph_run): a rollout step's policy, and one full minibatch's
+  // update, recorded again when the learning rate it holds changes (the linear schedule).
+  BackendGraph rollout_graph, update_graph;
+  double update_graph_lr;
 };
 
 static const char *device_name(ConfigDevice device) {
@@ -242,6 +246,8 @@ void trainer_free(Trainer *tr) {
   if (!tr) return;
   vecnorm_free(&tr->norm);
   if (tr->backend) {
+    backend_graph_reset(tr->backend, &tr->rollout_graph);  // before the memory the graphs use
+    backend_graph_reset(tr->backend, &tr->update_graph);
     rollout_free(&tr->rollout);
     optim_free(tr->optim);
     policy_free(tr->policy);
@@ -398,22 +404,32 @@ static void snapshot_restore(Trainer *tr) {
 // Words of the action sampler's Philox stream per vector step: (N, A, 2) uniforms at most.
 static uint64_t sample_words(const Trainer *tr) { return (uint64_t)tr->N * (uint64_t)tr->action_cols * 2; }
 
+// The policy's share of a rollout step, on fixed addresses so that it is recorded once
+// (backend_graph_run): actions, log-probs and values of step_obs with the step's uniforms.
+static void rollout_policy(void *arg) {
+  Trainer *tr = arg;
+  RolloutBuffer *rb = &tr->rollout;
+  policy_act(tr->policy, rb->step_actions, rb->step_obs, rb->uniforms, tr->N);
+}
+
 static void rollout_step(Trainer *tr, int t) {
   Backend *be = tr->backend;
   RolloutBuffer *rb = &tr->rollout;
   HostBuffers *h = &tr->h;
   const int N = tr->N, O = tr->O, A = tr->action_cols;
   size_t row = (size_t)t * (size_t)N;
-  float *obs_t = rb->obs + row * (size_t)O, *actions_t = rb->actions + row * (size_t)A;
-  backend_upload(be, obs_t, h->obs, (size_t)N * (size_t)O * sizeof(float));
+  size_t obs_bytes = (size_t)N * (size_t)O * sizeof(float), action_bytes = (size_t)N * (size_t)A * sizeof(float);
+  backend_upload(be, rb->step_obs, h->obs, obs_bytes);
   backend_upload(be, rb->episode_starts + row, h->episode_starts, (size_t)N * sizeof(float));
   size_t n_uniform = tr->spec.action_kind == ENV_ACTION_DISCRETE ? (size_t)N : (size_t)N * (size_t)A * 2;
   backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, TRAINER_SUBSEQ_ACTIONS,
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
-  policy_act(tr->policy, actions_t, obs_t, rb->uniforms, N);
+  backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
+  backend_copy(be, rb->obs + row * (size_t)O, rb->step_obs, obs_bytes);
+  backend_copy(be, rb->actions + row * (size_t)A, rb->step_actions, action_bytes);
   backend_copy(be, rb->logp + row, tr->policy->acts.logp, (size_t)N * sizeof(float));
   backend_copy(be, rb->values + row, policy_values(tr->policy), (size_t)N * sizeof(float));
-  backend_download(be, h->actions, actions_t, (size_t)N * (size_t)A * sizeof(float));
+  backend_download(be, h->actions, rb->step_actions, action_bytes);
 
   // The env's view of the actions: integer indices, or the sample clipped to the bounds (SB3 stores
   // the unclipped sample, whose log-prob is in the buffer).
@@ -484,47 +500,91 @@ typedef struct {
   bool early_stopped;
 } UpdateResult;
 
+// One minibatch's update in two halves around SB3's approx-KL check. The arguments are the same
+// for every full minibatch of an iteration, and the rows come from rb->mb_index (rollout_select),
+// so a full minibatch without the KL check is one recorded graph (backend_graph_run).
+typedef struct {
+  Trainer *tr;
+  PpoLossHyper hyper;
+  const float *loss_scale;  // the GradScaler's scale (backend memory), NULL without it
+  double progress_remaining;
+  int B;
+} Minibatch;
+
+// Gathers the selected rows; the loss, its statistics (rb->mb_stats) and per-sample gradients.
+static void minibatch_loss(Minibatch *mb) {
+  Trainer *tr = mb->tr;
+  RolloutBuffer *rb = &tr->rollout;
+  Policy *pol = tr->policy;
+  rollout_gather_selected(rb, mb->B);
+  policy_evaluate(pol, rb->mb_obs, rb->mb_actions, mb->B);
+  backend_ppo_loss(tr->backend, rb->mb_stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp,
+                   pol->acts.entropy, policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages,
+                   rb->mb_returns, mb->B, mb->hyper, mb->loss_scale);
+}
+
+// Backward, then the optimiser step (unscale, clip, Adam, scaler update); found-inf and the grad
+// norm go into rb->mb_stats.
+static void minibatch_step(Minibatch *mb) {
+  Trainer *tr = mb->tr;
+  RolloutBuffer *rb = &tr->rollout;
+  Policy *pol = tr->policy;
+  policy_zero_grad(pol);
+  policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, mb->B);
+  optim_step(tr->optim, pol, mb->progress_remaining);
+  backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
+  backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
+}
+
+static void minibatch_whole(void *arg) {
+  minibatch_loss(arg);
+  minibatch_step(arg);
+}
+
 static UpdateResult update(Trainer *tr, double progress_remaining) {
   const Config *cfg = &tr->cfg;
   Backend *be = tr->backend;
   RolloutBuffer *rb = &tr->rollout;
-  Policy *pol = tr->policy;
-  PpoLossHyper hyper = {
-      .clip_range = cfg->ppo.clip_range,
-      .clip_range_vf = cfg->ppo.clip_range_vf.is_none ? 0.0 : cfg->ppo.clip_range_vf.value,
-      .ent_coef = cfg->ppo.ent_coef,
-      .vf_coef = cfg->ppo.vf_coef,
-      .normalize_advantage = cfg->ppo.normalize_advantage,
+  Minibatch mb = {
+      .tr = tr,
+      .hyper = {.clip_range = cfg->ppo.clip_range,
+                .clip_range_vf = cfg->ppo.clip_range_vf.is_none ? 0.0 : cfg->ppo.clip_range_vf.value,
+                .ent_coef = cfg->ppo.ent_coef,
+                .vf_coef = cfg->ppo.vf_coef,
+                .normalize_advantage = cfg->ppo.normalize_advantage},
+      .loss_scale = tr->optim->spec.scaler.enabled ? tr->optim->scaler.scale : NULL,
+      .progress_remaining = progress_remaining,
   };
-  const float *loss_scale = tr->optim->spec.scaler.enabled ? tr->optim->scaler.scale : NULL;
   bool check_kl = !cfg->ppo.target_kl.is_none;
   double kl_limit = check_kl ? 1.5 * cfg->ppo.target_kl.value : 0.0;
+  double lr = optim_lr(tr->optim, progress_remaining);
+  if (lr != tr->update_graph_lr) backend_graph_reset(be, &tr->update_graph);  // it holds the old rate
+  tr->update_graph_lr = lr;
   UpdateResult r = {0, 0, false};
   int per_epoch = rollout_minibatches(rb);
   for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
     rollout_permute(rb, tr->sample_seed, TRAINER_SUBSEQ_PERMUTATION, (uint64_t)tr->counters.epochs_drawn++);
     r.last_epoch_row = r.rows;
     for (int k = 0; k < per_epoch; k++) {
-      int B = rollout_gather(rb, k);
+      mb.B = rollout_select(rb, k);
       float *stats = rb->stats + (size_t)r.rows * PPO_STAT_COUNT;
       r.rows++;
-      policy_evaluate(pol, rb->mb_obs, rb->mb_actions, B);
-      backend_ppo_loss(be, stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp, pol->acts.entropy,
-                       policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages, rb->mb_returns, B, hyper,
-                       loss_scale);
-      if (check_kl) {  // SB3 checks before the step (a host read per minibatch, only with target_kl)
-        float kl;
-        backend_download(be, &kl, stats + PPO_STAT_APPROX_KL, sizeof kl);
-        if ((double)kl > kl_limit) {
-          r.early_stopped = true;
-          break;
+      if (!check_kl && mb.B == rb->spec.batch_size) {
+        backend_graph_run(be, &tr->update_graph, minibatch_whole, &mb);
+      } else {  // the KL check reads approx_kl between the halves; a last partial minibatch is not recorded
+        minibatch_loss(&mb);
+        if (check_kl) {  // SB3 checks before the step (a host read per minibatch, only with target_kl)
+          float kl;
+          backend_download(be, &kl, rb->mb_stats + PPO_STAT_APPROX_KL, sizeof kl);
+          if ((double)kl > kl_limit) {
+            backend_copy(be, stats, rb->mb_stats, PPO_STAT_COUNT * sizeof(float));
+            r.early_stopped = true;
+            break;
+          }
         }
+        minibatch_step(&mb);
       }
-      policy_zero_grad(pol);
-      policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, B);
-      optim_step(tr->optim, pol, progress_remaining);
-      backend_copy(be, stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
-      backend_copy(be, stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
+      backend_copy(be, stats, rb->mb_stats, PPO_STAT_COUNT * sizeof(float));
     }
     tr->counters.n_updates++;  // SB3 counts the epoch that stopped early too
   }
