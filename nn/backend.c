@@ -1,5 +1,6 @@
 // nn/backend.c: the registry (the one place besides CMake that knows whether CUDA was built) and
 // the public wrappers, which check arguments and dispatch through the backend's table.
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
@@ -58,6 +59,25 @@ void *backend_alloc(Backend *backend, size_t bytes) {
 
 void backend_free(Backend *backend, void *ptr) {
   if (ptr) backend->ops->free(backend, ptr);
+}
+
+void *backend_host_alloc(Backend *backend, size_t bytes) {
+  CHECK(backend, "backend_host_alloc needs an open backend");
+  CHECK_NOT_RECORDING(backend, "backend_host_alloc");
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void *ptr = backend->ops->host_alloc ? backend->ops->host_alloc(backend, rounded) : aligned_alloc(64, rounded);
+  CHECK(ptr, "out of host memory (page-locked buffers): reduce n_envs");
+  memset(ptr, 0, rounded);
+  return ptr;
+}
+
+void backend_host_free(Backend *backend, void *ptr) {
+  if (!ptr) return;
+  if (backend->ops->host_free)
+    backend->ops->host_free(backend, ptr);
+  else
+    free(ptr);
 }
 
 size_t backend_alloc_count(const Backend *backend) { return backend->alloc_count; }

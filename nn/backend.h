@@ -45,6 +45,12 @@ size_t backend_alloc_count(const Backend *backend);    // allocations made so fa
 // backend_sync and backend_memory_info (on a GPU each is a stream synchronisation; on the CPU they
 // are counted all the same, so a CPU test can prove a loop free of them).
 size_t backend_sync_count(const Backend *backend);
+// Host memory for the buffers that go up and down every step (64-byte aligned, zeroed; exits on
+// failure): page-locked on CUDA, so that transfers are direct DMA without a staging copy. An
+// upload from it may still be in flight when backend_upload returns: the caller must not write
+// the buffer again before a call that waits (download, sync). On the CPU it is ordinary memory.
+void *backend_host_alloc(Backend *backend, size_t bytes);
+void backend_host_free(Backend *backend, void *ptr);  // NULL is fine
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes);    // host -> backend
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes);  // backend -> host
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes);

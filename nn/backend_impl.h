@@ -71,6 +71,9 @@ typedef struct {
   void *(*graph_record)(Backend *backend, void (*fn)(void *arg), void *arg);
   void (*graph_launch)(Backend *backend, void *exec);
   void (*graph_destroy)(Backend *backend, void *exec);
+  // Optional (NULL: aligned_alloc and free): page-locked host memory.
+  void *(*host_alloc)(Backend *backend, size_t bytes);
+  void (*host_free)(Backend *backend, void *ptr);
 } BackendOps;
 
 struct Backend {

@@ -251,11 +251,11 @@ void trainer_free(Trainer *tr) {
     rollout_free(&tr->rollout);
     optim_free(tr->optim);
     policy_free(tr->policy);
+    backend_host_free(tr->backend, tr->host_memory);
     backend_close(tr->backend);
   }
   vecenv_free(tr->vec);
   if (tr->has_market) env_market_close(&tr->market);
-  free(tr->host_memory);
   free(tr);
 }
 
@@ -317,9 +317,7 @@ int trainer_allocate(Trainer *tr) {
     return -1;
   }
   tr->host_bytes = host_layout(tr, NULL);
-  tr->host_memory = aligned_alloc(64, tr->host_bytes);
-  CHECK(tr->host_memory, "out of host memory (trainer buffers)");
-  memset(tr->host_memory, 0, tr->host_bytes);
+  tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
