@@ -27,8 +27,9 @@ static void *device_alloc(size_t bytes) {
     size_t free_bytes = 0, total_bytes = 0;
     (void)cudaMemGetInfo(&free_bytes, &total_bytes);
     char hint[256];
-    snprintf(hint, sizeof hint, "out of device memory: %zu bytes requested, %zu of %zu bytes free; reduce the batch or the network",
-             bytes, free_bytes, total_bytes);
+    snprintf(hint, sizeof hint,
+             "out of device memory: %zu bytes requested, %zu of %zu bytes free; reduce the batch or the network", bytes,
+             free_bytes, total_bytes);
     check_fail("cudaMalloc", __FILE__, __LINE__, hint, 0);
   }
   CUDA_CHECK(err);
@@ -216,10 +217,9 @@ static void cuda_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b,
     return;
   }
   cudaDataType_t type = dtype == NN_F16 ? CUDA_R_16F : dtype == NN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  cublasComputeType_t compute =
-      dtype == NN_F32 && ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUBLAS_CHECK(cublasGemmEx(ctx->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N,
-                            M, K, &alpha, B, type, trans_b ? K : N, A, type, trans_a ? M : K, &beta, C, CUDA_R_32F, N,
+  cublasComputeType_t compute = dtype == NN_F32 && ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CUBLAS_CHECK(cublasGemmEx(ctx->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,
+                            K, &alpha, B, type, trans_b ? K : N, A, type, trans_a ? M : K, &beta, C, CUDA_R_32F, N,
                             compute, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -235,8 +235,8 @@ static dim3 row_grid(const CudaContext *ctx, int B, int H) {
   return dim3(across, down ? down : 1u);
 }
 
-static __global__ void bias_act_forward_kernel(void *out, NnDtype out_dtype, const float *in, const float *bias, int B, int H,
-                                        int act) {
+static __global__ void bias_act_forward_kernel(void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
+                                               int H, int act) {
   int h = blockIdx.x * blockDim.x + threadIdx.x;
   if (h >= H) return;
   float bh = bias[h];
@@ -263,9 +263,10 @@ enum { TILE = 32 };  // bias_act_backward_kernel's tile: TILE rows x TILE column
 // the warp y == 0 adds the tile's rows from shared memory. So dbias has the CPU's bits, and a
 // run's bits do not depend on timing. With din_t, the tile's rounded bits are written back
 // transposed from shared memory (row h0 + y of din_t, its columns b0 + x: coalesced too).
-static __global__ void bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype, float *dbias, const float *dout,
-                                         const void *out, NnDtype out_dtype, int B, int H, int act) {
-  __shared__ float d_tile[TILE][TILE + 1];     // unrounded d; the padding keeps columns off one bank
+static __global__ void bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                                                const float *dout, const void *out, NnDtype out_dtype, int B, int H,
+                                                int act) {
+  __shared__ float d_tile[TILE][TILE + 1];        // unrounded d; the padding keeps columns off one bank
   __shared__ uint32_t bits_tile[TILE][TILE + 1];  // d as stored in din
   int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE, h = h0 + x;
   float sum = 0.0f;  // column h's, kept by the threads y == 0
@@ -298,7 +299,7 @@ static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnD
   if (H == 0) return;
   unsigned blocks = (unsigned)((H + TILE - 1) / TILE);
   bias_act_backward_kernel<<<blocks, dim3(TILE, TILE), 0, ctx->stream>>>(din, din_t, din_dtype, dbias, dout, out,
-                                                                        out_dtype, B, H, act);
+                                                                         out_dtype, B, H, act);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -339,7 +340,8 @@ static void cuda_mse_forward(Backend *backend, float *loss, const float *pred, c
   CUDA_CHECK_LAUNCH();
 }
 
-static __global__ void mse_backward_kernel(float *dpred, const float *dloss, const float *pred, const float *target, int B) {
+static __global__ void mse_backward_kernel(float *dpred, const float *dloss, const float *pred, const float *target,
+                                           int B) {
   float c = 2.0f * *dloss / (float)B;  // the CPU's expression, operation for operation
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < B; i += gridDim.x * blockDim.x)
     dpred[i] = c * (pred[i] - target[i]);
@@ -357,7 +359,7 @@ static void cuda_mse_backward(Backend *backend, float *dpred, const float *dloss
 // One warp per row of out. An index out of [0, rows) is recorded in *fault (reported at the next
 // download or sync, backend_cuda.h) and its row is left as it was.
 static __global__ void gather_rows_kernel(float *out, const float *src, const int32_t *index, int B, int D, int rows,
-                                   int *fault) {
+                                          int *fault) {
   int lane = threadIdx.x % 32;
   int warps = gridDim.x * (blockDim.x / 32);
   for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < B; b += warps) {
@@ -375,7 +377,7 @@ static void cuda_gather_rows(Backend *backend, float *out, const float *src, con
   CudaContext *ctx = cuda_ctx(backend);
   if (B == 0) return;
   gather_rows_kernel<<<cuda_blocks(ctx, (size_t)B * 32), CUDA_THREADS, 0, ctx->stream>>>(out, src, index, B, D, rows,
-                                                                                       ctx->fault);
+                                                                                         ctx->fault);
   CUDA_CHECK_LAUNCH();
 }
 

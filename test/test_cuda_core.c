@@ -158,10 +158,11 @@ Test(cuda_memory, allocations_counts_zeroing_and_syncs) {
 Test(cuda_memory, copy_handles_overlap_both_ways) {
   Backend *b = cuda_or_skip();
   enum { S = 1 << 20 };
-  static const size_t cases[][3] = {  // dst offset, src offset, bytes
-      {0, 1, S - 1},           {1, 0, S - 1},           {0, 4097, S - 4097}, {4097, 0, S - 4097},
-      {0, 100000, S - 100000}, {100000, 0, S - 100000}, {5, 3, 3},           {3, 5, 3},
-      {0, S / 2, S / 2},       {S / 2, 0, S / 2},       {10, 10, 100}};
+  static const size_t cases[][3] = {
+      // dst offset, src offset, bytes
+      {0, 1, S - 1},           {1, 0, S - 1},     {0, 4097, S - 4097}, {4097, 0, S - 4097}, {0, 100000, S - 100000},
+      {100000, 0, S - 100000}, {5, 3, 3},         {3, 5, 3},           {0, 1, 100},         {1, 0, 100},
+      {0, S / 2, S / 2},       {S / 2, 0, S / 2}, {10, 10, 100}};
   unsigned char *pattern = malloc(S), *want = malloc(S);
   for (size_t i = 0; i < S; i++) pattern[i] = (unsigned char)(i * 7 + i / 251 + 3);
   unsigned char *buf = backend_alloc(b, S);
@@ -195,21 +196,16 @@ static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int 
   fill(bm, nb, &rng, -1, 1);
   fill(c, nc, &rng, -1, 1);
   void *as = stored(a, na, dtype), *bs = stored(bm, nb, dtype);
-  float *want, *got;
-  {
-    void *A = put(p.cpu, as, na * es), *B = put(p.cpu, bs, nb * es);
-    float *C = put(p.cpu, c, nc * 4);
-    backend_gemm(p.cpu, dtype, ta, tb, M, N, K, alpha, A, B, beta, C);
-    want = get(p.cpu, C, nc * 4);
-    backend_free(p.cpu, A), backend_free(p.cpu, B), backend_free(p.cpu, C);
+  Backend *bk[2] = {p.cpu, p.gpu};
+  float *result[2];
+  for (int k = 0; k < 2; k++) {
+    void *A = put(bk[k], as, na * es), *B = put(bk[k], bs, nb * es);
+    float *C = put(bk[k], c, nc * 4);
+    backend_gemm(bk[k], dtype, ta, tb, M, N, K, alpha, A, B, beta, C);
+    result[k] = get(bk[k], C, nc * 4);
+    backend_free(bk[k], A), backend_free(bk[k], B), backend_free(bk[k], C);
   }
-  {
-    void *A = put(p.gpu, as, na * es), *B = put(p.gpu, bs, nb * es);
-    float *C = put(p.gpu, c, nc * 4);
-    backend_gemm(p.gpu, dtype, ta, tb, M, N, K, alpha, A, B, beta, C);
-    got = get(p.gpu, C, nc * 4);
-    backend_free(p.gpu, A), backend_free(p.gpu, B), backend_free(p.gpu, C);
-  }
+  float *want = result[0], *got = result[1];
   double max_abs = 0.0;
   for (size_t i = 0; i < nc; i++) max_abs = fmax(max_abs, fabs(want[i]));
   for (size_t i = 0; i < nc; i++)
@@ -351,9 +347,9 @@ Test(cuda_bias_act, backward_matches_cpu_bits) {
 
 // fp32 sources: random magnitudes 2^-30 .. 2^17 of both signs, and the edge values of fp16 and bf16.
 static void cast_sources(float *x, size_t n, Rng *rng) {
-  static const float special[] = {0.0f,          -0.0f,       INFINITY,      -INFINITY,   NAN,
-                                  65504.0f,      65519.99f,   65520.0f,      -65520.0f,   5.9604645e-8f,
-                                  2.9802322e-8f, 1.0e-45f,    1.17549435e-38f, 3.0e38f,    6.1035156e-5f};
+  static const float special[] = {0.0f,          -0.0f,     INFINITY,        -INFINITY, NAN,
+                                  65504.0f,      65519.99f, 65520.0f,        -65520.0f, 5.9604645e-8f,
+                                  2.9802322e-8f, 1.0e-45f,  1.17549435e-38f, 3.0e38f,   6.1035156e-5f};
   for (size_t i = 0; i < n; i++) {
     double mag = ldexp(1.0 + rng_uniform(rng), (int)rng_below(rng, 48) - 30);
     x[i] = (float)(rng_below(rng, 2) ? -mag : mag);
