@@ -55,7 +55,7 @@ typedef struct {
   int sm_count;              // multiprocessors, for grid sizing
   cudaStream_t stream;       // every op is queued here
   cublasHandle_t cublas;     // bound to stream
-  cublasLtHandle_t lt;
+  cublasLtHandle_t lt;       // NULL: no op uses cuBLASLt yet (GEMMs go through cublasGemmEx)
   void *workspace;           // cuBLAS(Lt) workspace, grown by reserve_workspace only
   size_t workspace_bytes;
   double *partials;          // (CUDA_REDUCE_BLOCKS + 8) doubles of device scratch for reductions
