@@ -254,41 +254,55 @@ static void cuda_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype
   CUDA_CHECK_LAUNCH();
 }
 
-enum { TILE = 32 };  // bias_act_backward_kernel's tile: TILE rows x TILE columns, one thread each
+// bias_act_backward_kernel's block: TILE x TILE threads over TILE columns; its tile: TILE_ROWS
+// rows of those columns, ROWS_PER_THREAD per thread.
+enum { TILE = 32, TILE_ROWS = 256, ROWS_PER_THREAD = TILE_ROWS / TILE };
 
-// One block per TILE columns walks all rows, a TILE x TILE tile at a time (thread (x, y): row
-// b0 + y, column h0 + x, so each warp reads and writes one row's run of columns). Per element:
-// d = dout act'(out), stored rounded into din. The column sums of the unrounded d are formed as
-// the CPU forms them: one float per column, the rows added in order from 0, then added to dbias;
-// the warp y == 0 adds the tile's rows from shared memory. So dbias has the CPU's bits, and a
-// run's bits do not depend on timing. With din_t, the tile's rounded bits are written back
-// transposed from shared memory (row h0 + y of din_t, its columns b0 + x: coalesced too).
+// One block per TILE columns walks all rows, TILE_ROWS at a time. Thread (x, y) takes column
+// h0 + x of rows y, y + TILE, ... of the tile, so each warp reads and writes runs of one row's
+// columns; it loads all its elements before storing any (din may be dout). Per element: d = dout
+// act'(out), stored rounded into din and unrounded into shared memory. The column sums of the
+// unrounded d are formed as the CPU forms them: one float per column, the rows added in order
+// from 0, then added to dbias (the warp y == 0 adds the tile's rows from shared memory). So dbias
+// has the CPU's bits, and a run's bits do not depend on timing. With din_t, the tile goes out
+// transposed from shared memory, rounded again to the same bits (row h0 + y of din_t, its columns
+// b0 + x + TILE k: coalesced too).
 static __global__ void bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype, float *dbias,
                                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H,
                                                 int act) {
-  __shared__ float d_tile[TILE][TILE + 1];        // unrounded d; the padding keeps columns off one bank
-  __shared__ uint32_t bits_tile[TILE][TILE + 1];  // d as stored in din
+  __shared__ float d_tile[TILE_ROWS][TILE + 1];  // 33 KiB; the padding keeps a column's reads off one bank
   int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE, h = h0 + x;
   float sum = 0.0f;  // column h's, kept by the threads y == 0
-  for (int b0 = 0; b0 < B; b0 += TILE) {
-    int b = b0 + y;
-    float d = 0.0f;
-    if (b < B && h < H) {
-      size_t i = (size_t)b * H + h;
-      d = nn_act_backward(dout[i], load_f32(out, out_dtype, i), act);
-      uint32_t bits = rounded_bits(d, din_dtype);
-      store_bits(din, din_dtype, i, bits);
-      bits_tile[y][x] = bits;
+  for (int b0 = 0; b0 < B; b0 += TILE_ROWS) {
+    float grad[ROWS_PER_THREAD], act_out[ROWS_PER_THREAD];  // dout and out of the thread's elements
+#pragma unroll
+    for (int k = 0; k < ROWS_PER_THREAD; k++) {
+      int b = b0 + y + k * TILE;
+      grad[k] = 0.0f;
+      act_out[k] = 0.0f;
+      if (b < B && h < H) {
+        grad[k] = dout[(size_t)b * H + h];
+        act_out[k] = load_f32(out, out_dtype, (size_t)b * H + h);
+      }
     }
-    d_tile[y][x] = d;
+#pragma unroll
+    for (int k = 0; k < ROWS_PER_THREAD; k++) {
+      int b = b0 + y + k * TILE;
+      float d = 0.0f;
+      if (b < B && h < H) {
+        d = nn_act_backward(grad[k], act_out[k], act);
+        store_bits(din, din_dtype, (size_t)b * H + h, rounded_bits(d, din_dtype));
+      }
+      d_tile[y + k * TILE][x] = d;
+    }
     __syncthreads();
-    if (y == 0) {
-      int rows = B - b0 < TILE ? B - b0 : TILE;
+    int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
+    if (y == 0)
       for (int r = 0; r < rows; r++) sum += d_tile[r][x];
-    }
-    if (din_t && b0 + x < B && h0 + y < H)
-      store_bits(din_t, din_dtype, (size_t)(h0 + y) * B + (b0 + x), bits_tile[x][y]);
-    __syncthreads();  // the tiles are refilled next
+    if (din_t && h0 + y < H)
+      for (int r = x; r < rows; r += TILE)
+        store_bits(din_t, din_dtype, (size_t)(h0 + y) * B + (b0 + r), rounded_bits(d_tile[r][y], din_dtype));
+    __syncthreads();  // the tile is refilled next
   }
   if (y == 0 && h < H) dbias[h] += sum;
 }
