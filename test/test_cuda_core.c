@@ -153,6 +153,14 @@ Test(cuda_memory, allocations_counts_zeroing_and_syncs) {
   backend_close(b);
 }
 
+// "auto" as in the gather tests below: CUDA's cudaMalloc or the CPU's aligned_alloc fails, and
+// either exits 1 (2^50 bytes is more than any device or address space holds).
+Test(cuda_memory, out_of_memory_exits, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  backend_alloc(b, (size_t)1 << 50);
+  cr_assert_fail("%s: backend_alloc returned 2^50 bytes", backend_name(b));
+}
+
 // backend_copy within one buffer against the host's memmove: both directions, distances that take
 // the one-block kernel (many chunks) and the chunked cudaMemcpy path, and disjoint ranges.
 Test(cuda_memory, copy_handles_overlap_both_ways) {
@@ -297,6 +305,7 @@ typedef struct {
   int B, H, act;
   NnDtype din_dtype, out_dtype;
   int transposed;
+  int in_place;  // din is dout's memory (fp32 only)
 } BackwardCase;
 
 static void check_bias_act_backward(Pair p, BackwardCase c) {
@@ -312,7 +321,8 @@ static void check_bias_act_backward(Pair p, BackwardCase c) {
   Backend *bk[2] = {p.cpu, p.gpu};
   for (int k = 0; k < 2; k++) {
     float *d_out = put(bk[k], dout, n * 4), *d_bias = put(bk[k], dbias, (size_t)c.H * 4);
-    void *d_y = put(bk[k], ys, n * os), *d_din = backend_alloc(bk[k], n * es), *d_din_t = backend_alloc(bk[k], n * es);
+    void *d_y = put(bk[k], ys, n * os), *d_din_t = backend_alloc(bk[k], n * es);
+    void *d_din = c.in_place ? (void *)d_out : backend_alloc(bk[k], n * es);
     if (c.transposed)
       backend_bias_act_backward_t(bk[k], d_din, d_din_t, c.din_dtype, d_bias, d_out, d_y, c.out_dtype, c.B, c.H, c.act);
     else
@@ -322,8 +332,8 @@ static void check_bias_act_backward(Pair p, BackwardCase c) {
     db[k] = get(bk[k], d_bias, (size_t)c.H * 4);
   }
   char what[128];
-  snprintf(what, sizeof what, "bias_act_backward%s act %d din %s out %s (%d, %d)", c.transposed ? "_t" : "", c.act,
-           nn_dtype_name(c.din_dtype), nn_dtype_name(c.out_dtype), c.B, c.H);
+  snprintf(what, sizeof what, "bias_act_backward%s act %d din %s out %s (%d, %d)%s", c.transposed ? "_t" : "", c.act,
+           nn_dtype_name(c.din_dtype), nn_dtype_name(c.out_dtype), c.B, c.H, c.in_place ? " in place" : "");
   assert_same_bits(din[1], din[0], n, es, what);
   assert_same_bits(db[1], db[0], (size_t)c.H, 4, what);
   if (c.transposed) assert_same_bits(din_t[1], din_t[0], n, es, what);
@@ -333,13 +343,15 @@ static void check_bias_act_backward(Pair p, BackwardCase c) {
 
 Test(cuda_bias_act, backward_matches_cpu_bits) {
   Pair p = open_pair();
-  static const int shapes[][2] = {{70, 45}, {1, 300}, {1024, 512}};
+  static const int shapes[][2] = {{70, 45}, {1, 300}, {257, 33}, {1024, 512}};  // 257: a partial 256-row tile
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int act = 0; act < 3; act++)
       for (int dd = 0; dd < 3; dd++)
         for (int od = 0; od < 3; od++)
           for (int t = 0; t < 2; t++)
-            check_bias_act_backward(p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t});
+            check_bias_act_backward(p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t, 0});
+  for (int act = 0; act < 3; act++)
+    for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1});
   close_pair(p);
 }
 
