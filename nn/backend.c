@@ -21,19 +21,27 @@ const char *nn_dtype_name(NnDtype dtype) {
   return "?";
 }
 
+static Backend *open_cuda(void) {
+#ifdef PPO_HAVE_CUDA
+  return backend_cuda_open();
+#else
+  error_set("backend 'cuda': this build has no CUDA support (configure with the CUDA toolkit); use cpu");
+  return NULL;
+#endif
+}
+
 Backend *backend_open(const char *name) {
   if (!name) {
     error_set("backend: no name given (allowed: cpu, cuda, auto)");
     return NULL;
   }
-  if (strcmp(name, "cpu") == 0 || strcmp(name, "auto") == 0) return backend_cpu_open();
-  if (strcmp(name, "cuda") == 0) {
-#ifdef PPO_HAVE_CUDA
-    error_set("backend 'cuda': the CUDA toolkit was found but this build has no CUDA backend yet; use cpu");
-#else
-    error_set("backend 'cuda': this build has no CUDA support (configure with the CUDA toolkit); use cpu");
-#endif
-    return NULL;
+  if (strcmp(name, "cpu") == 0) return backend_cpu_open();
+  if (strcmp(name, "cuda") == 0) return open_cuda();
+  if (strcmp(name, "auto") == 0) {  // CUDA when this build has it and a device answers, else the CPU
+    Backend *backend = open_cuda();
+    if (backend) return backend;
+    error_clear();  // why CUDA is unavailable is no error here
+    return backend_cpu_open();
   }
   error_set("backend '%s': unknown (allowed: cpu, cuda, auto)", name);
   return NULL;
@@ -146,6 +154,11 @@ void backend_graph_reset(Backend *backend, BackendGraph *graph) {
   CHECK(backend && graph, "backend_graph_reset: NULL argument");
   if (graph->exec) backend->ops->graph_destroy(backend, graph->exec);
   graph->exec = NULL;
+}
+
+void backend_set_tf32(Backend *backend, int allow) {
+  CHECK(backend, "backend_set_tf32 needs an open backend");
+  if (backend->ops->set_tf32) backend->ops->set_tf32(backend, allow);
 }
 
 void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,

@@ -36,7 +36,7 @@ const char *nn_dtype_name(NnDtype dtype);  // "fp32", "fp16", "bf16"
 
 Backend *backend_open(const char *name);           // "cpu" | "cuda" | "auto"; NULL + error_message() when unavailable
 void backend_close(Backend *backend);              // frees the handle (not memory from backend_alloc); NULL is fine
-const char *backend_name(const Backend *backend);  // "cpu"
+const char *backend_name(const Backend *backend);  // "cpu" or "cuda"
 const char *backend_describe(const Backend *backend);  // one line: GEMM library, core, threads
 void *backend_alloc(Backend *backend, size_t bytes);   // 64-byte aligned, zeroed; exits on failure; counted
 void backend_free(Backend *backend, void *ptr);        // NULL is fine
@@ -63,6 +63,10 @@ void backend_sync(Backend *backend);  // waits for queued work (a no-op on the C
 // and transposes few-row products through it: M K + K N + M N floats cover any call), so that later
 // calls need no allocation. Growing it counts as an allocation.
 void backend_reserve_workspace(Backend *backend, size_t bytes);
+// allow != 0: fp32 GEMMs may use TF32 tensor cores on CUDA (inputs rounded to 10-bit mantissas,
+// fp32 accumulation: several times faster, about 1e-3 relative error). Off when a backend opens;
+// a no-op on the CPU, whose fp32 GEMMs are always fp32.
+void backend_set_tf32(Backend *backend, int allow);
 
 // --- graphs: a fixed sequence of ops queued with one call -----------------------------------------------
 
@@ -148,7 +152,8 @@ void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, co
 // --- data movement --------------------------------------------------------------------------------------------
 
 // out (B, D) = rows index (B) of src (rows, D); each index must be in [0, rows) (the CPU backend
-// checks and exits with the location otherwise).
+// checks and exits with the location otherwise; CUDA finds it on the device and exits at the next
+// backend_download or backend_sync).
 void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows);
 // out (n) of type to = in (n) of type from; rounding to nearest even; any pair of dtypes.
 void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n);

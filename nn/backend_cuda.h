@@ -55,12 +55,26 @@ typedef struct {
   int sm_count;              // multiprocessors, for grid sizing
   cudaStream_t stream;       // every op is queued here
   cublasHandle_t cublas;     // bound to stream
-  cublasLtHandle_t lt;
+  cublasLtHandle_t lt;       // NULL: no op uses cuBLASLt yet (GEMMs go through cublasGemmEx)
   void *workspace;           // cuBLAS(Lt) workspace, grown by reserve_workspace only
   size_t workspace_bytes;
   double *partials;          // (CUDA_REDUCE_BLOCKS + 8) doubles of device scratch for reductions
+  int *fault;                // device int: 0, or the CudaFault of the first bad argument a kernel met
   int allow_tf32;            // fp32 GEMMs may use TF32 tensor cores
 } CudaContext;
+
+// A kernel cannot exit with a location as the CPU backend's CHECK does: one that meets a bad
+// argument only it can see (a gather index out of range) records the first such fault in
+// ctx->fault with cuda_report_fault and leaves the bad element alone; download and sync, already
+// points where the host waits, read the flag and exit through check_fail naming the op. Work
+// queued in between runs on regardless: its results are never seen.
+typedef enum {
+  CUDA_FAULT_NONE = 0,
+  CUDA_FAULT_GATHER_INDEX = 1,        // backend_gather_rows: index out of [0, rows)
+  CUDA_FAULT_CATEGORICAL_ACTION = 2,  // categorical ops: action not an integer in [0, A)
+} CudaFault;
+
+__device__ static inline void cuda_report_fault(int *fault, CudaFault code) { atomicCAS(fault, 0, (int)code); }
 
 static inline CudaContext *cuda_ctx(Backend *backend) { return (CudaContext *)backend->ctx; }
 

@@ -37,12 +37,15 @@ Test(nn_backend, open_by_name) {
   cr_assert_str_eq(backend_name(b), "cpu");
   cr_assert(strlen(backend_describe(b)) > 10);
   backend_close(b);
-  b = backend_open("auto");
+  b = backend_open("auto");  // CUDA when built and a device answers (test_cuda_core checks which)
   cr_assert(b);
-  cr_assert_str_eq(backend_name(b), "cpu");
+  cr_assert(strcmp(backend_name(b), "cpu") == 0 || strcmp(backend_name(b), "cuda") == 0, "%s", backend_name(b));
   backend_close(b);
-  cr_assert_null(backend_open("cuda"));
-  cr_assert(strstr(error_message(), "cuda"), "message: %s", error_message());
+  b = backend_open("cuda");  // NULL with the reason, unless CUDA is built and a device answers
+  if (b)
+    backend_close(b);
+  else
+    cr_assert(strstr(error_message(), "cuda"), "message: %s", error_message());
   cr_assert_null(backend_open("tpu"));
   cr_assert(strstr(error_message(), "unknown"), "message: %s", error_message());
   cr_assert_null(backend_open(NULL));

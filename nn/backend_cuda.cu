@@ -1,0 +1,549 @@
+// nn/backend_cuda.cu: the CUDA backend's core: opening the device, memory, GEMM through cuBLAS,
+// bias + activation, casts, scaling, gathers, the value loss, and the table of ops (the ops of
+// backend_cuda_ops.cu and backend_cuda_rollout.cu are wired in here too).
+//
+// Every op queues work on ctx->stream and returns; only download, sync and memory_info make the
+// host wait. Per-element arithmetic is nn/ops_math.h's, the CPU backend's own functions, and the
+// CUDA sources are compiled with --fmad=false (nn/CMakeLists.txt): no multiply-add is fused, so
+// the element-wise ops give the CPU's bits. Shapes as nn/backend.h: B rows, H columns.
+// Depends on nn/backend_cuda.h (CUDA runtime, cuBLAS), common/error.h.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nn/backend_cuda.h"
+
+#define CUDA_WORKSPACE_DEFAULT ((size_t)32 << 20)  // cuBLAS's own default on Hopper, reserved at open
+#define CUDA_MOVE_MAX_CHUNKS 16                    // overlapping copies up to this many chunks use cudaMemcpy
+
+// --- device memory --------------------------------------------------------------------------------------
+
+// cudaMalloc that exits with the request and the free memory when the device is full.
+static void *device_alloc(size_t bytes) {
+  void *ptr = NULL;
+  cudaError_t err = cudaMalloc(&ptr, bytes ? bytes : 1);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky, but cleared so the next check does not see it
+    size_t free_bytes = 0, total_bytes = 0;
+    (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+    char hint[256];
+    snprintf(hint, sizeof hint,
+             "out of device memory: %zu bytes requested, %zu of %zu bytes free; reduce the batch or the network", bytes,
+             free_bytes, total_bytes);
+    check_fail("cudaMalloc", __FILE__, __LINE__, hint, 0);
+  }
+  CUDA_CHECK(err);
+  return ptr;
+}
+
+// The counted call (backend_alloc) counts it; cudaMalloc returns 256-byte aligned memory. The
+// memset is queued on the stream, ahead of any op that can use the block.
+static void *cuda_alloc(Backend *backend, size_t bytes) {
+  void *ptr = device_alloc(bytes);
+  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, cuda_ctx(backend)->stream));
+  return ptr;
+}
+
+// cudaFree waits for the device first, so no queued work still uses the block.
+static void cuda_free(Backend *backend, void *ptr) { CUDA_CHECK(cudaFree(ptr)); }
+
+// Callers pass pageable (malloc'd) host memory: cudaMemcpyAsync copies it to a staging buffer
+// before returning, so the host buffer may be reused at once. (From pinned memory the copy would
+// be truly asynchronous and the buffer must then be left alone until the next sync.)
+static void cuda_upload(Backend *backend, void *dst, const void *src, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda_ctx(backend)->stream));
+}
+
+// What a kernel recorded in ctx->fault, as check_fail's statement and hint (backend_cuda.h).
+static void fail_on_fault(int fault) {
+  if (fault == CUDA_FAULT_GATHER_INDEX)
+    check_fail("backend_gather_rows: index in [0, rows)", __FILE__, __LINE__,
+               "an index was out of range (found on the device, reported at the next download or sync)", 0);
+  if (fault == CUDA_FAULT_CATEGORICAL_ACTION)
+    check_fail("categorical action is an integer in [0, A)", __FILE__, __LINE__,
+               "a categorical op got a bad action (found on the device, reported at the next download or sync)", 0);
+  check_fail("ctx->fault == 0", __FILE__, __LINE__, "a kernel recorded an unknown fault code", 0);
+}
+
+// Waits for the stream, the fault flag's copy queued behind the caller's work.
+static void wait_and_check(CudaContext *ctx) {
+  int fault = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&fault, ctx->fault, sizeof fault, cudaMemcpyDeviceToHost, ctx->stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+  if (fault != CUDA_FAULT_NONE) fail_on_fault(fault);
+}
+
+static void cuda_download(Backend *backend, void *dst, const void *src, size_t bytes) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+  wait_and_check(ctx);
+}
+
+static void cuda_sync(Backend *backend) { wait_and_check(cuda_ctx(backend)); }
+
+static void cuda_memset_zero(Backend *backend, void *dst, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda_ctx(backend)->stream));
+}
+
+enum { MOVE_THREADS = 1024, MOVE_BYTES_PER_THREAD = 8 };
+
+// memmove of overlapping ranges in one block: tile by tile in the direction that reads every byte
+// before it is overwritten (upwards when dst < src). Each tile is read into registers, then, after
+// the barrier, written; the next tile's reads never touch this tile's writes, so one barrier per
+// tile is enough.
+static __global__ void move_kernel(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const size_t tile = (size_t)MOVE_THREADS * MOVE_BYTES_PER_THREAD;
+  size_t tiles = (bytes + tile - 1) / tile;
+  int upwards = dst < src;
+  for (size_t t = 0; t < tiles; t++) {
+    size_t base = (upwards ? t : tiles - 1 - t) * tile + threadIdx.x;
+    unsigned char v[MOVE_BYTES_PER_THREAD];
+#pragma unroll
+    for (int k = 0; k < MOVE_BYTES_PER_THREAD; k++)
+      if (base + (size_t)k * MOVE_THREADS < bytes) v[k] = src[base + (size_t)k * MOVE_THREADS];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < MOVE_BYTES_PER_THREAD; k++)
+      if (base + (size_t)k * MOVE_THREADS < bytes) dst[base + (size_t)k * MOVE_THREADS] = v[k];
+  }
+}
+
+// The ranges may overlap, where cudaMemcpy is undefined. Overlapping by less than the length, the
+// copy is split into chunks of the distance between the pointers, each disjoint from its source,
+// queued in the safe order; when that would take many calls, one block moves the bytes instead.
+static void cuda_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
+  cudaStream_t stream = cuda_ctx(backend)->stream;
+  if (bytes == 0 || dst == src) return;
+  unsigned char *d = (unsigned char *)dst;
+  const unsigned char *s = (const unsigned char *)src;
+  size_t distance = d > s ? (size_t)(d - s) : (size_t)(s - d);
+  if (distance >= bytes) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  size_t chunks = (bytes + distance - 1) / distance;
+  if (chunks > CUDA_MOVE_MAX_CHUNKS) {
+    move_kernel<<<1, MOVE_THREADS, 0, stream>>>(d, s, bytes);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  for (size_t c = 0; c < chunks; c++) {
+    size_t k = d < s ? c : chunks - 1 - c;  // upwards when dst is below src
+    size_t at = k * distance, len = bytes - at < distance ? bytes - at : distance;
+    CUDA_CHECK(cudaMemcpyAsync(d + at, s + at, len, cudaMemcpyDeviceToDevice, stream));
+  }
+}
+
+static int cuda_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
+  CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+  return 0;
+}
+
+// The workspace only grows; cuBLAS is told about every new one. (cudaFree waits for queued GEMMs
+// that may still use the old one.) cuBLAS's results are reproducible for a fixed workspace; growing
+// it may change its choice of kernel, so a run reserves its workspace before the first step.
+static void cuda_reserve_workspace(Backend *backend, size_t bytes) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (bytes <= ctx->workspace_bytes) return;
+  CUDA_CHECK(cudaFree(ctx->workspace));
+  ctx->workspace = NULL;
+  ctx->workspace_bytes = 0;
+  ctx->workspace = device_alloc(bytes);
+  ctx->workspace_bytes = bytes;
+  backend->alloc_count++;
+  CUBLAS_CHECK(cublasSetWorkspace(ctx->cublas, ctx->workspace, bytes));
+}
+
+static void cuda_set_tf32(Backend *backend, int allow) { cuda_ctx(backend)->allow_tf32 = allow != 0; }
+
+// --- per-element storage of fp32, fp16 and bf16 ---------------------------------------------------------------
+
+// Element i of a float or 16-bit array of dtype, as fp32 (exact).
+__device__ static inline float load_f32(const void *p, NnDtype dtype, size_t i) {
+  if (dtype == NN_F16) return nn_f16_to_f32(((const uint16_t *)p)[i]);
+  if (dtype == NN_BF16) return nn_bf16_to_f32(((const uint16_t *)p)[i]);
+  return ((const float *)p)[i];
+}
+
+// The bits x is stored as in dtype (rounded to nearest even by ops_math, as the CPU rounds).
+__device__ static inline uint32_t rounded_bits(float x, NnDtype dtype) {
+  if (dtype == NN_F16) return nn_f32_to_f16(x);
+  if (dtype == NN_BF16) return nn_f32_to_bf16(x);
+  return nn_f32_bits(x);
+}
+
+__device__ static inline void store_bits(void *p, NnDtype dtype, size_t i, uint32_t bits) {
+  if (dtype == NN_F32)
+    ((uint32_t *)p)[i] = bits;
+  else
+    ((uint16_t *)p)[i] = (uint16_t)bits;
+}
+
+// --- GEMM ---------------------------------------------------------------------------------------------------
+
+static __global__ void scale_kernel(float *x, float alpha, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    x[i] *= alpha;
+}
+
+// K == 0: C = beta C, as the CPU (cuBLAS would reject the leading dimension 0 of a K-wide operand).
+static void gemm_empty(CudaContext *ctx, int M, int N, float beta, float *C) {
+  size_t n = (size_t)M * N;
+  if (beta == 0.0f) {
+    CUDA_CHECK(cudaMemsetAsync(C, 0, n * sizeof(float), ctx->stream));
+    return;
+  }
+  scale_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(C, beta, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Row-major onto column-major cuBLAS. A row-major (r, c) matrix with row length ld is, read
+// column-major with the same ld, its transpose (c, r). So cuBLAS, given our C with ldc = N, sees
+// C^T (N, M), and we ask it for C^T = op(B)^T op(A)^T: m = N, n = M, k = K, first operand B,
+// second operand A.
+//   First, op(B)^T (N, K). B stored (K, N) (no trans_b): cuBLAS sees B^T (N, K) = op(B)^T as is,
+//   OP_N, lda = N. B stored (N, K) (trans_b, op(B) = B^T): cuBLAS sees B^T (K, N), and op(B)^T = B
+//   is its transpose: OP_T, lda = K.
+//   Second, op(A)^T (K, M). A stored (M, K): cuBLAS sees A^T (K, M) = op(A)^T, OP_N, ldb = K.
+//   A stored (K, M) (trans_a): cuBLAS sees A^T (M, K), op(A)^T = A is its transpose: OP_T, ldb = M.
+// Each leading dimension is the row length of the stored row-major matrix, as cblas_sgemm's.
+// Inputs in fp16 / bf16 (CUDA_R_16F / CUDA_R_16BF bits), fp32 C, fp32 accumulation; fp32 inputs
+// use TF32 tensor cores only when backend_set_tf32 allowed it.
+static void cuda_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                      const void *A, const void *B, float beta, float *C) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (K == 0) {
+    gemm_empty(ctx, M, N, beta, C);
+    return;
+  }
+  cudaDataType_t type = dtype == NN_F16 ? CUDA_R_16F : dtype == NN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cublasComputeType_t compute = dtype == NN_F32 && ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CUBLAS_CHECK(cublasGemmEx(ctx->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,
+                            K, &alpha, B, type, trans_b ? K : N, A, type, trans_a ? M : K, &beta, C, CUDA_R_32F, N,
+                            compute, CUBLAS_GEMM_DEFAULT));
+}
+
+// --- bias + activation -----------------------------------------------------------------------------------------
+
+// Blocks of CUDA_THREADS columns across, rows down with a stride loop over the rest: about 32
+// blocks per multiprocessor in all. B, H > 0.
+static dim3 row_grid(const CudaContext *ctx, int B, int H) {
+  unsigned across = (unsigned)((H + CUDA_THREADS - 1) / CUDA_THREADS);
+  unsigned down = (unsigned)ctx->sm_count * 32u / across;
+  if (down > (unsigned)B) down = (unsigned)B;
+  if (down > 65535u) down = 65535u;
+  return dim3(across, down ? down : 1u);
+}
+
+static __global__ void bias_act_forward_kernel(void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
+                                               int H, int act) {
+  int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h >= H) return;
+  float bh = bias[h];
+  for (int b = blockIdx.y; b < B; b += gridDim.y) {
+    size_t i = (size_t)b * H + h;
+    store_bits(out, out_dtype, i, rounded_bits(nn_act_forward(in[i] + bh, act), out_dtype));
+  }
+}
+
+static void cuda_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias,
+                                  int B, int H, int act) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (B == 0 || H == 0) return;
+  bias_act_forward_kernel<<<row_grid(ctx, B, H), CUDA_THREADS, 0, ctx->stream>>>(out, out_dtype, in, bias, B, H, act);
+  CUDA_CHECK_LAUNCH();
+}
+
+// bias_act_backward_kernel's block: TILE x TILE threads over TILE columns; its tile: TILE_ROWS
+// rows of those columns, ROWS_PER_THREAD per thread.
+enum { TILE = 32, TILE_ROWS = 256, ROWS_PER_THREAD = TILE_ROWS / TILE };
+
+// One block per TILE columns walks all rows, TILE_ROWS at a time. Thread (x, y) takes column
+// h0 + x of rows y, y + TILE, ... of the tile, so each warp reads and writes runs of one row's
+// columns; it loads all its elements before storing any (din may be dout). Per element: d = dout
+// act'(out), stored rounded into din and unrounded into shared memory. The column sums of the
+// unrounded d are formed as the CPU forms them: one float per column, the rows added in order
+// from 0, then added to dbias (the warp y == 0 adds the tile's rows from shared memory). So dbias
+// has the CPU's bits, and a run's bits do not depend on timing. With din_t, the tile goes out
+// transposed from shared memory, rounded again to the same bits (row h0 + y of din_t, its columns
+// b0 + x + TILE k: coalesced too).
+static __global__ void bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                                                const float *dout, const void *out, NnDtype out_dtype, int B, int H,
+                                                int act) {
+  __shared__ float d_tile[TILE_ROWS][TILE + 1];  // 33 KiB; the padding keeps a column's reads off one bank
+  int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE, h = h0 + x;
+  float sum = 0.0f;  // column h's, kept by the threads y == 0
+  for (int b0 = 0; b0 < B; b0 += TILE_ROWS) {
+    float grad[ROWS_PER_THREAD], act_out[ROWS_PER_THREAD];  // dout and out of the thread's elements
+#pragma unroll
+    for (int k = 0; k < ROWS_PER_THREAD; k++) {
+      int b = b0 + y + k * TILE;
+      grad[k] = 0.0f;
+      act_out[k] = 0.0f;
+      if (b < B && h < H) {
+        grad[k] = dout[(size_t)b * H + h];
+        act_out[k] = load_f32(out, out_dtype, (size_t)b * H + h);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < ROWS_PER_THREAD; k++) {
+      int b = b0 + y + k * TILE;
+      float d = 0.0f;
+      if (b < B && h < H) {
+        d = nn_act_backward(grad[k], act_out[k], act);
+        store_bits(din, din_dtype, (size_t)b * H + h, rounded_bits(d, din_dtype));
+      }
+      d_tile[y + k * TILE][x] = d;
+    }
+    __syncthreads();
+    int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
+    if (y == 0)
+      for (int r = 0; r < rows; r++) sum += d_tile[r][x];
+    if (din_t && h0 + y < H)
+      for (int r = x; r < rows; r += TILE)
+        store_bits(din_t, din_dtype, (size_t)(h0 + y) * B + (b0 + r), rounded_bits(d_tile[r][y], din_dtype));
+    __syncthreads();  // the tile is refilled next
+  }
+  if (y == 0 && h < H) dbias[h] += sum;
+}
+
+static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
+                                   const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (H == 0) return;
+  unsigned blocks = (unsigned)((H + TILE - 1) / TILE);
+  bias_act_backward_kernel<<<blocks, dim3(TILE, TILE), 0, ctx->stream>>>(din, din_t, din_dtype, dbias, dout, out,
+                                                                         out_dtype, B, H, act);
+  CUDA_CHECK_LAUNCH();
+}
+
+// --- value loss ------------------------------------------------------------------------------------------------
+
+// Partial sums in double of (pred - target)^2 (the difference in float, as the CPU forms it):
+// exactly CUDA_REDUCE_BLOCKS blocks, whatever the device, each a fixed tree over its threads.
+static __global__ void mse_partials_kernel(double *partials, const float *pred, const float *target, int B) {
+  __shared__ double s[CUDA_THREADS];
+  double acc = 0.0;
+  for (int i = blockIdx.x * CUDA_THREADS + threadIdx.x; i < B; i += CUDA_REDUCE_BLOCKS * CUDA_THREADS) {
+    float d = pred[i] - target[i];
+    acc += (double)d * (double)d;
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = CUDA_THREADS / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = s[0];
+}
+
+// One thread adds the partial sums in index order.
+static __global__ void mse_finish_kernel(float *loss, const double *partials, int B) {
+  double total = 0.0;
+  for (int k = 0; k < CUDA_REDUCE_BLOCKS; k++) total += partials[k];
+  *loss = (float)(total / (double)B);
+}
+
+// loss = mean (pred - target)^2, the CPU's definition, accumulated in double (the CPU adds floats
+// in order: the two agree to rounding, not to the bit).
+static void cuda_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
+  CudaContext *ctx = cuda_ctx(backend);
+  mse_partials_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, pred, target, B);
+  CUDA_CHECK_LAUNCH();
+  mse_finish_kernel<<<1, 1, 0, ctx->stream>>>(loss, ctx->partials, B);
+  CUDA_CHECK_LAUNCH();
+}
+
+static __global__ void mse_backward_kernel(float *dpred, const float *dloss, const float *pred, const float *target,
+                                           int B) {
+  float c = 2.0f * *dloss / (float)B;  // the CPU's expression, operation for operation
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < B; i += gridDim.x * blockDim.x)
+    dpred[i] = c * (pred[i] - target[i]);
+}
+
+static void cuda_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred,
+                              const float *target, int B) {
+  CudaContext *ctx = cuda_ctx(backend);
+  mse_backward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(dpred, dloss, pred, target, B);
+  CUDA_CHECK_LAUNCH();
+}
+
+// --- data movement ----------------------------------------------------------------------------------------------
+
+// One warp per row of out. An index out of [0, rows) is recorded in *fault (reported at the next
+// download or sync, backend_cuda.h) and its row is left as it was.
+static __global__ void gather_rows_kernel(float *out, const float *src, const int32_t *index, int B, int D, int rows,
+                                          int *fault) {
+  int lane = threadIdx.x % 32;
+  int warps = gridDim.x * (blockDim.x / 32);
+  for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < B; b += warps) {
+    int32_t r = index[b];
+    if (r < 0 || r >= rows) {
+      if (lane == 0) cuda_report_fault(fault, CUDA_FAULT_GATHER_INDEX);
+      continue;
+    }
+    for (int j = lane; j < D; j += 32) out[(size_t)b * D + j] = src[(size_t)r * D + j];
+  }
+}
+
+static void cuda_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D,
+                             int rows) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (B == 0) return;
+  gather_rows_kernel<<<cuda_blocks(ctx, (size_t)B * 32), CUDA_THREADS, 0, ctx->stream>>>(out, src, index, B, D, rows,
+                                                                                         ctx->fault);
+  CUDA_CHECK_LAUNCH();
+}
+
+static __global__ void cast_kernel(void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    store_bits(out, to, i, rounded_bits(load_f32(in, from, i), to));
+}
+
+// Between two low precisions through fp32, as the CPU (widening is exact); the same dtype is a
+// plain copy, overlapping or not.
+static void cuda_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (to == from) {
+    cuda_copy(backend, out, in, n * nn_dtype_size(to));
+    return;
+  }
+  if (n == 0) return;
+  cast_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(out, to, in, from, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+static void cuda_scale(Backend *backend, float *x, float alpha, size_t n) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (n == 0) return;
+  scale_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(x, alpha, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+static __global__ void scale_by_kernel(float *x, const float *alpha, size_t n) {
+  float a = *alpha;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) x[i] *= a;
+}
+
+static void cuda_scale_by(Backend *backend, float *x, const float *alpha, size_t n) {
+  CudaContext *ctx = cuda_ctx(backend);
+  if (n == 0) return;
+  scale_by_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(x, alpha, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+// --- the table and the lifetime -----------------------------------------------------------------------------------
+
+static void cuda_close(Backend *backend);
+
+// C++20 designated initializers, in BackendOps's declaration order (the compiler rejects any other).
+static const BackendOps cuda_ops = {
+    .close = cuda_close,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .memset_zero = cuda_memset_zero,
+    .copy = cuda_copy,
+    .sync = cuda_sync,
+    .memory_info = cuda_memory_info,
+    .reserve_workspace = cuda_reserve_workspace,
+    .set_tf32 = cuda_set_tf32,
+    .gemm = cuda_gemm,
+    .bias_act_forward = cuda_bias_act_forward,
+    .bias_act_backward = cuda_bias_act_backward,
+    .categorical_forward = cuda_categorical_forward,
+    .categorical_backward = cuda_categorical_backward,
+    .categorical_sample = cuda_categorical_sample,
+    .gaussian_forward = cuda_gaussian_forward,
+    .gaussian_backward = cuda_gaussian_backward,
+    .gaussian_sample = cuda_gaussian_sample,
+    .mse_forward = cuda_mse_forward,
+    .mse_backward = cuda_mse_backward,
+    .gather_rows = cuda_gather_rows,
+    .cast = cuda_cast,
+    .scale = cuda_scale,
+    .scale_by = cuda_scale_by,
+    .global_norm = cuda_global_norm,
+    .clip_grad_norm = cuda_clip_grad_norm,
+    .unscale_check = cuda_unscale_check,
+    .grad_scaler_update = cuda_grad_scaler_update,
+    .clip_coef = cuda_clip_coef,
+    .adam_step = cuda_adam_step,
+    .uniform = cuda_uniform,
+    .gae = cuda_gae,
+    .permutation_scratch_bytes = cuda_permutation_scratch_bytes,
+    .permutation = cuda_permutation,
+    .ppo_loss = cuda_ppo_loss,
+    .explained_variance = cuda_explained_variance,
+};
+
+static void cuda_close(Backend *backend) {
+  CudaContext *ctx = cuda_ctx(backend);
+  CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+  CUBLAS_CHECK(cublasDestroy(ctx->cublas));
+  CUDA_CHECK(cudaFree(ctx->workspace));
+  CUDA_CHECK(cudaFree(ctx->partials));
+  CUDA_CHECK(cudaStreamDestroy(ctx->stream));
+  free(ctx);
+  free(backend);
+}
+
+// 0 when device 0 can run this build; else -1 with error_set: it does not start, or the build has
+// no kernel image for its architecture (CMAKE_CUDA_ARCHITECTURES), found before any op fails.
+static int device_usable(cudaDeviceProp *prop) {
+  cudaError_t err = cudaSetDevice(0);
+  if (err == cudaSuccess) err = cudaGetDeviceProperties(prop, 0);
+  cudaFuncAttributes attr;
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scale_kernel);
+  if (err == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  error_set("backend 'cuda': device 0 cannot run this build (%s)", cudaGetErrorString(err));
+  return -1;
+}
+
+// "cuda: NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB, CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0".
+static void describe(Backend *backend, const cudaDeviceProp *prop) {
+  int runtime = 0, driver = 0, major = 0, minor = 0, patch = 0;
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &major));
+  CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
+  CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
+  snprintf(backend->describe, sizeof backend->describe,
+           "cuda: %.96s, sm_%d%d, %d SMs, %.1f GiB, CUDA runtime %d.%d, driver %d.%d, cuBLAS %d.%d.%d", prop->name,
+           prop->major, prop->minor, prop->multiProcessorCount, (double)prop->totalGlobalMem / (1 << 30),
+           runtime / 1000, runtime % 1000 / 10, driver / 1000, driver % 1000 / 10, major, minor, patch);
+}
+
+// Device 0 (CUDA_VISIBLE_DEVICES picks which one that is). The reduction partials and the fault
+// flag share one counted allocation; cuBLAS gets a workspace of its usual size now, so no GEMM
+// allocates later.
+Backend *backend_cuda_open(void) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    error_set("backend 'cuda': no CUDA device (%s)", err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+    return NULL;
+  }
+  cudaDeviceProp prop;
+  if (device_usable(&prop) != 0) return NULL;
+  Backend *backend = (Backend *)calloc(1, sizeof *backend);
+  CudaContext *ctx = (CudaContext *)calloc(1, sizeof *ctx);
+  CHECK(backend && ctx, "out of host memory opening the CUDA backend");
+  backend->name = "cuda";
+  backend->ops = &cuda_ops;
+  backend->ctx = ctx;
+  ctx->sm_count = prop.multiProcessorCount;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+  CUBLAS_CHECK(cublasCreate(&ctx->cublas));
+  CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));  // before the workspace: it resets it
+  size_t partials_bytes = (CUDA_REDUCE_BLOCKS + 8) * sizeof(double);
+  ctx->partials = (double *)cuda_alloc(backend, partials_bytes + sizeof(int));
+  ctx->fault = (int *)((char *)ctx->partials + partials_bytes);
+  backend->alloc_count++;
+  cuda_reserve_workspace(backend, CUDA_WORKSPACE_DEFAULT);
+  describe(backend, &prop);
+  return backend;
+}

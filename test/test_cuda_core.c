@@ -1,0 +1,509 @@
+// test/test_cuda_core.c: the CUDA backend's core (nn/backend_cuda.cu) against the CPU backend, op
+// by op, on the same random inputs (fixed seeds): memory, GEMM, bias + activation, casts, scaling,
+// gathers, the value loss, and the registry's "cuda" and "auto".
+//
+// Tolerances, per op (STYLE rule 11):
+//   - bit-exact: casts, scale, scale_by, gather, bias_act forward and backward (din, din_t and
+//     dbias), mse_backward, GEMM with K = 0. Both backends evaluate the same nn/ops_math.h
+//     functions without fused multiply-adds, and bias_act_backward sums each column in the CPU's
+//     order (rows in order from 0), so the bits must agree.
+//   - GEMM: max |gpu - cpu| <= tol max |cpu|: fp32 1e-5 (both accumulate in fp32 in different
+//     orders); fp16 and bf16 1e-3 (the operands are the same rounded bits and their products exact
+//     in fp32, only the accumulation differs, tensor cores truncating some of it); TF32 5e-3 (inputs
+//     rounded to 10-bit mantissas). A wrong index or transpose gives errors of order max |C|.
+//   - mse_forward: 1e-6 relative to a double reference (the GPU accumulates in double), 1e-4
+//     relative to the CPU (which adds floats in order).
+// Every test that needs a device skips, visibly, without one (STYLE rule 12); backends are opened
+// inside the test bodies because Criterion forks per test.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/rng.h"
+#include "nn/backend.h"
+
+static Backend *cuda_or_skip(void) {
+  Backend *b = backend_open("cuda");
+  if (!b) cr_skip_test("%s", error_message());
+  return b;
+}
+
+typedef struct {
+  Backend *cpu, *gpu;
+} Pair;
+
+static Pair open_pair(void) {
+  Pair p = {NULL, cuda_or_skip()};
+  p.cpu = backend_open("cpu");
+  cr_assert(p.cpu, "backend_open(cpu): %s", error_message());
+  return p;
+}
+
+static void close_pair(Pair p) {
+  backend_close(p.cpu);
+  backend_close(p.gpu);
+}
+
+static void fill(float *x, size_t n, Rng *rng, double lo, double hi) {
+  for (size_t i = 0; i < n; i++) x[i] = (float)(lo + (hi - lo) * rng_uniform(rng));
+}
+
+// Backend memory holding a copy of `bytes` of host data (freed with the backend's process).
+static void *put(Backend *b, const void *host, size_t bytes) {
+  void *p = backend_alloc(b, bytes);
+  backend_upload(b, p, host, bytes);
+  return p;
+}
+
+// A malloc'd host copy of backend memory.
+static void *get(Backend *b, const void *p, size_t bytes) {
+  void *host = malloc(bytes ? bytes : 1);
+  backend_download(b, host, p, bytes);
+  return host;
+}
+
+// x (n) as stored in dtype: floats, or the fp16 / bf16 bits; malloc'd.
+static void *stored(const float *x, size_t n, NnDtype dtype) {
+  void *out = malloc(n * nn_dtype_size(dtype) + 1);
+  for (size_t i = 0; i < n; i++) {
+    if (dtype == NN_F32) ((float *)out)[i] = x[i];
+    if (dtype == NN_F16) ((uint16_t *)out)[i] = nn_f32_to_f16(x[i]);
+    if (dtype == NN_BF16) ((uint16_t *)out)[i] = nn_f32_to_bf16(x[i]);
+  }
+  return out;
+}
+
+static void assert_same_bits(const void *got, const void *want, size_t n, size_t es, const char *what) {
+  const unsigned char *g = got, *w = want;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(g + i * es, w + i * es, es) != 0) {
+      uint32_t gb = 0, wb = 0;
+      memcpy(&gb, g + i * es, es);
+      memcpy(&wb, w + i * es, es);
+      cr_assert_fail("%s: element %zu differs: cuda bits %08x, cpu bits %08x", what, i, gb, wb);
+    }
+}
+
+// --- open, memory ------------------------------------------------------------------------------------------------
+
+// Runs on every machine (no skip, so the suite's [SKIP] lines mean "no device" only): with a device
+// the backend opens as "cuda"; without one, NULL and a message that names the reason.
+Test(cuda_open, opens_or_names_the_reason) {
+  Backend *b = backend_open("cuda");
+  if (b) {
+    cr_assert_str_eq(backend_name(b), "cuda");
+    backend_close(b);
+    return;
+  }
+  const char *msg = error_message();
+  cr_assert(strstr(msg, "backend 'cuda': ") && (strstr(msg, "no CUDA device (") || strstr(msg, "cannot run")),
+            "message: %s", msg);
+}
+
+Test(cuda_open, auto_gives_a_working_backend) {
+  Backend *b = backend_open("auto");
+  cr_assert(b, "auto: %s", error_message());
+  cr_assert_str_eq(error_message(), "", "auto left a stale message: %s", error_message());
+  Backend *probe = backend_open("cuda");
+  const char *expected = probe ? "cuda" : "cpu";
+  backend_close(probe);
+  cr_assert_str_eq(backend_name(b), expected);
+  float host[4] = {1, 2, 3, 4}, back[4];
+  float *x = put(b, host, sizeof host);
+  backend_scale(b, x, 2.0f, 4);
+  backend_download(b, back, x, sizeof back);
+  for (int i = 0; i < 4; i++) cr_assert_eq(back[i], 2.0f * host[i]);
+  backend_free(b, x);
+  backend_close(b);
+}
+
+Test(cuda_memory, allocations_counts_zeroing_and_syncs) {
+  Backend *b = cuda_or_skip();
+  cr_assert_str_eq(backend_name(b), "cuda");
+  cr_assert(strncmp(backend_describe(b), "cuda: ", 6) == 0, "describe: %s", backend_describe(b));
+  size_t allocs = backend_alloc_count(b), syncs = backend_sync_count(b);
+  float *x = backend_alloc(b, 1000 * sizeof(float));
+  cr_assert_eq(backend_alloc_count(b), allocs + 1);
+  cr_assert_eq((uintptr_t)x % 64, 0);
+  float *zeros = get(b, x, 1000 * sizeof(float));
+  for (int i = 0; i < 1000; i++) cr_assert_eq(zeros[i], 0.0f, "element %d not zeroed", i);
+  float host[3] = {1, -2, 3.5f}, back[3] = {0};
+  backend_upload(b, x, host, sizeof host);
+  memset(host, 0, sizeof host);  // the upload has already taken the data (pageable memory)
+  backend_download(b, back, x, sizeof back);
+  cr_assert(back[0] == 1 && back[1] == -2 && back[2] == 3.5f);
+  backend_memset_zero(b, x, sizeof back);
+  backend_download(b, back, x, sizeof back);
+  cr_assert(back[0] == 0 && back[1] == 0 && back[2] == 0);
+  backend_reserve_workspace(b, (size_t)64 << 20);  // above the 32 MiB reserved at open
+  cr_assert_eq(backend_alloc_count(b), allocs + 2);
+  backend_reserve_workspace(b, 1024);  // already there: no new allocation
+  cr_assert_eq(backend_alloc_count(b), allocs + 2);
+  size_t free_bytes = 0, total_bytes = 0;
+  cr_assert_eq(backend_memory_info(b, &free_bytes, &total_bytes), 0);
+  cr_assert(free_bytes > 0 && free_bytes <= total_bytes);
+  backend_sync(b);
+  cr_assert_eq(backend_sync_count(b), syncs + 5);  // 3 downloads, memory_info, sync
+  free(zeros);
+  backend_free(b, x);
+  backend_close(b);
+}
+
+// "auto" as in the gather tests below: CUDA's cudaMalloc or the CPU's aligned_alloc fails, and
+// either exits 1 (2^50 bytes is more than any device or address space holds).
+Test(cuda_memory, out_of_memory_exits, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  backend_alloc(b, (size_t)1 << 50);
+  cr_assert_fail("%s: backend_alloc returned 2^50 bytes", backend_name(b));
+}
+
+// backend_copy within one buffer against the host's memmove: both directions, distances that take
+// the one-block kernel (many chunks) and the chunked cudaMemcpy path, and disjoint ranges.
+Test(cuda_memory, copy_handles_overlap_both_ways) {
+  Backend *b = cuda_or_skip();
+  enum { S = 1 << 20 };
+  static const size_t cases[][3] = {
+      // dst offset, src offset, bytes
+      {0, 1, S - 1},           {1, 0, S - 1},     {0, 4097, S - 4097}, {4097, 0, S - 4097}, {0, 100000, S - 100000},
+      {100000, 0, S - 100000}, {5, 3, 3},         {3, 5, 3},           {0, 1, 100},         {1, 0, 100},
+      {0, S / 2, S / 2},       {S / 2, 0, S / 2}, {10, 10, 100}};
+  unsigned char *pattern = malloc(S), *want = malloc(S);
+  for (size_t i = 0; i < S; i++) pattern[i] = (unsigned char)(i * 7 + i / 251 + 3);
+  unsigned char *buf = backend_alloc(b, S);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t dst = cases[c][0], src = cases[c][1], bytes = cases[c][2];
+    backend_upload(b, buf, pattern, S);
+    backend_copy(b, buf + dst, buf + src, bytes);
+    unsigned char *got = get(b, buf, S);
+    memcpy(want, pattern, S);
+    memmove(want + dst, want + src, bytes);
+    for (size_t i = 0; i < S; i++)
+      cr_assert_eq(got[i], want[i], "case %zu (dst %zu, src %zu, %zu bytes): byte %zu is %u, expected %u", c, dst, src,
+                   bytes, i, got[i], want[i]);
+    free(got);
+  }
+  free(pattern);
+  free(want);
+  backend_free(b, buf);
+  backend_close(b);
+}
+
+// --- GEMM ----------------------------------------------------------------------------------------------------------
+
+static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int K, float alpha, float beta,
+                       double tol) {
+  Rng rng;
+  rng_seed(&rng, 1000u + (uint64_t)M * 7 + (uint64_t)N * 13 + (uint64_t)K * 17 + (uint64_t)(ta * 2 + tb));
+  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N, es = nn_dtype_size(dtype);
+  float *a = malloc(na * 4 + 4), *bm = malloc(nb * 4 + 4), *c = malloc(nc * 4);
+  fill(a, na, &rng, -1, 1);
+  fill(bm, nb, &rng, -1, 1);
+  fill(c, nc, &rng, -1, 1);
+  void *as = stored(a, na, dtype), *bs = stored(bm, nb, dtype);
+  Backend *bk[2] = {p.cpu, p.gpu};
+  float *result[2];
+  for (int k = 0; k < 2; k++) {
+    void *A = put(bk[k], as, na * es), *B = put(bk[k], bs, nb * es);
+    float *C = put(bk[k], c, nc * 4);
+    backend_gemm(bk[k], dtype, ta, tb, M, N, K, alpha, A, B, beta, C);
+    result[k] = get(bk[k], C, nc * 4);
+    backend_free(bk[k], A), backend_free(bk[k], B), backend_free(bk[k], C);
+  }
+  float *want = result[0], *got = result[1];
+  double max_abs = 0.0;
+  for (size_t i = 0; i < nc; i++) max_abs = fmax(max_abs, fabs(want[i]));
+  for (size_t i = 0; i < nc; i++)
+    cr_assert(fabs((double)got[i] - want[i]) <= tol * max_abs,
+              "%s gemm ta %d tb %d (%d, %d, %d) alpha %g beta %g: C[%zu, %zu] cuda %.9g, cpu %.9g (tolerance %.3g)",
+              nn_dtype_name(dtype), ta, tb, M, N, K, alpha, beta, i / N, i % N, got[i], want[i], tol * max_abs);
+  free(a), free(bm), free(c), free(as), free(bs), free(want), free(got);
+}
+
+static const int odd_shapes[][3] = {{33, 17, 65}, {1, 1, 1}, {5, 300, 7}, {64, 3, 1}, {2, 129, 1000}};
+static const int headline_shapes[][3] = {{1024, 2048, 1024}, {1024, 1024, 2048}, {1024, 512, 1024}};
+
+static void check_gemm_shapes(NnDtype dtype, const int (*shapes)[3], size_t count, double tol) {
+  Pair p = open_pair();
+  for (size_t s = 0; s < count; s++)
+    for (int t = 0; t < 4; t++) {
+      check_gemm(p, dtype, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f, tol);
+      check_gemm(p, dtype, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], 0.75f, -0.5f, tol);
+    }
+  close_pair(p);
+}
+
+#define ODD (sizeof odd_shapes / sizeof odd_shapes[0])
+#define HEADLINE (sizeof headline_shapes / sizeof headline_shapes[0])
+
+Test(cuda_gemm, fp32_odd_shapes) { check_gemm_shapes(NN_F32, odd_shapes, ODD, 1e-5); }
+Test(cuda_gemm, fp16_odd_shapes) { check_gemm_shapes(NN_F16, odd_shapes, ODD, 1e-3); }
+Test(cuda_gemm, bf16_odd_shapes) { check_gemm_shapes(NN_BF16, odd_shapes, ODD, 1e-3); }
+Test(cuda_gemm, fp32_headline_shapes) { check_gemm_shapes(NN_F32, headline_shapes, HEADLINE, 1e-5); }
+Test(cuda_gemm, fp16_headline_shapes) { check_gemm_shapes(NN_F16, headline_shapes, HEADLINE, 1e-3); }
+Test(cuda_gemm, bf16_headline_shapes) { check_gemm_shapes(NN_BF16, headline_shapes, HEADLINE, 1e-3); }
+
+// K = 0: C = beta C exactly (beta = 0 clears C).
+Test(cuda_gemm, empty_product_scales_c) {
+  Pair p = open_pair();
+  for (int d = 0; d < 3; d++) {
+    check_gemm(p, (NnDtype)d, 0, 0, 7, 9, 0, 1.0f, 0.0f, 0.0);
+    check_gemm(p, (NnDtype)d, 1, 1, 7, 9, 0, 1.0f, 0.5f, 0.0);
+  }
+  close_pair(p);
+}
+
+Test(cuda_gemm, tf32_switch) {
+  Pair p = open_pair();
+  backend_set_tf32(p.cpu, 1);  // a no-op on the CPU
+  backend_set_tf32(p.gpu, 1);
+  check_gemm(p, NN_F32, 0, 1, 1024, 1024, 2048, 1.0f, 0.0f, 5e-3);
+  backend_set_tf32(p.gpu, 0);
+  check_gemm(p, NN_F32, 0, 1, 1024, 1024, 2048, 1.0f, 0.0f, 1e-5);
+  close_pair(p);
+}
+
+// --- bias + activation ---------------------------------------------------------------------------------------------
+
+static void check_bias_act_forward(Pair p, int B, int H, int act, NnDtype dtype, int in_place) {
+  Rng rng;
+  rng_seed(&rng, 77u + (uint64_t)B * H + (uint64_t)act * 3 + dtype);
+  size_t n = (size_t)B * H, es = nn_dtype_size(dtype);
+  float *in = malloc(n * 4), *bias = malloc((size_t)H * 4);
+  fill(in, n, &rng, -5, 5);
+  fill(bias, H, &rng, -1, 1);
+  void *out[2];
+  Backend *bk[2] = {p.cpu, p.gpu};
+  for (int k = 0; k < 2; k++) {
+    float *x = put(bk[k], in, n * 4), *bb = put(bk[k], bias, (size_t)H * 4);
+    void *o = in_place ? (void *)x : backend_alloc(bk[k], n * es);
+    backend_bias_act_forward(bk[k], o, dtype, x, bb, B, H, act);
+    out[k] = get(bk[k], o, n * es);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "bias_act_forward %s act %d (%d, %d)%s", nn_dtype_name(dtype), act, B, H,
+           in_place ? " in place" : "");
+  assert_same_bits(out[1], out[0], n, es, what);
+  free(in), free(bias), free(out[0]), free(out[1]);
+}
+
+Test(cuda_bias_act, forward_matches_cpu_bits) {
+  Pair p = open_pair();
+  for (int act = 0; act < 3; act++)
+    for (int d = 0; d < 3; d++) {
+      check_bias_act_forward(p, 37, 300, act, (NnDtype)d, 0);
+      check_bias_act_forward(p, 256, 2048, act, (NnDtype)d, 0);
+    }
+  for (int act = 0; act < 3; act++) check_bias_act_forward(p, 33, 65, act, NN_F32, 1);
+  close_pair(p);
+}
+
+typedef struct {
+  int B, H, act;
+  NnDtype din_dtype, out_dtype;
+  int transposed;
+  int in_place;  // din is dout's memory (fp32 only)
+} BackwardCase;
+
+static void check_bias_act_backward(Pair p, BackwardCase c) {
+  Rng rng;
+  rng_seed(&rng, 99u + (uint64_t)c.B * c.H + (uint64_t)c.act * 5 + c.din_dtype * 7 + c.out_dtype * 11);
+  size_t n = (size_t)c.B * c.H, es = nn_dtype_size(c.din_dtype), os = nn_dtype_size(c.out_dtype);
+  float *dout = malloc(n * 4), *y = malloc(n * 4), *dbias = malloc((size_t)c.H * 4);
+  fill(dout, n, &rng, -2, 2);
+  fill(y, n, &rng, -1, 1);
+  fill(dbias, c.H, &rng, -1, 1);  // accumulated into
+  void *ys = stored(y, n, c.out_dtype);
+  void *din[2], *din_t[2], *db[2];
+  Backend *bk[2] = {p.cpu, p.gpu};
+  for (int k = 0; k < 2; k++) {
+    float *d_out = put(bk[k], dout, n * 4), *d_bias = put(bk[k], dbias, (size_t)c.H * 4);
+    void *d_y = put(bk[k], ys, n * os), *d_din_t = backend_alloc(bk[k], n * es);
+    void *d_din = c.in_place ? (void *)d_out : backend_alloc(bk[k], n * es);
+    if (c.transposed)
+      backend_bias_act_backward_t(bk[k], d_din, d_din_t, c.din_dtype, d_bias, d_out, d_y, c.out_dtype, c.B, c.H, c.act);
+    else
+      backend_bias_act_backward(bk[k], d_din, c.din_dtype, d_bias, d_out, d_y, c.out_dtype, c.B, c.H, c.act);
+    din[k] = get(bk[k], d_din, n * es);
+    din_t[k] = get(bk[k], d_din_t, n * es);
+    db[k] = get(bk[k], d_bias, (size_t)c.H * 4);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "bias_act_backward%s act %d din %s out %s (%d, %d)%s", c.transposed ? "_t" : "", c.act,
+           nn_dtype_name(c.din_dtype), nn_dtype_name(c.out_dtype), c.B, c.H, c.in_place ? " in place" : "");
+  assert_same_bits(din[1], din[0], n, es, what);
+  assert_same_bits(db[1], db[0], (size_t)c.H, 4, what);
+  if (c.transposed) assert_same_bits(din_t[1], din_t[0], n, es, what);
+  free(dout), free(y), free(dbias), free(ys);
+  for (int k = 0; k < 2; k++) free(din[k]), free(din_t[k]), free(db[k]);
+}
+
+Test(cuda_bias_act, backward_matches_cpu_bits) {
+  Pair p = open_pair();
+  static const int shapes[][2] = {{70, 45}, {1, 300}, {257, 33}, {1024, 512}};  // 257: a partial 256-row tile
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int act = 0; act < 3; act++)
+      for (int dd = 0; dd < 3; dd++)
+        for (int od = 0; od < 3; od++)
+          for (int t = 0; t < 2; t++)
+            check_bias_act_backward(p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t, 0});
+  for (int act = 0; act < 3; act++)
+    for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1});
+  close_pair(p);
+}
+
+// --- casts, scaling ------------------------------------------------------------------------------------------------
+
+// fp32 sources: random magnitudes 2^-30 .. 2^17 of both signs, and the edge values of fp16 and bf16.
+static void cast_sources(float *x, size_t n, Rng *rng) {
+  static const float special[] = {0.0f,          -0.0f,     INFINITY,        -INFINITY, NAN,
+                                  65504.0f,      65519.99f, 65520.0f,        -65520.0f, 5.9604645e-8f,
+                                  2.9802322e-8f, 1.0e-45f,  1.17549435e-38f, 3.0e38f,   6.1035156e-5f};
+  for (size_t i = 0; i < n; i++) {
+    double mag = ldexp(1.0 + rng_uniform(rng), (int)rng_below(rng, 48) - 30);
+    x[i] = (float)(rng_below(rng, 2) ? -mag : mag);
+  }
+  memcpy(x, special, sizeof special);
+}
+
+Test(cuda_cast, every_dtype_pair_matches_cpu_bits) {
+  Pair p = open_pair();
+  enum { n = 100003 };
+  Rng rng;
+  rng_seed(&rng, 5);
+  float *f = malloc(n * 4);
+  uint16_t *h = malloc(n * 2);
+  cast_sources(f, n, &rng);
+  for (size_t i = 0; i < n; i++) h[i] = (uint16_t)i;  // every 16-bit pattern, NaNs included
+  Backend *bk[2] = {p.cpu, p.gpu};
+  for (int from = 0; from < 3; from++)
+    for (int to = 0; to < 3; to++) {
+      size_t fs = nn_dtype_size((NnDtype)from), ts = nn_dtype_size((NnDtype)to);
+      void *out[2];
+      for (int k = 0; k < 2; k++) {
+        void *in = put(bk[k], from == NN_F32 ? (void *)f : (void *)h, n * fs);
+        void *o = backend_alloc(bk[k], n * ts);
+        backend_cast(bk[k], o, (NnDtype)to, in, (NnDtype)from, n);
+        out[k] = get(bk[k], o, n * ts);
+        backend_free(bk[k], in), backend_free(bk[k], o);
+      }
+      char what[64];
+      snprintf(what, sizeof what, "cast %s -> %s", nn_dtype_name((NnDtype)from), nn_dtype_name((NnDtype)to));
+      assert_same_bits(out[1], out[0], n, ts, what);
+      free(out[0]), free(out[1]);
+    }
+  free(f), free(h);
+  close_pair(p);
+}
+
+Test(cuda_scale, scale_and_scale_by_match_cpu_bits) {
+  Pair p = open_pair();
+  enum { n = 1000003 };
+  Rng rng;
+  rng_seed(&rng, 6);
+  float *x = malloc(n * 4), alpha = 0.37f;
+  fill(x, n, &rng, -100, 100);
+  Backend *bk[2] = {p.cpu, p.gpu};
+  void *scaled[2], *scaled_by[2];
+  for (int k = 0; k < 2; k++) {
+    float *d = put(bk[k], x, n * 4), *a = put(bk[k], &alpha, 4);
+    backend_scale(bk[k], d, -1.7f, n);
+    scaled[k] = get(bk[k], d, n * 4);
+    backend_scale_by(bk[k], d, a, n);
+    scaled_by[k] = get(bk[k], d, n * 4);
+  }
+  assert_same_bits(scaled[1], scaled[0], n, 4, "scale");
+  assert_same_bits(scaled_by[1], scaled_by[0], n, 4, "scale_by");
+  free(x), free(scaled[0]), free(scaled[1]), free(scaled_by[0]), free(scaled_by[1]);
+  close_pair(p);
+}
+
+// --- gather ---------------------------------------------------------------------------------------------------------
+
+Test(cuda_gather, rows_match_cpu_bits) {
+  Pair p = open_pair();
+  static const int shapes[][3] = {{257, 33, 500}, {1024, 1, 131072}, {3, 2048, 4}};  // B, D, rows
+  Rng rng;
+  rng_seed(&rng, 8);
+  Backend *bk[2] = {p.cpu, p.gpu};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int B = shapes[s][0], D = shapes[s][1], rows = shapes[s][2];
+    float *src = malloc((size_t)rows * D * 4);
+    int32_t *index = malloc((size_t)B * 4);
+    fill(src, (size_t)rows * D, &rng, -1, 1);
+    for (int b = 0; b < B; b++) index[b] = (int32_t)rng_below(&rng, (uint64_t)rows);
+    void *out[2];
+    for (int k = 0; k < 2; k++) {
+      float *d_src = put(bk[k], src, (size_t)rows * D * 4), *d_out = backend_alloc(bk[k], (size_t)B * D * 4);
+      int32_t *d_index = put(bk[k], index, (size_t)B * 4);
+      backend_gather_rows(bk[k], d_out, d_src, d_index, B, D, rows);
+      out[k] = get(bk[k], d_out, (size_t)B * D * 4);
+    }
+    assert_same_bits(out[1], out[0], (size_t)B * D, 4, "gather_rows");
+    free(src), free(index), free(out[0]), free(out[1]);
+  }
+  close_pair(p);
+}
+
+// With a device "auto" opens CUDA, whose kernel records the bad index for the next sync or
+// download to report; without one, the CPU, which checks before copying. Both exit 1. (These do
+// not skip: a skipped test fails .exit_code.)
+Test(cuda_gather, index_out_of_range_exits_at_sync, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  float *src = backend_alloc(b, 10 * 4 * sizeof(float)), *out = backend_alloc(b, 3 * 4 * sizeof(float));
+  int32_t index[3] = {0, 9, 10};  // rows = 10: the last is out of range
+  int32_t *d_index = put(b, index, sizeof index);
+  backend_gather_rows(b, out, src, d_index, 3, 4, 10);
+  backend_sync(b);
+  cr_assert_fail("%s: backend_sync returned after an out-of-range gather index", backend_name(b));
+}
+
+Test(cuda_gather, negative_index_exits_at_download, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  float *src = backend_alloc(b, 10 * sizeof(float)), *out = backend_alloc(b, 2 * sizeof(float)), host[2];
+  int32_t index[2] = {-1, 0};
+  int32_t *d_index = put(b, index, sizeof index);
+  backend_gather_rows(b, out, src, d_index, 2, 1, 10);
+  backend_download(b, host, out, sizeof host);
+  cr_assert_fail("%s: backend_download returned after a negative gather index", backend_name(b));
+}
+
+// --- value loss ------------------------------------------------------------------------------------------------------
+
+Test(cuda_mse, forward_and_backward_match_cpu) {
+  Pair p = open_pair();
+  static const int sizes[] = {1, 1024, 4099};
+  Rng rng;
+  rng_seed(&rng, 9);
+  Backend *bk[2] = {p.cpu, p.gpu};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    int B = sizes[s];
+    float *pred = malloc((size_t)B * 4), *target = malloc((size_t)B * 4), dloss = 0.7f, loss[2];
+    fill(pred, B, &rng, -3, 3);
+    fill(target, B, &rng, -3, 3);
+    double ref = 0.0;
+    for (int i = 0; i < B; i++) {
+      float d = pred[i] - target[i];
+      ref += (double)d * d;
+    }
+    ref /= B;
+    void *dpred[2];
+    for (int k = 0; k < 2; k++) {
+      float *d_pred = put(bk[k], pred, (size_t)B * 4), *d_target = put(bk[k], target, (size_t)B * 4);
+      float *d_loss = backend_alloc(bk[k], 4), *d_dloss = put(bk[k], &dloss, 4);
+      float *d_dpred = backend_alloc(bk[k], (size_t)B * 4);
+      backend_mse_forward(bk[k], d_loss, d_pred, d_target, B);
+      backend_mse_backward(bk[k], d_dpred, d_dloss, d_pred, d_target, B);
+      backend_download(bk[k], &loss[k], d_loss, 4);
+      dpred[k] = get(bk[k], d_dpred, (size_t)B * 4);
+    }
+    cr_assert(fabs(loss[1] - ref) <= 1e-6 * ref, "mse B %d: cuda %.9g, double reference %.9g", B, loss[1], ref);
+    cr_assert(fabs(loss[1] - loss[0]) <= 1e-4 * loss[0], "mse B %d: cuda %.9g, cpu %.9g", B, loss[1], loss[0]);
+    assert_same_bits(dpred[1], dpred[0], (size_t)B, 4, "mse_backward");
+    free(pred), free(target), free(dpred[0]), free(dpred[1]);
+  }
+  close_pair(p);
+}
