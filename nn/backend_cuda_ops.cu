@@ -38,8 +38,8 @@ __global__ static void categorical_forward_kernel(float *logp, float *entropy, c
   }
 }
 
-void cuda_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
-                              const float *actions, int B, int A) {
+void cuda_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits, const float *actions,
+                              int B, int A) {
   CudaContext *ctx = cuda_ctx(backend);
   categorical_forward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(logp, entropy, logits,
                                                                                             actions, B, A);
@@ -117,16 +117,15 @@ __global__ static void gaussian_backward_kernel(float *dmean, float *dlog_std, c
   double acc = 0.0;
   for (int b = threadIdx.x; b < B; b += blockDim.x) {
     size_t i = (size_t)b * A + j;
-    acc += nn_gaussian_backward_element(actions[i], mean[i], inv_std, dlogp[b], dentropy ? dentropy[b] : 0.0f,
-                                        &dmean[i]);
+    acc +=
+        nn_gaussian_backward_element(actions[i], mean[i], inv_std, dlogp[b], dentropy ? dentropy[b] : 0.0f, &dmean[i]);
   }
   double total = cuda_block_sum(acc);
   if (threadIdx.x == 0) dlog_std[j] += (float)total;
 }
 
-void cuda_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
-                            const float *dentropy, const float *mean, const float *log_std, const float *actions, int B,
-                            int A) {
+void cuda_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp, const float *dentropy,
+                            const float *mean, const float *log_std, const float *actions, int B, int A) {
   CudaContext *ctx = cuda_ctx(backend);
   gaussian_backward_kernel<<<(unsigned)A, CUDA_THREADS, 0, ctx->stream>>>(dmean, dlog_std, dlogp, dentropy, mean,
                                                                           log_std, actions, B, A);
@@ -284,8 +283,8 @@ __global__ static void adam_kernel(float *params, const float *grads, float *m, 
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float p = params[i], mi = m[i], vi = v[i];
-    nn_adam_element(&p, &mi, &vi, grads[i] * gscale, s.weight1, s.beta2, s.one_minus_beta2, s.neg_step_size,
-                    s.bc2_sqrt, s.eps);
+    nn_adam_element(&p, &mi, &vi, grads[i] * gscale, s.weight1, s.beta2, s.one_minus_beta2, s.neg_step_size, s.bc2_sqrt,
+                    s.eps);
     params[i] = p;
     m[i] = mi;
     v[i] = vi;
@@ -293,9 +292,8 @@ __global__ static void adam_kernel(float *params, const float *grads, float *m, 
   }
 }
 
-void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
-                    AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
-                    NnDtype lp_dtype) {
+void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
+                    int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype) {
   CudaContext *ctx = cuda_ctx(backend);
   AdamStep *handover = (AdamStep *)cuda_scalar_slots(ctx);
   adam_prepare_kernel<<<1, 1, 0, ctx->stream>>>(handover, step, found_inf, hyper.lr, hyper.beta1, hyper.beta2,

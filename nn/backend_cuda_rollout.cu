@@ -25,8 +25,7 @@ enum { GAE_THREADS = 64 };  // N is tens to thousands of envs: small blocks spre
 __global__ static void gae_kernel(float *__restrict__ advantages, float *__restrict__ returns,
                                   const float *__restrict__ rewards, const float *__restrict__ values,
                                   const float *__restrict__ episode_starts, const float *__restrict__ last_values,
-                                  const float *__restrict__ last_dones, int T, int N, float gamma,
-                                  float gamma_lambda) {
+                                  const float *__restrict__ last_dones, int T, int N, float gamma, float gamma_lambda) {
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   float gae = 0.0f;
@@ -38,8 +37,8 @@ __global__ static void gae_kernel(float *__restrict__ advantages, float *__restr
     gae = nn_gae_step(rewards[i], value, next_value, nonterminal, gae, gamma, gamma_lambda);
     advantages[i] = gae;
     returns[i] = gae + value;
-    next_value = value;                          // values[t] is step t-1's next value
-    nonterminal = 1.0f - episode_starts[i];      // and episode_starts[t] its (t-1)+1 start
+    next_value = value;                      // step t-1 bootstraps from values[t]
+    nonterminal = 1.0f - episode_starts[i];  // and ends its episode when step t starts one
   }
 }
 
@@ -149,9 +148,9 @@ __device__ static void advantage_moments(const float *advantages, int B, float *
 }
 
 __global__ static void __launch_bounds__(PPO_LOSS_THREADS)
-    ppo_loss_kernel(float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp, const float *entropy,
-                    const float *values, const float *old_logp, const float *old_values, const float *advantages,
-                    const float *returns, int B, PpoLossHyper hyper, const float *loss_scale) {
+    ppo_loss_kernel(float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
+                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
+                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale) {
   int normalize = hyper.normalize_advantage && B > 1;  // the same in every thread: the block sums stay collective
   float adv_mean = 0.0f, adv_div = 1.0f;
   if (normalize) advantage_moments(advantages, B, &adv_mean, &adv_div);

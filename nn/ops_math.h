@@ -304,7 +304,7 @@ PPO_HD static inline float nn_ppo_adv_div(double squared_deviations, int B) {
 
 // The per-minibatch scalars of nn_ppo_sample.
 typedef struct {
-  int normalize;                       // 1: adv = (adv - adv_mean) / adv_div
+  int normalize;  // 1: adv = (adv - adv_mean) / adv_div
   float adv_mean, adv_div;
   float clip, clip_lo, clip_hi;        // clip range and (float)(1 -+ clip) formed in double
   float clip_vf;                       // 0: no value clipping

@@ -313,7 +313,8 @@ static void gaussian_case(int B, int A, uint64_t seed) {
   assert_close_floats(&p, dmu, 4e-6, 1e-6, "gaussian dmean (no dentropy)");
   backend_download(p.gpu, got, dls.gpu, A * sizeof(float));
   assert_dlog_std(got, before, actions, mean, log_std, dlogp, NULL, B, A);
-  free(mean), free(log_std), free(dlogp), free(dentropy), free(uniforms), free(init), free(actions), free(got), free(before);
+  free(mean), free(log_std), free(dlogp), free(dentropy), free(uniforms), free(init), free(actions), free(got),
+      free(before);
   pair_close(&p);
 }
 
@@ -345,13 +346,17 @@ static void norm_case(size_t n, double amplitude, float max_norm, uint64_t seed)
   backend_clip_coef(p.gpu, total.gpu, coef.gpu, g.gpu, n, max_norm);
   int same_norm = bits(download_float(p.cpu, total.cpu)) == bits(download_float(p.gpu, total.gpu));
   // coef = min(1, max_norm / (norm + 1e-6)) in float: the CPU's bits from the same norm.
-  if (same_norm) assert_same_floats(&p, coef, "clip_coef coef");
-  else assert_close_floats(&p, coef, 2 * FLOAT_ULP, 0.0, "clip_coef coef (norms an ulp apart)");
+  if (same_norm)
+    assert_same_floats(&p, coef, "clip_coef coef");
+  else
+    assert_close_floats(&p, coef, 2 * FLOAT_ULP, 0.0, "clip_coef coef (norms an ulp apart)");
 
   backend_clip_grad_norm(p.cpu, total.cpu, g.cpu, n, max_norm);
   backend_clip_grad_norm(p.gpu, total.gpu, g.gpu, n, max_norm);
-  if (same_norm) assert_same_floats(&p, g, "clip_grad_norm x");
-  else assert_close_floats(&p, g, 2 * FLOAT_ULP, 0.0, "clip_grad_norm x (norms an ulp apart)");
+  if (same_norm)
+    assert_same_floats(&p, g, "clip_grad_norm x");
+  else
+    assert_close_floats(&p, g, 2 * FLOAT_ULP, 0.0, "clip_grad_norm x (norms an ulp apart)");
   // total NULL: the CUDA backend keeps the norm in its own scratch. x has changed: compare its
   // norms again first (an ulp apart from each other, then x an ulp or two apart from the first clip).
   backend_global_norm(p.cpu, total.cpu, g.cpu, n);
@@ -359,14 +364,16 @@ static void norm_case(size_t n, double amplitude, float max_norm, uint64_t seed)
   same_norm = same_norm && bits(download_float(p.cpu, total.cpu)) == bits(download_float(p.gpu, total.gpu));
   backend_clip_grad_norm(p.cpu, NULL, g.cpu, n, max_norm);
   backend_clip_grad_norm(p.gpu, NULL, g.gpu, n, max_norm);
-  if (same_norm) assert_same_floats(&p, g, "clip_grad_norm x (total NULL)");
-  else assert_close_floats(&p, g, 4 * FLOAT_ULP, 0.0, "clip_grad_norm x (total NULL)");
+  if (same_norm)
+    assert_same_floats(&p, g, "clip_grad_norm x (total NULL)");
+  else
+    assert_close_floats(&p, g, 4 * FLOAT_ULP, 0.0, "clip_grad_norm x (total NULL)");
   free(x);
   pair_close(&p);
 }
 
-Test(cuda_norm, clips_1000003_elements) { norm_case(1000003, 1e-2, 0.5f, 41); }          // norm ~5.8: clipped
-Test(cuda_norm, leaves_small_gradients_alone) { norm_case(70001, 1e-3, 10.0f, 42); }     // coef 1: x untouched
+Test(cuda_norm, clips_1000003_elements) { norm_case(1000003, 1e-2, 0.5f, 41); }       // norm ~5.8: clipped
+Test(cuda_norm, leaves_small_gradients_alone) { norm_case(70001, 1e-3, 10.0f, 42); }  // coef 1: x untouched
 Test(cuda_norm, one_element) { norm_case(1, 3.0, 0.5f, 43); }
 
 Test(cuda_norm, empty_is_zero) {
@@ -484,8 +491,11 @@ Test(cuda_adam, fp32_copy) { adam_case(33, NN_F32, 1); }
 // and end inside a 4-word block.
 Test(cuda_uniform, matches_the_cpu_stream) {
   Pair p = pair_open();
-  static const uint64_t cases[][4] = {
-      {4099, 0, 0, 0}, {4099, 42, 7, 3}, {1, 5, 1, 2}, {2, 5, 1, 3}, {100001, 0x123456789abcdefull, 1ull << 40, (1ull << 33) + 1}};
+  static const uint64_t cases[][4] = {{4099, 0, 0, 0},
+                                      {4099, 42, 7, 3},
+                                      {1, 5, 1, 2},
+                                      {2, 5, 1, 3},
+                                      {100001, 0x123456789abcdefull, 1ull << 40, (1ull << 33) + 1}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     size_t n = (size_t)cases[c][0];
     Twin out = twin_floats(&p, NULL, n);
@@ -532,7 +542,8 @@ Test(cuda_gae, t3_n1000) { gae_case(3, 1000, 74); }
 static void permutation_case(size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
   Pair p = pair_open();
   Twin perm = twin(&p, NULL, n * sizeof(int32_t));
-  size_t cpu_bytes = backend_permutation_scratch_bytes(p.cpu, n), gpu_bytes = backend_permutation_scratch_bytes(p.gpu, n);
+  size_t cpu_bytes = backend_permutation_scratch_bytes(p.cpu, n),
+         gpu_bytes = backend_permutation_scratch_bytes(p.gpu, n);
   void *cpu_scratch = backend_alloc(p.cpu, cpu_bytes ? cpu_bytes : 4);
   void *gpu_scratch = backend_alloc(p.gpu, gpu_bytes ? gpu_bytes : 4);
   backend_permutation(p.cpu, perm.cpu, cpu_scratch, n, seed, subsequence, offset);
@@ -586,7 +597,8 @@ static void ppo_loss_case(int B, int normalize, double clip_vf, int with_scale, 
   float *returns = random_floats(B, &rng, -1, 1), scale = 1024.0f;
   Twin lp = twin_floats(&p, logp, B), olp = twin_floats(&p, old_logp, B), ent = twin_floats(&p, entropy, B);
   Twin val = twin_floats(&p, values, B), oval = twin_floats(&p, old_values, B), ad = twin_floats(&p, adv, B);
-  Twin ret = twin_floats(&p, returns, B), sc = twin_floats(&p, &scale, 1), stats = twin_floats(&p, NULL, PPO_STAT_COUNT);
+  Twin ret = twin_floats(&p, returns, B), sc = twin_floats(&p, &scale, 1),
+       stats = twin_floats(&p, NULL, PPO_STAT_COUNT);
   Twin dlp = twin_floats(&p, NULL, B), dent = twin_floats(&p, NULL, B), dval = twin_floats(&p, NULL, B);
   PpoLossHyper hyper = {0.2, clip_vf, 0.01, 0.5, normalize};
   backend_ppo_loss(p.cpu, stats.cpu, dlp.cpu, dent.cpu, dval.cpu, lp.cpu, ent.cpu, val.cpu, olp.cpu, oval.cpu, ad.cpu,
