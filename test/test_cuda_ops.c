@@ -605,11 +605,33 @@ static void ppo_loss_case(int B, int normalize, double clip_vf, int with_scale, 
                    ret.cpu, B, hyper, with_scale ? sc.cpu : NULL);
   backend_ppo_loss(p.gpu, stats.gpu, dlp.gpu, dent.gpu, dval.gpu, lp.gpu, ent.gpu, val.gpu, olp.gpu, oval.gpu, ad.gpu,
                    ret.gpu, B, hyper, with_scale ? sc.gpu : NULL);
-  // Means of O(1) terms in double; the ratio's expf differs by a few ulp per term: 2e-6.
-  assert_close_floats(&p, stats, 2e-6, 2e-6, "ppo stats");
-  // dlogp = g_policy * adv' * ratio (or 0): the ratio's expf and the normalisation's moments
-  // (double sums in two orders, rounded to float) differ by a few ulp.
-  assert_close_floats(&p, dlp, 4e-6, 1e-9, "ppo dlogp");
+  // A ratio within a few ulp of 1 -+ clip may fall on different sides of the clip on the two
+  // sides (expf differs by up to 2 ulp): such samples may differ in their gradient (adv r or 0) and
+  // in the clip count, nothing else (the min of the two surrogates is continuous there).
+  int near = 0;
+  char *is_near = calloc((size_t)B, 1);
+  for (int b = 0; b < B; b++) {
+    double r = exp((double)(logp[b] - old_logp[b]));
+    is_near[b] = fabs(r - 0.8) < 1e-5 || fabs(r - 1.2) < 1e-5;
+    near += is_near[b];
+  }
+  Fetched st = fetch(&p, stats), dg = fetch(&p, dlp);
+  for (int k = 0; k < PPO_STAT_COUNT; k++) {
+    // Means of O(1) terms in double (two orders, then rounded); each term's ratio through expf
+    // moves it by a few ulp: 2e-6. The clip fraction also by the near samples' share.
+    double c = ((float *)st.cpu)[k], g = ((float *)st.gpu)[k];
+    double tol = 2e-6 + 2e-6 * fabs(c) + (k == PPO_STAT_CLIP_FRACTION ? (double)near / B : 0.0);
+    cr_assert(fabs(g - c) <= tol, "ppo stats[%d]: cpu %.9g, cuda %.9g (tolerance %.3g)", k, c, g, tol);
+  }
+  for (int b = 0; b < B; b++) {
+    // dlogp = g_policy * adv' * ratio (or 0): the ratio's expf and the normalisation's moments
+    // (double sums in two orders, rounded to float) move it by a few ulp: 4e-6 relative.
+    float c = ((float *)dg.cpu)[b], g = ((float *)dg.gpu)[b];
+    if (is_near[b]) continue;
+    cr_assert(fabsf(g - c) <= 1e-9f + 4e-6f * fabsf(c), "ppo dlogp[%d]: cpu %.9g, cuda %.9g", b, c, g);
+  }
+  fetched_free(st), fetched_free(dg);
+  free(is_near);
   // No transcendental in the value and entropy gradients: bit-exact.
   assert_same_floats(&p, dval, "ppo dvalues");
   assert_same_floats(&p, dent, "ppo dentropy");
