@@ -4,11 +4,13 @@
 // Per-element and per-row arithmetic is nn/ops_math.h's and common/rng.h's, the very functions
 // the CPU backend calls. Two things decide whether a result is the CPU's bits:
 //   - contraction: the CPU build fuses no multiply-add; these files must be compiled with
-//     --fmad=false, or nvcc fuses a * b + c and Adam, unscale and the norms' coefficients drift
-//     by an ulp;
+//     --fmad=false (and without --use_fast_math, so division and sqrtf stay IEEE), or nvcc fuses
+//     a * b + c: the PTX of adam_kernel holds 6 fma with nvcc's default and none with
+//     --fmad=false (gae_kernel: 10 and none), and Adam and GAE would drift by ulps;
 //   - libm: expf, logf, cosf are CUDA's (within 2 ulp of glibc's), so the distribution ops agree
-//     with the CPU to a few ulp, not bit for bit. sqrtf, division and the double pow of Adam's
-//     bias corrections (2 ulp in double, then rounded to float) are IEEE or effectively so.
+//     with the CPU to a few ulp, not bit for bit. The double pow of Adam's bias corrections
+//     (within 2 ulp in double) rounds to the CPU's float except when the value lies that close
+//     to a float rounding boundary (odds about 2^-28 a step).
 // Reductions accumulate in double with a fixed grid (CUDA_REDUCE_BLOCKS blocks, block sums by
 // cuda_block_sum, then one thread adding the partials in index order): reproducible run to run,
 // within a double rounding of the CPU's chunked order. No float atomics, no host synchronisation,
