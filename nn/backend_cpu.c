@@ -266,7 +266,6 @@ static void cpu_categorical_forward(Backend *backend, float *logp, float *entrop
   }
 }
 
-// d logp_a / dz_j = [j == a] - p_j;  d H / dz_j = -p_j (log p_j + H).
 static void cpu_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
                                      const float *logits, const float *actions, int B, int A) {
   for (int b = 0; b < B; b++) {
@@ -276,11 +275,7 @@ static void cpu_categorical_backward(Backend *backend, float *dlogits, const flo
     float H = nn_categorical_entropy(z, A, lse);
     int a = action_index(actions[b], A);
     float de = dentropy ? dentropy[b] : 0.0f;
-    for (int j = 0; j < A; j++) {
-      float lp = z[j] - lse;
-      float p = expf(lp);
-      dz[j] = dlogp[b] * ((j == a ? 1.0f : 0.0f) - p) - de * p * (lp + H);
-    }
+    for (int j = 0; j < A; j++) dz[j] = nn_categorical_dlogit(z[j], lse, H, j == a, dlogp[b], de);
   }
 }
 
@@ -298,18 +293,13 @@ static void cpu_categorical_sample(Backend *backend, float *actions, float *logp
 static void cpu_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
                                  const float *actions, int B, int A) {
   for (int b = 0; b < B; b++) {
-    float s = 0.0f, h = 0.0f;
-    for (int j = 0; j < A; j++) {
-      size_t i = (size_t)b * A + j;
-      s += nn_gaussian_logprob(actions[i], mean[i], log_std[j]);
-      h += nn_gaussian_entropy(log_std[j]);
-    }
-    logp[b] = s;
+    size_t row = (size_t)b * A;
+    float h;
+    logp[b] = nn_gaussian_row_forward(actions + row, mean + row, log_std, A, &h);
     if (entropy) entropy[b] = h;
   }
 }
 
-// d logp / d mu = (a - mu) / s^2;  d logp / d log_std = z^2 - 1;  d H / d log_std = 1.
 static void cpu_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
                                   const float *dentropy, const float *mean, const float *log_std, const float *actions,
                                   int B, int A) {
@@ -318,9 +308,8 @@ static void cpu_gaussian_backward(Backend *backend, float *dmean, float *dlog_st
     float acc = 0.0f;
     for (int b = 0; b < B; b++) {
       size_t i = (size_t)b * A + j;
-      float z = (actions[i] - mean[i]) * inv_std;
-      dmean[i] = dlogp[b] * z * inv_std;
-      acc += dlogp[b] * (z * z - 1.0f) + (dentropy ? dentropy[b] : 0.0f);
+      acc += nn_gaussian_backward_element(actions[i], mean[i], inv_std, dlogp[b], dentropy ? dentropy[b] : 0.0f,
+                                          &dmean[i]);
     }
     dlog_std[j] += acc;
   }
@@ -329,13 +318,8 @@ static void cpu_gaussian_backward(Backend *backend, float *dmean, float *dlog_st
 static void cpu_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
                                 const float *uniforms, int B, int A) {
   for (int b = 0; b < B; b++) {
-    float s = 0.0f;
-    for (int j = 0; j < A; j++) {
-      size_t i = (size_t)b * A + j;
-      float eps = nn_normal_from_uniforms(uniforms[2 * i], uniforms[2 * i + 1]);
-      actions[i] = mean[i] + expf(log_std[j]) * eps;
-      s += nn_gaussian_logprob(actions[i], mean[i], log_std[j]);
-    }
+    size_t row = (size_t)b * A;
+    float s = nn_gaussian_row_sample(actions + row, mean + row, log_std, uniforms + 2 * row, A);
     if (logp) logp[b] = s;
   }
 }
@@ -446,7 +430,7 @@ static void cpu_clip_grad_norm(Backend *backend, float *total, float *x, size_t 
 }
 
 static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
-  float inv = (float)(1.0 / (double)*scale);
+  float inv = nn_unscale_factor(*scale);
   int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CPU_PARALLEL_MIN)
   for (size_t i = 0; i < n; i++) {
@@ -458,18 +442,7 @@ static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float 
 
 static void cpu_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
                                    float growth_factor, float backoff_factor, int32_t growth_interval) {
-  if (*found_inf != 0.0f) {
-    *scale *= backoff_factor;
-    *tracker = 0;
-    return;
-  }
-  int32_t next = *tracker + 1;
-  if (next == growth_interval) {
-    float grown = *scale * growth_factor;
-    if (isfinite(grown)) *scale = grown;
-    next = 0;
-  }
-  *tracker = next;
+  nn_grad_scaler_update(scale, tracker, *found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
 CPU_VECTOR_CLONES static void adam_block(float *restrict p, const float *restrict g, float *restrict m,
@@ -490,22 +463,14 @@ static void cpu_adam_step(Backend *backend, float *params, const float *grads, f
                           AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale,
                           void *params_lp, NnDtype lp_dtype) {
   if (found_inf && *found_inf != 0.0f) return;
-  int32_t t = ++*step;
-  double bc1 = 1.0 - pow(hyper.beta1, (double)t);
-  double bc2 = 1.0 - pow(hyper.beta2, (double)t);
-  float weight1 = (float)(1.0 - hyper.beta1);
-  float beta2 = (float)hyper.beta2;
-  float one_minus_beta2 = (float)(1.0 - hyper.beta2);
-  float neg_step_size = (float)(-(hyper.lr / bc1));
-  float bc2_sqrt = (float)sqrt(bc2);
-  float eps = (float)hyper.eps;
+  NnAdamScalars s = nn_adam_scalars(hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, ++*step);
   float gscale = grad_scale ? *grad_scale : 1.0f;
   size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
 #pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
   for (size_t blk = 0; blk < blocks; blk++) {
     size_t lo = blk * CPU_CAST_BLOCK, len = lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo;
-    adam_block(params + lo, grads + lo, m + lo, v + lo, len, gscale, weight1, beta2, one_minus_beta2, neg_step_size,
-               bc2_sqrt, eps);
+    adam_block(params + lo, grads + lo, m + lo, v + lo, len, gscale, s.weight1, s.beta2, s.one_minus_beta2,
+               s.neg_step_size, s.bc2_sqrt, s.eps);
     if (params_lp) store_lp_row(params_lp, lp_dtype, lo, params + lo, (int)len);
   }
 }

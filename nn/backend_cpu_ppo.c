@@ -19,38 +19,27 @@ void cpu_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy,
   if (normalize) {
     double sum = 0.0;
     for (int b = 0; b < B; b++) sum += advantages[b];
-    adv_mean = (float)(sum / B);
+    adv_mean = nn_ppo_adv_mean(sum, B);
     double ss = 0.0;
     for (int b = 0; b < B; b++) {
       double d = (double)advantages[b] - (double)adv_mean;
       ss += d * d;
     }
-    adv_div = (float)sqrt(ss / (B - 1)) + 1e-8f;
+    adv_div = nn_ppo_adv_div(ss, B);
   }
-  float clip = (float)hyper.clip_range;
-  float clip_lo = (float)(1.0 - hyper.clip_range), clip_hi = (float)(1.0 + hyper.clip_range);
-  float clip_vf = hyper.clip_range_vf > 0.0 ? (float)hyper.clip_range_vf : 0.0f;
-  float scale = loss_scale ? *loss_scale : 1.0f;
-  // d loss / d(per-sample term) of each mean, times the loss scale (torch: the scaled seed divided by B).
-  float g_policy = -scale / (float)B;
-  float g_value = (float)hyper.vf_coef * scale * 2.0f / (float)B;
-  float g_entropy = -(float)hyper.ent_coef * scale / (float)B;
+  NnPpoScalars s = nn_ppo_scalars(hyper.clip_range, hyper.clip_range_vf, hyper.ent_coef, hyper.vf_coef, normalize,
+                                  adv_mean, adv_div, loss_scale ? *loss_scale : 1.0f, B);
   double policy_sum = 0.0, value_sum = 0.0, entropy_sum = 0.0, kl_sum = 0.0;
   int clipped = 0;
   for (int b = 0; b < B; b++) {
-    float adv = normalize ? (advantages[b] - adv_mean) / adv_div : advantages[b];
-    float term, dterm, kl;
-    clipped += nn_ppo_surrogate(adv, logp[b] - old_logp[b], clip, clip_lo, clip_hi, &term, &dterm, &kl);
+    float term, kl, err;
+    clipped += nn_ppo_sample(&s, advantages[b], logp[b], old_logp[b], values[b], old_values[b], returns[b], &term, &kl,
+                             &err, &dlogp[b], &dvalues[b]);
     policy_sum += term;
     kl_sum += kl;
-    dlogp[b] = g_policy * dterm;
-    float dpred;
-    float pred = nn_ppo_value_pred(values[b], old_values[b], clip_vf, &dpred);
-    float err = pred - returns[b];
     value_sum += (double)err * (double)err;
-    dvalues[b] = g_value * err * dpred;
     entropy_sum += entropy[b];
-    dentropy[b] = g_entropy;
+    dentropy[b] = s.g_entropy;
   }
   double policy_loss = -policy_sum / B, value_loss = value_sum / B, entropy_loss = -entropy_sum / B;
   stats[PPO_STAT_LOSS] = (float)(policy_loss + hyper.ent_coef * entropy_loss + hyper.vf_coef * value_loss);

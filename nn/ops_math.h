@@ -1,4 +1,4 @@
-// nn/ops_math.h: per-element math shared by the CPU backend and the future CUDA backend.
+// nn/ops_math.h: per-element math shared by the CPU backend and the CUDA backend.
 //
 // Every function here is PPO_HD static inline: backend_cpu.c calls it in OpenMP loops and a .cu
 // file will call it from kernels, so the CPU tests cover the GPU's arithmetic (DESIGN.md section 3).
@@ -130,6 +130,15 @@ PPO_HD static inline float nn_categorical_entropy(const float *z, int A, float l
   return h;
 }
 
+// d(dlogp logp_a + dentropy H)/dz_j of one logit z_j of a row with log-sum-exp lse and entropy H:
+// d logp_a / dz_j = [j == a] - p_j, d H / dz_j = -p_j (log p_j + H).
+PPO_HD static inline float nn_categorical_dlogit(float z, float lse, float entropy, int is_action, float dlogp,
+                                                 float dentropy) {
+  float lp = z - lse;
+  float p = expf(lp);
+  return dlogp * ((is_action ? 1.0f : 0.0f) - p) - dentropy * p * (lp + entropy);
+}
+
 // Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u (the last index
 // when rounding leaves the total just below u).
 PPO_HD static inline int nn_categorical_sample(const float *z, int A, float lse, float u) {
@@ -152,12 +161,87 @@ PPO_HD static inline float nn_gaussian_logprob(float a, float mu, float log_std)
 
 PPO_HD static inline float nn_gaussian_entropy(float log_std) { return 0.5f + NN_HALF_LOG_2PI + log_std; }
 
+// One row of A dimensions: returns sum_j logp_j, *entropy = sum_j H_j, both summed in j order.
+PPO_HD static inline float nn_gaussian_row_forward(const float *a, const float *mu, const float *log_std, int A,
+                                                   float *entropy) {
+  float s = 0.0f, h = 0.0f;
+  for (int j = 0; j < A; j++) {
+    s += nn_gaussian_logprob(a[j], mu[j], log_std[j]);
+    h += nn_gaussian_entropy(log_std[j]);
+  }
+  *entropy = h;
+  return s;
+}
+
+// One element of the backward: d logp / d mu = (a - mu) / s^2 (times dlogp) into *dmean; returns
+// the element's share of d / d log_std: dlogp (z^2 - 1) + dentropy (d H / d log_std = 1).
+// inv_std = exp(-log_std).
+PPO_HD static inline float nn_gaussian_backward_element(float a, float mu, float inv_std, float dlogp, float dentropy,
+                                                        float *dmean) {
+  float z = (a - mu) * inv_std;
+  *dmean = dlogp * z * inv_std;
+  return dlogp * (z * z - 1.0f) + dentropy;
+}
+
 // Box-Muller on two uniforms in (0, 1]: one standard normal (the cosine branch).
 PPO_HD static inline float nn_normal_from_uniforms(float u1, float u2) {
   return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
 }
 
-// --- optimiser -----------------------------------------------------------------------------------------
+// One row of A dimensions: a_j = mu_j + exp(log_std_j) eps_j with eps_j from uniforms u[2 j], u[2 j + 1];
+// returns the row's log-prob summed in j order.
+PPO_HD static inline float nn_gaussian_row_sample(float *a, const float *mu, const float *log_std, const float *u,
+                                                  int A) {
+  float s = 0.0f;
+  for (int j = 0; j < A; j++) {
+    float eps = nn_normal_from_uniforms(u[2 * j], u[2 * j + 1]);
+    a[j] = mu[j] + expf(log_std[j]) * eps;
+    s += nn_gaussian_logprob(a[j], mu[j], log_std[j]);
+  }
+  return s;
+}
+
+// --- loss scaling and optimiser ------------------------------------------------------------------------
+
+// GradScaler.unscale_'s factor: the reciprocal formed in double, then rounded (torch's inv_scale).
+PPO_HD static inline float nn_unscale_factor(float scale) { return (float)(1.0 / (double)scale); }
+
+// GradScaler.update (PPO_SEMANTICS.md section 5): on inf backoff and reset the tracker; else count,
+// and at growth_interval grow the scale when the grown value is finite. No lower clamp.
+PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, float found_inf, float growth_factor,
+                                                float backoff_factor, int32_t growth_interval) {
+  if (found_inf != 0.0f) {
+    *scale *= backoff_factor;
+    *tracker = 0;
+    return;
+  }
+  int32_t next = *tracker + 1;
+  if (next == growth_interval) {
+    float grown = *scale * growth_factor;
+    if (isfinite(grown)) *scale = grown;
+    next = 0;
+  }
+  *tracker = next;
+}
+
+// The per-step scalars of nn_adam_element for step count t (after the increment), formed in double
+// and rounded once, as torch does with Python numbers.
+typedef struct {
+  float weight1, beta2, one_minus_beta2, neg_step_size, bc2_sqrt, eps;
+} NnAdamScalars;
+
+PPO_HD static inline NnAdamScalars nn_adam_scalars(double lr, double beta1, double beta2, double eps, int32_t t) {
+  double bc1 = 1.0 - pow(beta1, (double)t);
+  double bc2 = 1.0 - pow(beta2, (double)t);
+  NnAdamScalars s;
+  s.weight1 = (float)(1.0 - beta1);
+  s.beta2 = (float)beta2;
+  s.one_minus_beta2 = (float)(1.0 - beta2);
+  s.neg_step_size = (float)(-(lr / bc1));
+  s.bc2_sqrt = (float)sqrt(bc2);
+  s.eps = (float)eps;
+  return s;
+}
 
 // One Adam element as torch.optim.Adam's single-tensor path computes it (torch/optim/adam.py):
 //   m.lerp_(g, 1 - beta1); v = v * beta2 + (1 - beta2) * g * g;
@@ -209,6 +293,57 @@ PPO_HD static inline float nn_ppo_value_pred(float value, float old_value, float
   float diff = value - old_value;
   *dpred_dvalue = (diff >= -clip_vf && diff <= clip_vf) ? 1.0f : 0.0f;
   return old_value + fminf(fmaxf(diff, -clip_vf), clip_vf);
+}
+
+// Advantage normalisation's two numbers from double sums over the B samples: the mean, and the
+// divisor std + 1e-8 with the unbiased std (B > 1) of the deviations from that (rounded) mean.
+PPO_HD static inline float nn_ppo_adv_mean(double sum, int B) { return (float)(sum / B); }
+PPO_HD static inline float nn_ppo_adv_div(double squared_deviations, int B) {
+  return (float)sqrt(squared_deviations / (B - 1)) + 1e-8f;
+}
+
+// The per-minibatch scalars of nn_ppo_sample.
+typedef struct {
+  int normalize;  // 1: adv = (adv - adv_mean) / adv_div
+  float adv_mean, adv_div;
+  float clip, clip_lo, clip_hi;        // clip range and (float)(1 -+ clip) formed in double
+  float clip_vf;                       // 0: no value clipping
+  float g_policy, g_value, g_entropy;  // d loss / d(per-sample term) of each mean, times the loss scale
+} NnPpoScalars;
+
+// clip_range_vf <= 0 turns value clipping off; scale is the loss scale (1 without one).
+PPO_HD static inline NnPpoScalars nn_ppo_scalars(double clip_range, double clip_range_vf, double ent_coef,
+                                                 double vf_coef, int normalize, float adv_mean, float adv_div,
+                                                 float scale, int B) {
+  NnPpoScalars s;
+  s.normalize = normalize;
+  s.adv_mean = adv_mean;
+  s.adv_div = adv_div;
+  s.clip = (float)clip_range;
+  s.clip_lo = (float)(1.0 - clip_range);
+  s.clip_hi = (float)(1.0 + clip_range);
+  s.clip_vf = clip_range_vf > 0.0 ? (float)clip_range_vf : 0.0f;
+  s.g_policy = -scale / (float)B;  // torch: the scaled seed divided by B
+  s.g_value = (float)vf_coef * scale * 2.0f / (float)B;
+  s.g_entropy = -(float)ent_coef * scale / (float)B;
+  return s;
+}
+
+// One sample of SB3's loss: writes its gradients *dlogp and *dvalue (the entropy's is s->g_entropy
+// for every sample) and its terms of the means: *term (policy, before the minus), *kl and *err (the
+// value error pred - return, squared by the caller in double). Returns 1 when the ratio was clipped.
+PPO_HD static inline int nn_ppo_sample(const NnPpoScalars *s, float advantage, float logp, float old_logp, float value,
+                                       float old_value, float ret, float *term, float *kl, float *err, float *dlogp,
+                                       float *dvalue) {
+  float adv = s->normalize ? (advantage - s->adv_mean) / s->adv_div : advantage;
+  float dterm;
+  int clipped = nn_ppo_surrogate(adv, logp - old_logp, s->clip, s->clip_lo, s->clip_hi, term, &dterm, kl);
+  *dlogp = s->g_policy * dterm;
+  float dpred;
+  float pred = nn_ppo_value_pred(value, old_value, s->clip_vf, &dpred);
+  *err = pred - ret;
+  *dvalue = s->g_value * *err * dpred;
+  return clipped;
 }
 
 #endif
