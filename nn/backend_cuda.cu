@@ -476,6 +476,11 @@ static const BackendOps cuda_ops = {
     .permutation = cuda_permutation,
     .ppo_loss = cuda_ppo_loss,
     .explained_variance = cuda_explained_variance,
+    .graph_record = cuda_graph_record,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 static void cuda_close(Backend *backend) {

@@ -1,7 +1,8 @@
 // nn/backend_cuda.h: the CUDA backend's private state and helpers, shared by its .cu files only
 // (backend_cuda.cu: memory, GEMM, bias + activation, casts, data movement, the ops table;
 // backend_cuda_ops.cu: distributions, norms, loss scaling, Adam, random numbers;
-// backend_cuda_rollout.cu: GAE, the permutation, the PPO loss, explained variance).
+// backend_cuda_rollout.cu: GAE, the permutation, the PPO loss, explained variance;
+// backend_cuda_graph.cu: recorded graphs, page-locked host memory).
 //
 // The .cu files are C++: the C headers of the seam come in through extern "C". Every kernel's
 // per-element arithmetic is a PPO_HD function of nn/ops_math.h or common/rng.h, which the CPU
@@ -121,5 +122,12 @@ void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
 void cuda_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+
+// backend_cuda_graph.cu: recorded graphs and page-locked host memory.
+void *cuda_graph_record(Backend *backend, void (*fn)(void *arg), void *arg);
+void cuda_graph_launch(Backend *backend, void *exec);
+void cuda_graph_destroy(Backend *backend, void *exec);
+void *cuda_host_alloc(Backend *backend, size_t bytes);
+void cuda_host_free(Backend *backend, void *ptr);
 
 #endif

@@ -1,5 +1,6 @@
 // nn/backend_cuda_graph.cu: backend_graph_run on CUDA: the function's ops are recorded once by
-// stream capture into a CUDA graph, which each later call launches with one cudaGraphLaunch.
+// stream capture into a CUDA graph, which each later call launches with one cudaGraphLaunch; and
+// page-locked host memory (backend_host_alloc), the other half of a cheap rollout step.
 //
 // What makes the trainer's functions recordable is checked on every backend by nn/backend.c (no
 // host wait, upload or allocation inside); what CUDA adds: cuBLAS must not allocate while
@@ -29,3 +30,13 @@ void cuda_graph_destroy(Backend *backend, void *exec) {
   // Destroying an executable graph that is still running is allowed: CUDA finishes it first.
   CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)exec));
 }
+
+// cudaHostAlloc's memory is page-locked: copies from and to it are DMA without a staging copy, and
+// an upload from it is asynchronous (nn/backend.h states the caller's part).
+void *cuda_host_alloc(Backend *backend, size_t bytes) {
+  void *ptr = NULL;
+  cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
+  return err == cudaSuccess ? ptr : NULL;  // the wrapper reports a NULL
+}
+
+void cuda_host_free(Backend *backend, void *ptr) { CUDA_CHECK(cudaFreeHost(ptr)); }
