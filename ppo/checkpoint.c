@@ -15,11 +15,12 @@
 
 #define CHECKPOINT_FORMAT "ppo-engine checkpoint"
 
-// The keys a resumed run may change besides [eval] and [walk_forward] (all in [run]): none of them touches the state.
+// The keys a resumed run may change besides [eval] and [walk_forward] (all in [run]): none of them touches
+// the state (device and tf32 change the rounding of what follows, not the state resumed).
 static const char *const resumable_keys[][2] = {
     {"run", "name"},        {"run", "total_timesteps"},  {"run", "device"},    {"run", "threads"},
     {"run", "run_dir"},     {"run", "checkpoint_every"}, {"run", "checkpoint_keep"}, {"run", "log_every"},
-    {"run", "memory_limit"},
+    {"run", "memory_limit"}, {"run", "tf32"},
 };
 
 bool checkpoint_may_differ(const char *section, const char *key) {

@@ -104,6 +104,7 @@ typedef struct {
   ConfigDevice device;
   int64_t threads;  // OpenMP threads; 0 = all cores
   ConfigPrecision precision;
+  bool tf32;  // fp32 GEMMs on CUDA may use TF32 tensor cores
   char run_dir[CONFIG_STRING_MAX + 1];  // parent directory of run directories
   int64_t checkpoint_every;             // iterations; 0 = only at the end
   int64_t checkpoint_keep;              // newest checkpoints kept; 0 = all

@@ -86,6 +86,9 @@ static const ConfigKey config_keys[] = {
     K_INT(run, threads, "0", 0, 4096, "CPU threads for the envs and the CPU backend; 0 = all cores"),
     K_CHOICE(run, precision, "fp32", precision_names,
              "compute precision; fp16/bf16 keep FP32 master weights, fp16 adds loss scaling ([amp])"),
+    K_BOOL(run, tf32, "false",
+           "cuda, precision fp32: GEMMs may round their inputs to TF32 (10-bit mantissa) on the tensor cores; "
+           "no effect on the cpu"),
     K_PATH(run, run_dir, "runs", "parent directory of run directories"),
     K_INT(run, checkpoint_every, "10", 0, 1e9, "iterations between checkpoints; 0 = only at the end"),
     K_INT(run, checkpoint_keep, "3", 0, 1e6, "newest periodic checkpoints kept; 0 = keep all"),

@@ -251,6 +251,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
     error_prepend("[run] device: ");
     return EXIT_BAD_INPUT;
   }
+  backend_set_tf32(ev->backend, ev->cfg.run.tf32);
   // The network is the checkpoint's: its [policy] keys and precision, on this market's env spec.
   PolicySpec ps = trainer_policy_spec(&ev->stored, &spec);
   ps.max_batch = 1 + o->sampled_seeds + N_STRESS;

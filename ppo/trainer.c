@@ -286,6 +286,7 @@ Trainer *trainer_open(const Config *cfg) {
     trainer_free(tr);
     return NULL;
   }
+  backend_set_tf32(tr->backend, cfg->run.tf32);
   PolicySpec ps = trainer_policy_spec(cfg, &tr->spec);
   if (policy_spec_check(&ps) != 0) {
     error_prepend("[policy]: ");
