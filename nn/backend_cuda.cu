@@ -47,9 +47,10 @@ static void *cuda_alloc(Backend *backend, size_t bytes) {
 // cudaFree waits for the device first, so no queued work still uses the block.
 static void cuda_free(Backend *backend, void *ptr) { CUDA_CHECK(cudaFree(ptr)); }
 
-// Callers pass pageable (malloc'd) host memory: cudaMemcpyAsync copies it to a staging buffer
-// before returning, so the host buffer may be reused at once. (From pinned memory the copy would
-// be truly asynchronous and the buffer must then be left alone until the next sync.)
+// From pageable (malloc'd) host memory cudaMemcpyAsync copies to a staging buffer before
+// returning, so the host buffer may be reused at once. From page-locked memory (backend_host_alloc:
+// the trainer's per-step buffers) the copy is truly asynchronous, and the caller leaves the buffer
+// alone until the next download or sync (nn/backend.h).
 static void cuda_upload(Backend *backend, void *dst, const void *src, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda_ctx(backend)->stream));
 }
