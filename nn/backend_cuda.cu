@@ -487,6 +487,7 @@ static const BackendOps cuda_ops = {
 static void cuda_close(Backend *backend) {
   CudaContext *ctx = cuda_ctx(backend);
   CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+  cuda_comm_close(ctx);
   CUBLAS_CHECK(cublasDestroy(ctx->cublas));
   CUDA_CHECK(cudaFree(ctx->workspace));
   CUDA_CHECK(cudaFree(ctx->partials));
@@ -497,18 +498,42 @@ static void cuda_close(Backend *backend) {
 
 // 0 when device 0 can run this build; else -1 with error_set: it does not start, or the build has
 // no kernel image for its architecture (CMAKE_CUDA_ARCHITECTURES), found before any op fails.
-static int device_usable(cudaDeviceProp *prop) {
-  cudaError_t err = cudaSetDevice(0);
-  if (err == cudaSuccess) err = cudaGetDeviceProperties(prop, 0);
+static int device_usable(int device, cudaDeviceProp *prop) {
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaGetDeviceProperties(prop, device);
   cudaFuncAttributes attr;
   if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scale_kernel);
   if (err == cudaSuccess) return 0;
   (void)cudaGetLastError();
-  error_set("backend 'cuda': device 0 cannot run this build (%s)", cudaGetErrorString(err));
+  error_set("backend 'cuda': device %d cannot run this build (%s)", device, cudaGetErrorString(err));
   return -1;
 }
 
-// "cuda: NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB, CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0".
+// The device this process uses: PPO_CUDA_DEVICE when set; else, in a process an MPI launcher or
+// Slurm started, its rank on this node modulo the devices it sees (one GPU per rank, ppo/dist.h);
+// else 0. (CUDA_VISIBLE_DEVICES decides what the devices are.) -1 with error_set on a bad value.
+static int pick_device(int count) {
+  const char *chosen = getenv("PPO_CUDA_DEVICE");
+  if (chosen && *chosen) {
+    char *end = NULL;
+    long d = strtol(chosen, &end, 10);
+    if (*end != '\0' || d < 0 || d >= count) {
+      error_set("backend 'cuda': PPO_CUDA_DEVICE = '%s': allowed 0 .. %d (the devices this process sees)", chosen,
+                count - 1);
+      return -1;
+    }
+    return (int)d;
+  }
+  static const char *const local_rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                                                "PMI_LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof local_rank_vars / sizeof local_rank_vars[0]; i++) {
+    const char *v = getenv(local_rank_vars[i]);
+    if (v && *v) return (int)(strtol(v, NULL, 10) % count);
+  }
+  return 0;
+}
+
+// "cuda: device 0, NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB, CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0".
 static void describe(Backend *backend, const cudaDeviceProp *prop) {
   int runtime = 0, driver = 0, major = 0, minor = 0, patch = 0;
   CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
@@ -517,12 +542,12 @@ static void describe(Backend *backend, const cudaDeviceProp *prop) {
   CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
   CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
   snprintf(backend->describe, sizeof backend->describe,
-           "cuda: %.96s, sm_%d%d, %d SMs, %.1f GiB, CUDA runtime %d.%d, driver %d.%d, cuBLAS %d.%d.%d", prop->name,
-           prop->major, prop->minor, prop->multiProcessorCount, (double)prop->totalGlobalMem / (1 << 30),
+           "cuda: device %d, %.96s, sm_%d%d, %d SMs, %.1f GiB, CUDA runtime %d.%d, driver %d.%d, cuBLAS %d.%d.%d",
+           cuda_ctx(backend)->device, prop->name, prop->major, prop->minor, prop->multiProcessorCount, (double)prop->totalGlobalMem / (1 << 30),
            runtime / 1000, runtime % 1000 / 10, driver / 1000, driver % 1000 / 10, major, minor, patch);
 }
 
-// Device 0 (CUDA_VISIBLE_DEVICES picks which one that is). The reduction partials and the fault
+// The device of pick_device. The reduction partials and the fault
 // flag share one counted allocation; cuBLAS gets a workspace of its usual size now, so no GEMM
 // allocates later.
 Backend *backend_cuda_open(void) {
@@ -533,14 +558,16 @@ Backend *backend_cuda_open(void) {
     error_set("backend 'cuda': no CUDA device (%s)", err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
     return NULL;
   }
+  int device = pick_device(count);
   cudaDeviceProp prop;
-  if (device_usable(&prop) != 0) return NULL;
+  if (device < 0 || device_usable(device, &prop) != 0) return NULL;
   Backend *backend = (Backend *)calloc(1, sizeof *backend);
   CudaContext *ctx = (CudaContext *)calloc(1, sizeof *ctx);
   CHECK(backend && ctx, "out of host memory opening the CUDA backend");
   backend->name = "cuda";
   backend->ops = &cuda_ops;
   backend->ctx = ctx;
+  ctx->device = device;
   ctx->sm_count = prop.multiProcessorCount;
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
   CUBLAS_CHECK(cublasCreate(&ctx->cublas));

@@ -2,7 +2,8 @@
 // (backend_cuda.cu: memory, GEMM, bias + activation, casts, data movement, the ops table;
 // backend_cuda_ops.cu: distributions, norms, loss scaling, Adam, random numbers;
 // backend_cuda_rollout.cu: GAE, the permutation, the PPO loss, explained variance;
-// backend_cuda_graph.cu: recorded graphs, page-locked host memory).
+// backend_cuda_graph.cu: recorded graphs, page-locked host memory; backend_cuda_nccl.cu: the
+// all-reduce across ranks).
 //
 // The .cu files are C++: the C headers of the seam come in through extern "C". Every kernel's
 // per-element arithmetic is a PPO_HD function of nn/ops_math.h or common/rng.h, which the CPU
@@ -62,6 +63,7 @@ typedef struct {
   double *partials;          // (CUDA_REDUCE_BLOCKS + 8) doubles of device scratch for reductions
   int *fault;                // device int: 0, or the CudaFault of the first bad argument a kernel met
   int allow_tf32;            // fp32 GEMMs may use TF32 tensor cores
+  void *comm;                // the NCCL communicator of a multi-rank run (ncclComm_t), NULL alone
 } CudaContext;
 
 // A kernel cannot exit with a location as the CPU backend's CHECK does: one that meets a bad
@@ -129,5 +131,18 @@ void cuda_graph_launch(Backend *backend, void *exec);
 void cuda_graph_destroy(Backend *backend, void *exec);
 void *cuda_host_alloc(Backend *backend, size_t bytes);
 void cuda_host_free(Backend *backend, void *ptr);
+
+// backend_cuda_nccl.cu (builds with NCCL, PPO_HAVE_NCCL): the device-side all-reduce of a
+// multi-rank run (ppo/dist.h). cuda_comm_close frees the communicator (a no-op without NCCL).
+#ifdef PPO_HAVE_NCCL
+size_t cuda_comm_id_bytes(const Backend *backend);
+int cuda_comm_make_id(Backend *backend, void *id);
+int cuda_comm_join(Backend *backend, const void *id, int rank, int size);
+void cuda_allreduce_sum_f32(Backend *backend, float *x, size_t n);
+void cuda_allreduce_sum_f64(Backend *backend, double *x, size_t n);
+void cuda_comm_close(CudaContext *ctx);
+#else
+static inline void cuda_comm_close(CudaContext *ctx) { (void)ctx; }
+#endif
 
 #endif
