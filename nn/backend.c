@@ -132,6 +132,42 @@ void backend_reserve_workspace(Backend *backend, size_t bytes) {
   backend->ops->reserve_workspace(backend, bytes);
 }
 
+size_t backend_comm_id_bytes(const Backend *backend) {
+  return backend->ops->comm_id_bytes ? backend->ops->comm_id_bytes(backend) : 0;
+}
+
+int backend_comm_make_id(Backend *backend, void *id) {
+  CHECK(id, "backend_comm_make_id: NULL id");
+  if (!backend->ops->comm_make_id) {
+    error_set("backend '%s' has no collectives across processes", backend->name);
+    return -1;
+  }
+  return backend->ops->comm_make_id(backend, id);
+}
+
+int backend_comm_join(Backend *backend, const void *id, int rank, int size) {
+  CHECK(id && size >= 1 && rank >= 0 && rank < size, "backend_comm_join: bad argument");
+  if (!backend->ops->comm_join) {
+    error_set("backend '%s' has no collectives across processes", backend->name);
+    return -1;
+  }
+  int rc = backend->ops->comm_join(backend, id, rank, size);
+  backend->comm_joined = rc == 0;
+  return rc;
+}
+
+void backend_allreduce_sum_f32(Backend *backend, float *x, size_t n) {
+  CHECK(backend->comm_joined, "backend_allreduce_sum_f32 before backend_comm_join");
+  CHECK(n == 0 || x, "backend_allreduce_sum_f32: NULL pointer");
+  if (n) backend->ops->allreduce_sum_f32(backend, x, n);
+}
+
+void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n) {
+  CHECK(backend->comm_joined, "backend_allreduce_sum_f64 before backend_comm_join");
+  CHECK(n == 0 || x, "backend_allreduce_sum_f64: NULL pointer");
+  if (n) backend->ops->allreduce_sum_f64(backend, x, n);
+}
+
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
   CHECK(backend && graph && fn, "backend_graph_run: NULL argument");
   CHECK_NOT_RECORDING(backend, "backend_graph_run");

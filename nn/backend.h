@@ -88,6 +88,21 @@ typedef struct {
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
 void backend_graph_reset(Backend *backend, BackendGraph *graph);
 
+// --- collectives across processes (data-parallel training, ppo/dist.h) ----------------------------------
+
+// Bytes of the id that joins this backend's processes into one communicator for all-reduces on
+// backend memory (NCCL on CUDA); 0 when the backend has none (the CPU backend, whose memory is host
+// memory that ppo/dist.c reduces with MPI in place).
+size_t backend_comm_id_bytes(const Backend *backend);
+// Rank 0 makes the id (backend_comm_id_bytes bytes); every rank gets it (over MPI) and joins with
+// its rank and the number of ranks. Each returns 0, or -1 with error_message().
+int backend_comm_make_id(Backend *backend, void *id);
+int backend_comm_join(Backend *backend, const void *id, int rank, int size);
+// x (n) = its sum over the joined ranks, in place, queued like any op (no host wait); every rank
+// gets the same bytes. Only after backend_comm_join.
+void backend_allreduce_sum_f32(Backend *backend, float *x, size_t n);
+void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n);
+
 // --- GEMM -------------------------------------------------------------------------------------------------
 
 // C (M, N) = alpha * op(A) * op(B) + beta * C, fp32 accumulation and fp32 C. op(A) is (M, K): A is

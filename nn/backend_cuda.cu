@@ -482,6 +482,13 @@ static const BackendOps cuda_ops = {
     .graph_destroy = cuda_graph_destroy,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+#ifdef PPO_HAVE_NCCL
+    .comm_id_bytes = cuda_comm_id_bytes,
+    .comm_make_id = cuda_comm_make_id,
+    .comm_join = cuda_comm_join,
+    .allreduce_sum_f32 = cuda_allreduce_sum_f32,
+    .allreduce_sum_f64 = cuda_allreduce_sum_f64,
+#endif
 };
 
 static void cuda_close(Backend *backend) {

@@ -75,6 +75,12 @@ typedef struct {
   // Optional (NULL: aligned_alloc and free): page-locked host memory.
   void *(*host_alloc)(Backend *backend, size_t bytes);
   void (*host_free)(Backend *backend, void *ptr);
+  // Optional (NULL: no device-side collectives): the communicator and the all-reduce across ranks.
+  size_t (*comm_id_bytes)(const Backend *backend);
+  int (*comm_make_id)(Backend *backend, void *id);
+  int (*comm_join)(Backend *backend, const void *id, int rank, int size);
+  void (*allreduce_sum_f32)(Backend *backend, float *x, size_t n);
+  void (*allreduce_sum_f64)(Backend *backend, double *x, size_t n);
 } BackendOps;
 
 struct Backend {
@@ -84,6 +90,7 @@ struct Backend {
   size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
   size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
   int recording;       // inside backend_graph_run's fn: calls that cannot be recorded are refused
+  int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
   void *ctx;           // the implementation's own state
 };
 

@@ -115,6 +115,25 @@ Test(nn_backend, graph_run_refuses_a_host_wait, .exit_code = 1) {
   backend_graph_run(b, &graph, graph_body, &arg);
 }
 
+// --- collectives -------------------------------------------------------------------------------------------
+
+// The CPU backend has no device-side communicator: ppo/dist.c reduces its (host) memory with MPI.
+Test(nn_backend, the_cpu_has_no_communicator) {
+  Backend *b = cpu();
+  cr_assert_eq(backend_comm_id_bytes(b), 0);
+  char id[128];
+  cr_assert_eq(backend_comm_make_id(b, id), -1);
+  cr_assert(strstr(error_message(), "no collectives"), "%s", error_message());
+  cr_assert_eq(backend_comm_join(b, id, 0, 2), -1);
+  backend_close(b);
+}
+
+Test(nn_backend, an_allreduce_before_joining_is_refused, .exit_code = 1) {
+  Backend *b = cpu();
+  float *x = backend_alloc(b, sizeof(float));
+  backend_allreduce_sum_f32(b, x, 1);
+}
+
 // --- casts -------------------------------------------------------------------------------------------------
 
 Test(nn_cast, fp16_matches_the_compilers_float16) {
