@@ -26,6 +26,7 @@
 #include "common/timer.h"
 #include "envs/cartpole.h"
 #include "envs/trading_env.h"
+#include "ppo/dist.h"
 
 static volatile sig_atomic_t stop_flag = 0;
 
@@ -70,6 +71,7 @@ struct Trainer {
   RolloutBuffer rollout;
   VecNormalize norm;
   int N, T, O, A, action_cols;
+  int rank, ranks;  // this process's place among the data-parallel ranks (ppo/dist.h); 0 of 1 alone
   uint64_t sample_seed;
   TrainCounters counters;
   TrainerPlan plan;
@@ -155,8 +157,9 @@ static int open_envs(Trainer *tr) {
     shared = &tr->market.context;
   }
   uint64_t env_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_ENVS);
-  tr->vec = vecenv_init(tr->kind, params, shared, (int)cfg->env.n_envs, env_seed, TRAINER_LOG_CAPACITY,
-                        (int)cfg->run.threads);
+  int N = (int)cfg->env.n_envs;  // rank r holds envs r N .. r N + N - 1 of R N: their seeds and start positions
+  tr->vec = vecenv_init_slice(tr->kind, params, shared, N, tr->rank * N, tr->ranks * N, env_seed,
+                              TRAINER_LOG_CAPACITY, (int)cfg->run.threads);
   if (!tr->vec) return -1;
   tr->spec = *vecenv_spec(tr->vec);
   return 0;
@@ -264,6 +267,19 @@ Trainer *trainer_open(const Config *cfg) {
   Trainer *tr = calloc(1, sizeof *tr);
   CHECK(tr, "out of host memory (trainer)");
   tr->cfg = *cfg;
+  tr->rank = dist_rank();
+  tr->ranks = dist_size();
+  if (tr->ranks > 1 && (cfg->normalize.obs || cfg->normalize.reward)) {
+    // VecNormalize's running statistics would differ per rank (each sees its own envs); merging them
+    // every step is not built yet.
+    char where[512];
+    error_set("%s: [normalize] obs and reward must be false in a run of %d ranks (mpirun -np %d): each rank's "
+              "running statistics would differ; train on one rank to use them",
+              config_describe_key(cfg, "normalize", cfg->normalize.obs ? "obs" : "reward", where, sizeof where),
+              tr->ranks, tr->ranks);
+    free(tr);
+    return NULL;
+  }
   if (cfg->run.threads > 0) omp_set_num_threads((int)cfg->run.threads);
   if (open_envs(tr) != 0) {
     trainer_free(tr);
@@ -340,8 +356,22 @@ VecEnv *trainer_vecenv(Trainer *tr) { return tr->vec; }
 const EnvSpec *trainer_env_spec(const Trainer *tr) { return &tr->spec; }
 
 int64_t trainer_total_iterations(const Trainer *tr) {
-  int64_t per = (int64_t)tr->T * tr->N;
+  int64_t per = (int64_t)tr->T * tr->N * tr->ranks;
   return (tr->cfg.run.total_timesteps + per - 1) / per;
+}
+
+bool trainer_replicas_agree(Trainer *tr) {
+  if (tr->ranks == 1) return true;
+  // The slabs are host memory: several ranks run on the CPU backend only (ppo/dist.c).
+  Policy *pol = tr->policy;
+  size_t bytes = pol->param_count * sizeof(float);
+  OptimScalars os;
+  optim_read_state(tr->optim, &os);
+  bool same = dist_check_identical(pol->params_memory, bytes);
+  same &= dist_check_identical(pol->m_memory, bytes);
+  same &= dist_check_identical(pol->v_memory, bytes);
+  same &= dist_check_identical(&os, sizeof os);
+  return same;
 }
 
 TrainerState trainer_state(Trainer *tr) {
@@ -395,6 +425,10 @@ static void snapshot_restore(Trainer *tr) {
 
 // --- rollout -----------------------------------------------------------------------------------------
 
+// Rank r draws its actions and permutations from Philox subsequences base + 2 r: rank 0 keeps the
+// single-process streams, the others get their own.
+static uint64_t rank_subsequence(const Trainer *tr, uint64_t base) { return base + 2 * (uint64_t)tr->rank; }
+
 // Words of the action sampler's Philox stream per vector step: (N, A, 2) uniforms at most.
 static uint64_t sample_words(const Trainer *tr) { return (uint64_t)tr->N * (uint64_t)tr->action_cols * 2; }
 
@@ -408,7 +442,7 @@ static void rollout_step(Trainer *tr, int t) {
   backend_upload(be, obs_t, h->obs, (size_t)N * (size_t)O * sizeof(float));
   backend_upload(be, rb->episode_starts + row, h->episode_starts, (size_t)N * sizeof(float));
   size_t n_uniform = tr->spec.action_kind == ENV_ACTION_DISCRETE ? (size_t)N : (size_t)N * (size_t)A * 2;
-  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, TRAINER_SUBSEQ_ACTIONS,
+  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_ACTIONS),
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
   policy_act(tr->policy, actions_t, obs_t, rb->uniforms, N);
   backend_copy(be, rb->logp + row, tr->policy->acts.logp, (size_t)N * sizeof(float));
@@ -432,7 +466,7 @@ static void rollout_step(Trainer *tr, int t) {
                       .final_obs = h->final_obs};
   vecenv_step(tr->vec, &vb);
   tr->counters.vector_steps++;
-  tr->counters.timesteps += N;
+  tr->counters.timesteps += (int64_t)N * tr->ranks;  // the run's steps: every rank steps N envs
 
   // VecNormalize.step_wait's order: obs statistics and obs, then rewards, then final observations.
   for (int i = 0; i < N; i++) h->dones[i] = h->terminated[i] | h->truncated[i];
@@ -476,6 +510,48 @@ static void rollout_finish(Trainer *tr) {
   backend_upload(be, rb->last_dones, tr->h.episode_starts, (size_t)tr->N * sizeof(float));
 }
 
+// --- data parallelism (ppo/dist.h): what the ranks reduce in the update ---------------------------------
+
+// SB3 normalises the advantages over the minibatch; across ranks the minibatch is the union of the
+// ranks' minibatches (R x batch_size rows), so its mean and std are reduced (two sums of doubles
+// over the ranks) and the loss then runs on the normalised advantages without normalising again.
+static void dist_normalize_advantages(Trainer *tr, int B, PpoLossHyper *hyper) {
+  if (!hyper->normalize_advantage) return;
+  Backend *be = tr->backend;
+  RolloutBuffer *rb = &tr->rollout;
+  double *count_sum = rb->mb_adv_moments, *sq_dev = rb->mb_adv_moments + 2;
+  backend_advantage_count_sum(be, count_sum, rb->mb_advantages, B);
+  dist_allreduce_sum_f64(be, count_sum, 2);
+  backend_advantage_sq_dev(be, sq_dev, rb->mb_advantages, B, count_sum);
+  dist_allreduce_sum_f64(be, sq_dev, 1);
+  backend_advantage_normalize(be, rb->mb_advantages, B, count_sum, sq_dev);
+  hyper->normalize_advantage = 0;
+}
+
+static double dist_mean_over_ranks(const Trainer *tr, double value) {
+  dist_host_allreduce_sum_f64(&value, 1);
+  return value / tr->ranks;
+}
+
+// The gradient of the mean loss over the ranks is the mean of the ranks' gradients: each rank's
+// backward starts from its seeds times 1/R (three (B) arrays instead of a pass over the slab) and
+// the grads slab is then summed over the ranks.
+static void dist_scale_loss_seeds(Trainer *tr, int B) {
+  float inv = 1.0f / (float)tr->ranks;
+  backend_scale(tr->backend, tr->rollout.mb_dlogp, inv, (size_t)B);
+  backend_scale(tr->backend, tr->rollout.mb_dentropy, inv, (size_t)B);
+  backend_scale(tr->backend, tr->rollout.mb_dvalues, inv, (size_t)B);
+}
+
+// One all-reduce over the whole grads slab, before unscale / clip / Adam: those then see the same
+// gradients on every rank (an inf or NaN on one rank is one on all: dist_host_allreduce_sum_f32),
+// so the GradScaler's found-inf, the clip coefficient and the step agree without more messages.
+static void dist_sum_gradients(Trainer *tr) {
+  Policy *pol = tr->policy;
+  policy_grads_settle(pol);
+  dist_allreduce_sum_f32(tr->backend, pol->grads_memory, pol->param_count);
+}
+
 // --- update --------------------------------------------------------------------------------------------
 
 typedef struct {
@@ -502,26 +578,32 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
   UpdateResult r = {0, 0, false};
   int per_epoch = rollout_minibatches(rb);
   for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
-    rollout_permute(rb, tr->sample_seed, TRAINER_SUBSEQ_PERMUTATION, (uint64_t)tr->counters.epochs_drawn++);
+    rollout_permute(rb, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_PERMUTATION),
+                    (uint64_t)tr->counters.epochs_drawn++);
     r.last_epoch_row = r.rows;
     for (int k = 0; k < per_epoch; k++) {
       int B = rollout_gather(rb, k);
       float *stats = rb->stats + (size_t)r.rows * PPO_STAT_COUNT;
       r.rows++;
       policy_evaluate(pol, rb->mb_obs, rb->mb_actions, B);
+      PpoLossHyper mb_hyper = hyper;
+      if (tr->ranks > 1) dist_normalize_advantages(tr, B, &mb_hyper);
       backend_ppo_loss(be, stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp, pol->acts.entropy,
-                       policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages, rb->mb_returns, B, hyper,
+                       policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages, rb->mb_returns, B, mb_hyper,
                        loss_scale);
       if (check_kl) {  // SB3 checks before the step (a host read per minibatch, only with target_kl)
         float kl;
         backend_download(be, &kl, stats + PPO_STAT_APPROX_KL, sizeof kl);
-        if ((double)kl > kl_limit) {
+        double mean_kl = tr->ranks > 1 ? dist_mean_over_ranks(tr, kl) : (double)kl;  // every rank stops together
+        if (mean_kl > kl_limit) {
           r.early_stopped = true;
           break;
         }
       }
       policy_zero_grad(pol);
+      if (tr->ranks > 1) dist_scale_loss_seeds(tr, B);
       policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, B);
+      if (tr->ranks > 1) dist_sum_gradients(tr);
       optim_step(tr->optim, pol, progress_remaining);
       backend_copy(be, stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
       backend_copy(be, stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
@@ -529,6 +611,30 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
     tr->counters.n_updates++;  // SB3 counts the epoch that stopped early too
   }
   return r;
+}
+
+// The logged values of the whole run (rank 0 logs them): the update's losses, KL, clip fraction
+// and explained variance averaged over the ranks (each rank's minibatches are equally many and
+// equally large); the episode means weighted by each rank's episode count (the last 100 episodes of
+// each rank). grad_norm, std, loss_scale and skipped steps are the same on every rank already.
+static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
+  double v[8 + ENV_LOG_MAX];
+  int k = 0;
+  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss, &s->approx_kl,
+                     &s->clip_fraction, &s->loss, &s->explained_variance};
+  const int n_means = (int)(sizeof means / sizeof means[0]);
+  for (int i = 0; i < n_means; i++) v[k++] = *means[i] / tr->ranks;
+  double count = s->episodes;
+  v[k++] = count;
+  double *episode_means[2 + ENV_LOG_MAX] = {&s->ep_rew_mean, &s->ep_len_mean};
+  for (int f = 0; f < s->n_env_metrics; f++) episode_means[2 + f] = &s->env_metrics[f];
+  int n_episode = 2 + s->n_env_metrics;
+  for (int f = 0; f < n_episode; f++) v[k++] = count > 0 ? *episode_means[f] * count : 0.0;  // NaN when none
+  dist_host_allreduce_sum_f64(v, (size_t)k);
+  for (int i = 0; i < n_means; i++) *means[i] = v[i];
+  double total = v[n_means];
+  s->episodes = (int)total;
+  for (int f = 0; f < n_episode; f++) *episode_means[f] = total > 0 ? v[n_means + 1 + f] / total : NAN;
 }
 
 static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double progress_remaining) {
@@ -591,6 +697,7 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
     s->env_metric_names[f - 2] = tr->spec.log_names[f];
     s->env_metrics[f - 2] = vecenv_log_mean(tr->vec, f);
   }
+  if (tr->ranks > 1) dist_reduce_stats(tr, s);
 }
 
 TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
@@ -598,7 +705,9 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   snapshot_save(tr);
   double t0 = timer_now();
   for (int t = 0; t < tr->T; t++) {
-    if (trainer_stop_requested()) {  // a preemption notice: back to the iteration's start
+    // A preemption notice: back to the iteration's start. Several ranks must all stop or all go on,
+    // so they agree once per iteration instead (ppo/train_run.c), and the rollout runs to its end.
+    if (tr->ranks == 1 && trainer_stop_requested()) {
       snapshot_restore(tr);
       return TRAINER_INTERRUPTED;
     }
@@ -624,6 +733,6 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   s->rollout_s = t1 - t0;
   s->gae_s = t2 - t1;
   s->update_s = t3 - t2;
-  s->fps = (double)tr->T * tr->N / (t3 - t0);
+  s->fps = (double)tr->T * tr->N * tr->ranks / (t3 - t0);
   return TRAINER_OK;
 }
