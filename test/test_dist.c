@@ -4,8 +4,11 @@
 // for bit, and what several ranks cannot do is refused with exit status 2.
 //
 // Every mpirun gets --timeout, so a hang fails the test instead of stalling ctest; OMP_NUM_THREADS=1
-// (two ranks on the 2-core CI machine); OMPI_ALLOW_RUN_AS_ROOT because CI runs as root. Registered
-// only when the build has MPI and CMake found mpiexec (label `mpi`).
+// (two ranks on the 2-core CI machine); mpi_yield_when_idle, because a rank that busy-polls in a
+// collective takes the core its peer needs when the machine is busy (CartPole 2 x 16: 14 s instead
+// of 1.5 s under a load average of 8); no single-copy (CMA) transfers, which containers often
+// forbid; OMPI_ALLOW_RUN_AS_ROOT because CI runs as root. Registered only when the build has MPI and
+// CMake found mpiexec (label `mpi`).
 #include <criterion/criterion.h>
 #include <hdf5.h>
 #include <stdio.h>
@@ -49,7 +52,8 @@ static void teardown(void) {
 static int mpirun(int ranks, int timeout_s, const char *bin, const char *args) {
   char line[4096];
   snprintf(line, sizeof line,
-           "-np %d --oversubscribe --timeout %d --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1 "
+           "-np %d --oversubscribe --timeout %d --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1 "
+           "-x OMP_NUM_THREADS=1 "
            "'%s' %s",
            ranks, timeout_s, bin, args);
   setenv("OMP_NUM_THREADS", "1", 1);
