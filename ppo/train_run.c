@@ -471,11 +471,15 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       status = EXIT_RUNTIME;
     } else if (interrupted && root) {
+      char by[64];  // with several ranks the signal may have reached another rank only
+      if (last_signal)
+        snprintf(by, sizeof by, "signal %d", (int)last_signal);
+      else
+        snprintf(by, sizeof by, "a signal to another rank");
       fprintf(stderr,
-              "ppo-train: stopped by signal %d after iteration %lld; checkpoint %s\n"
+              "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n"
               "ppo-train: continue with: ppo-train --resume %s\n",
-              (int)last_signal, (long long)trainer_counters(tr)->iterations, result->last_checkpoint,
-              result->last_checkpoint);
+              by, (long long)trainer_counters(tr)->iterations, result->last_checkpoint, result->last_checkpoint);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
               (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps,
