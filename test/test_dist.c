@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,6 +159,68 @@ Test(dist, a_failing_rank_ends_every_rank) {
   cr_expect_eq(status, 1, "exit status %d:\n%s", status, output);
   cr_expect_lt(seconds, 60, "took %lld s (a hang would take the 120 s timeout)", (long long)seconds);
   cr_expect(strstr(output, "[rank 1/2] ppo-train: failed with exit status 1"), "%s", output);
+}
+
+// The newest child process of `parent` (from /proc): with mpirun as the parent, the last rank started.
+static pid_t newest_child(pid_t parent) {
+  DIR *d = opendir("/proc");
+  cr_assert_not_null(d);
+  pid_t newest = -1;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    char path[300], stat[512];
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *close_paren = strrchr(stat, ')');  // "pid (comm) state ppid ..."
+    int ppid = 0;
+    char state;
+    if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
+      pid_t pid = (pid_t)atoi(de->d_name);
+      if (pid > newest) newest = pid;
+    }
+  }
+  closedir(d);
+  return newest;
+}
+
+// A SIGTERM that reaches one rank only (a preemption notice to one node) stops every rank after the
+// same iteration: rank 0 writes the checkpoint, the job exits 0 and the checkpoint resumes.
+Test(dist, a_signal_to_one_rank_stops_every_rank) {
+  char dir[600], metrics[700], args[1400];
+  snprintf(dir, sizeof dir, "%s/signal", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  pid_t mpirun_pid = fork();
+  cr_assert(mpirun_pid >= 0);
+  if (mpirun_pid == 0) {
+    execl(PPO_MPIEXEC, PPO_MPIEXEC, "-np", "2", "--oversubscribe", "--timeout", "120", "--mca", "mpi_yield_when_idle",
+          "1", "--mca", "btl_vader_single_copy_mechanism", "none", "-x", "OMP_NUM_THREADS=1", TRAIN, config_path,
+          "--set", "run.total_timesteps=100_000_000", "--set", "run.checkpoint_every=0", "--run-dir", dir, "--quiet",
+          (char *)NULL);
+    _exit(127);
+  }
+  for (int tries = 0; tries < 1200; tries++) {  // two iterations logged: both ranks run the loop
+    char *text = read_text(metrics, NULL);
+    int lines = 0;
+    for (const char *c = text; c && *c; c++) lines += *c == '\n';
+    free(text);
+    if (lines >= 3) break;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+  pid_t rank = newest_child(mpirun_pid);
+  cr_assert_gt(rank, 0, "no rank under mpirun %d", (int)mpirun_pid);
+  cr_assert_eq(kill(rank, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(mpirun_pid, &status, 0), mpirun_pid);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mpirun status %d", status);
+  snprintf(args, sizeof args, "--resume '%s/checkpoints/last.h5' --iterations 1 --quiet", dir);
+  cr_expect_eq(mpirun(2, 120, TRAIN, args), 0, "the checkpoint of the stop resumes:\n%s", output);
 }
 
 // Every dataset of two checkpoints, byte for byte.
