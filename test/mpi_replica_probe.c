@@ -30,8 +30,9 @@ int main(int argc, char **argv) {
   const float *slabs[] = {pol->params_memory, pol->m_memory, pol->v_memory};  // CPU backend: host memory
   for (int k = 0; k < 3; k++) fwrite(slabs[k], sizeof(float), pol->param_count, f);
   fclose(f);
-  printf("rank %d of %d: %lld timesteps, ep_rew_mean %.3f over %d episodes\n", dist_rank(), dist_size(),
-         (long long)trainer_counters(tr)->timesteps, s.ep_rew_mean, s.episodes);
+  printf("rank %d of %d: %lld timesteps, %lld skipped steps, ep_rew_mean %.3f over %d episodes\n", dist_rank(),
+         dist_size(), (long long)trainer_counters(tr)->timesteps, (long long)trainer_counters(tr)->skipped_steps,
+         s.ep_rew_mean, s.episodes);
   trainer_free(tr);
   dist_finalize();
   return EXIT_OK;
