@@ -70,21 +70,22 @@ typedef struct {
   int64_t *ring_counters;    // (R, 3) ring_count, ring_next, episodes_total
   float *obs;                // (R N, O)
   float *episode_starts;     // (R N)
+  double *norm_returns;      // (R N) VecNormalize's discounted returns per env
   void *block;               // one allocation behind the arrays
 } EnvRows;
 
 static void env_rows_alloc(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks) {
   size_t R = (size_t)ranks, N = (size_t)info->num_envs, O = (size_t)obs_dim;
   size_t sizes[] = {R * N * info->state_size, R * (size_t)info->log_capacity * (size_t)info->log_size * sizeof(float),
-                    R * 3 * sizeof(int64_t), R * N * O * sizeof(float), R * N * sizeof(float)};
+                    R * 3 * sizeof(int64_t), R * N * O * sizeof(float), R * N * sizeof(float), R * N * sizeof(double)};
   size_t total = 0;
-  for (int k = 0; k < 5; k++) total += (sizes[k] + 63) / 64 * 64;
+  for (int k = 0; k < 6; k++) total += (sizes[k] + 63) / 64 * 64;
   char *block = malloc(total);
   CHECK(block, "out of host memory (checkpoint env states)");
-  void **fields[] = {(void **)&rows->states, (void **)&rows->ring, (void **)&rows->ring_counters, (void **)&rows->obs,
-                     (void **)&rows->episode_starts};
+  void **fields[] = {(void **)&rows->states, (void **)&rows->ring,           (void **)&rows->ring_counters,
+                     (void **)&rows->obs,    (void **)&rows->episode_starts, (void **)&rows->norm_returns};
   size_t off = 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < 6; k++) {
     *fields[k] = block + off;
     off += (sizes[k] + 63) / 64 * 64;
   }
@@ -108,6 +109,7 @@ static void env_rows_gather(Trainer *tr, EnvRows *rows) {
   size_t N = (size_t)info.num_envs;
   memcpy(local.obs, st.obs, N * (size_t)O * sizeof(float));
   memcpy(local.episode_starts, st.episode_starts, N * sizeof(float));
+  memcpy(local.norm_returns, st.norm->returns, N * sizeof(double));
   if (R == 1) {
     *rows = local;
     return;
@@ -119,6 +121,7 @@ static void env_rows_gather(Trainer *tr, EnvRows *rows) {
   dist_host_gather(local.ring_counters, rows->ring_counters, 3 * sizeof(int64_t), 0);
   dist_host_gather(local.obs, rows->obs, N * (size_t)O * sizeof(float), 0);
   dist_host_gather(local.episode_starts, rows->episode_starts, N * sizeof(float), 0);
+  dist_host_gather(local.norm_returns, rows->norm_returns, N * sizeof(double), 0);
   rows->ranks = R;
   free(local.block);
 }
@@ -223,7 +226,11 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   rc |= h5io_attr_write_int64(f, "envs", "ring_next", rows->ring_counters[1]);
   rc |= h5io_attr_write_int64(f, "envs", "episodes_total", rows->ring_counters[2]);
   hsize_t cd[2] = {R, 3};
-  if (rows->ranks > 1) rc |= h5io_write(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows->ring_counters, 0);
+  hsize_t rn = R * (hsize_t)info->num_envs;
+  if (rows->ranks > 1) {  // normalize/returns keeps rank 0's (N), as a one-rank checkpoint's
+    rc |= h5io_write(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows->ring_counters, 0);
+    rc |= h5io_write(f, "envs/norm_returns", H5IO_FLOAT64, 1, &rn, rows->norm_returns, 0);
+  }
   char names[ENV_LOG_MAX * 40] = "";
   for (int k = 0; k < spec->log_size; k++) {
     strncat(names, k ? "," : "", sizeof names - strlen(names) - 1);
@@ -393,6 +400,7 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   if (rc == 0) rc = h5io_read(f, "envs/obs", H5IO_FLOAT32, 2, od, rows.obs);
   if (rc == 0) rc = h5io_read(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows.episode_starts);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows.ring_counters);
+  if (rc == 0 && R > 1) rc = h5io_read(f, "envs/norm_returns", H5IO_FLOAT64, 1, &nd, rows.norm_returns);
   if (rc == 0 && R == 1)
     rc = h5io_attr_read_int64(f, "envs", "ring_count", &rows.ring_counters[0]) ||
          h5io_attr_read_int64(f, "envs", "ring_next", &rows.ring_counters[1]) ||
@@ -406,6 +414,7 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   if (rc == 0) {
     memcpy(st.obs, rows.obs + (size_t)r * Nr * (size_t)O, Nr * (size_t)O * sizeof(float));
     memcpy(st.episode_starts, rows.episode_starts + (size_t)r * Nr, Nr * sizeof(float));
+    if (R > 1) memcpy(st.norm->returns, rows.norm_returns + (size_t)r * Nr, Nr * sizeof(double));
   }
   free(rows.block);
   if (rc) return -1;

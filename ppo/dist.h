@@ -58,6 +58,7 @@ int dist_host_allreduce_max_int(int value);  // the largest value over the ranks
 void dist_host_bcast(void *buf, size_t bytes, int root);
 // Rank r's `bytes` bytes of send land at recv + r bytes on root (recv: size x bytes, root only).
 void dist_host_gather(const void *send, void *recv, size_t bytes, int root);
+void dist_host_allgather(const void *send, void *recv, size_t bytes);  // the same, on every rank
 void dist_barrier(void);
 
 // Do all ranks hold the same bytes? Hashes them (FNV-1a 64) and compares with rank 0's hash.

@@ -112,6 +112,15 @@ void dist_host_gather(const void *send, void *recv, size_t bytes, int root) {
   MPI_Gather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
 }
 
+void dist_host_allgather(const void *send, void *recv, size_t bytes) {
+  if (world_size == 1) {
+    if (recv != send) memcpy(recv, send, bytes);
+    return;
+  }
+  CHECK(bytes <= INT_MAX, "dist_host_allgather: at most INT_MAX bytes per rank");
+  MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+}
+
 void dist_barrier(void) {
   if (world_size > 1) MPI_Barrier(MPI_COMM_WORLD);
 }

@@ -345,7 +345,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.
   if (!trainer_replicas_agree(tr)) {
-    fprintf(stderr, "ppo-train: the ranks start from different parameters (a different build or BLAS per rank?)\n");
+    fprintf(stderr, "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
+                    "build or BLAS per rank?)\n");
     trainer_free(tr);
     return EXIT_RUNTIME;
   }
@@ -399,8 +400,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
       break;
     }
     if (!trainer_replicas_agree(tr)) {
-      fprintf(stderr, "ppo-train: the ranks' parameters differ after iteration %lld (the all-reduce gave ranks "
-              "different sums?)\n", (long long)s.iteration);
+      fprintf(stderr, "ppo-train: the ranks' parameters or normalisation statistics differ after iteration %lld (the "
+              "all-reduce gave ranks different sums?)\n", (long long)s.iteration);
       status = EXIT_RUNTIME;
       break;
     }

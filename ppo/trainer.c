@@ -55,6 +55,7 @@ typedef struct {
   unsigned char *snap_env_states;
   float *snap_ring;
   double *snap_norm;  // obs mean, var (O each), ret mean, var, returns (N), counts (2)
+  double *moments_all;  // (R, O, 3) every rank's normalisation batch moments (several ranks only)
 } HostBuffers;
 
 struct Trainer {
@@ -200,6 +201,7 @@ static size_t host_layout(Trainer *tr, char *base) {
   TAKE(snap_env_states, (size_t)info.num_envs * info.state_size, unsigned char);
   TAKE(snap_ring, (size_t)info.log_capacity * (size_t)info.log_size, float);
   TAKE(snap_norm, 2 * O + 2 + N + 2, double);
+  TAKE(moments_all, tr->ranks > 1 ? (size_t)tr->ranks * O * 3 : 0, double);
 #undef TAKE
   return off;
 }
@@ -269,17 +271,6 @@ Trainer *trainer_open(const Config *cfg) {
   tr->cfg = *cfg;
   tr->rank = dist_rank();
   tr->ranks = dist_size();
-  if (tr->ranks > 1 && (cfg->normalize.obs || cfg->normalize.reward)) {
-    // VecNormalize's running statistics would differ per rank (each sees its own envs); merging them
-    // every step is not built yet.
-    char where[512];
-    error_set("%s: [normalize] obs and reward must be false in a run of %d ranks (mpirun -np %d): each rank's "
-              "running statistics would differ; train on one rank to use them",
-              config_describe_key(cfg, "normalize", cfg->normalize.obs ? "obs" : "reward", where, sizeof where),
-              tr->ranks, tr->ranks);
-    free(tr);
-    return NULL;
-  }
   if (cfg->run.threads > 0) omp_set_num_threads((int)cfg->run.threads);
   if (open_envs(tr) != 0) {
     trainer_free(tr);
@@ -308,6 +299,28 @@ Trainer *trainer_open(const Config *cfg) {
   return tr;
 }
 
+// VecNormalize's batch moments (count, mean, M2 per component) of every rank, combined in rank order
+// with Chan's parallel formula: the same numbers on every rank, so the running statistics stay
+// identical (a collective: each rank's vecnorm_obs / vecnorm_reward calls it at the same step).
+static void dist_merge_moments(void *ctx, double *moments, int D) {
+  Trainer *tr = ctx;
+  double *all = tr->h.moments_all;
+  dist_host_allgather(moments, all, (size_t)D * 3 * sizeof(double));
+  for (int j = 0; j < D; j++) {
+    double n = all[3 * j], mean = all[3 * j + 1], m2 = all[3 * j + 2];
+    for (int r = 1; r < tr->ranks; r++) {
+      const double *b = all + (size_t)r * D * 3 + 3 * j;
+      double tot = n + b[0], delta = b[1] - mean;
+      mean += delta * b[0] / tot;
+      m2 += b[2] + delta * delta * n * b[0] / tot;
+      n = tot;
+    }
+    moments[3 * j] = n;
+    moments[3 * j + 1] = mean;
+    moments[3 * j + 2] = m2;
+  }
+}
+
 int trainer_allocate(Trainer *tr) {
   const Config *cfg = &tr->cfg;
   CHECK(!tr->policy, "trainer_allocate: called twice");
@@ -331,6 +344,7 @@ int trainer_allocate(Trainer *tr) {
   CHECK(tr->host_memory, "out of host memory (trainer buffers)");
   memset(tr->host_memory, 0, tr->host_bytes);
   host_layout(tr, tr->host_memory);
+  if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
   return 0;
@@ -371,6 +385,11 @@ bool trainer_replicas_agree(Trainer *tr) {
   same &= dist_check_identical(pol->m_memory, bytes);
   same &= dist_check_identical(pol->v_memory, bytes);
   same &= dist_check_identical(&os, sizeof os);
+  // The normalisation statistics too (obs mean, var, return mean, var are contiguous; the per-env
+  // discounted returns are each rank's own).
+  double counts[2] = {tr->norm.obs_rms.count, tr->norm.ret_rms.count};
+  same &= dist_check_identical(tr->norm.obs_rms.mean, (2 * (size_t)tr->O + 2) * sizeof(double));
+  same &= dist_check_identical(counts, sizeof counts);
   return same;
 }
 

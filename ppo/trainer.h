@@ -18,7 +18,8 @@
 // Ranks (ppo/dist.h, docs/DISTRIBUTED.md): rank r of R steps envs r N .. r N + N - 1 of R N (seeds
 // and start positions as in one VecEnv of R N), draws from Philox subsequences offset by 2 r, and
 // takes part in the update's reductions (summed gradients, the minibatch's advantage moments, the
-// mean approx-KL, the logged statistics). Counters count the run's steps over all ranks.
+// mean approx-KL, the logged statistics) and in every update of the normalisation statistics (the
+// ranks' batch moments merged each step). Counters count the run's steps over all ranks.
 //
 // Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes a rollout in
 // progress stop at the next step; the trainer then restores its state from the start of that
@@ -127,8 +128,8 @@ Optimizer *trainer_optimizer(Trainer *trainer);
 VecEnv *trainer_vecenv(Trainer *trainer);
 const EnvSpec *trainer_env_spec(const Trainer *trainer);
 int64_t trainer_total_iterations(const Trainer *trainer);  // ceil(total_timesteps / (T N R)), R ranks
-// Data-parallel ranks (ppo/dist.h): do every rank's parameters, Adam moments and optimiser scalars
-// hold the same bytes? true on every rank, or false on every rank. Always true for one rank.
+// Data-parallel ranks (ppo/dist.h): do every rank's parameters, Adam moments, optimiser scalars and
+// normalisation statistics hold the same bytes? true on every rank, or false on every rank. Always true for one rank.
 bool trainer_replicas_agree(Trainer *trainer);
 
 // The host-side state a checkpoint needs besides the backend slabs (ppo/checkpoint.c): the

@@ -1,7 +1,8 @@
 // test/test_dist.c: data-parallel training across processes (ppo/dist.h, docs/DISTRIBUTED.md), run
 // through mpirun with 2 ranks: the replicas stay identical, 2 ranks x 16 envs learn CartPole as
-// 1 rank x 32 envs does, a failing rank ends the job instead of hanging it, a 2-rank run resumes bit
-// for bit, and what several ranks cannot do is refused with exit status 2.
+// 1 rank x 32 envs does, a failing rank ends the job instead of hanging it, a signal to one rank
+// stops all, a 2-rank run (with VecNormalize) resumes bit for bit, and what several ranks cannot do
+// is refused with exit status 2.
 //
 // Every mpirun gets --timeout, so a hang fails the test instead of stalling ctest; OMP_NUM_THREADS=1
 // (two ranks on the 2-core CI machine); mpi_yield_when_idle, because a rank that busy-polls in a
@@ -28,7 +29,7 @@
 #define TRAIN PPO_BIN_DIR "/ppo-train"
 #define PROBE PPO_BIN_DIR "/mpi_replica_probe"
 
-// A small synthetic-market run (categorical trading env) without [normalize], which several ranks refuse.
+// A small synthetic-market run (categorical trading env); the tests add [normalize] where they need it.
 static const char *small_config =
     "[run]\nname = t\nseed = 7\ndevice = cpu\nthreads = 1\ncheckpoint_every = 1\ncheckpoint_keep = 0\n"
     "[env]\ntype = synthetic\nsynthetic_bars = 6000\nn_envs = 4\nepisode_length = 50\nwindow = 4\n"
@@ -84,10 +85,10 @@ static void expect_replicas_identical(const char *precision, const char *extra) 
   cr_assert(n0 > 0 && n0 == n1, "sizes %zu and %zu", n0, n1);
   size_t first = 0;
   while (first < n0 && a[first] == b[first]) first++;
-  cr_expect_eq(first, n0, "%s: rank 0 and rank 1 differ first at byte %zu of %zu (params, Adam m, v)", precision,
-               first, n0);
+  cr_expect_eq(first, n0, "%s %s: rank 0 and rank 1 differ first at byte %zu of %zu (params, Adam m, v, normalisation)",
+               precision, extra, first, n0);
   cr_expect(strstr(output, "rank 1 of 2: 1536 timesteps"), "3 iterations x 64 steps x 4 envs x 2 ranks:\n%s", output);
-  if (extra[0])  // of 36 minibatches, the first ones overflow and later ones step
+  if (strstr(extra, "init_scale"))  // of 36 minibatches, the first ones overflow and later ones step
     cr_expect(!strstr(output, " 0 skipped steps") && !strstr(output, " 36 skipped steps"),
               "some steps skipped, not all:\n%s", output);
   free(a);
@@ -103,6 +104,10 @@ Test(dist, replicas_stay_identical_fp16_with_loss_scaling) { expect_replicas_ide
 // skipped on every rank alike while the scale backs off, the later ones step, and the replicas stay
 // identical.
 Test(dist, replicas_agree_on_skipped_steps_fp16) { expect_replicas_identical("fp16", "amp.init_scale=1e9"); }
+// VecNormalize's statistics take every rank's batch moments at every step: the same on each rank.
+Test(dist, replicas_share_the_normalisation_statistics) {
+  expect_replicas_identical("fp32", "normalize.obs=true normalize.reward=true");
+}
 
 // The last value of a metrics.csv column.
 static double last_metric(const char *run_dir, const char *column) {
@@ -235,7 +240,8 @@ Test(dist, a_signal_to_one_rank_stops_every_rank) {
 static void expect_same_checkpoint(const char *a_path, const char *b_path) {
   static const char *const names[] = {
       "params/pi/weight0", "params/pi/bias2", "params/vf/weight0", "params/vf/bias1", "optim/m", "optim/v", "optim/step",
-      "envs/state", "envs/obs", "envs/episode_starts", "envs/episode_logs", "envs/ring_counters", "rng/vector_steps",
+      "envs/state", "envs/obs", "envs/episode_starts", "envs/episode_logs", "envs/ring_counters", "envs/norm_returns",
+      "normalize/obs_mean", "normalize/obs_var", "normalize/obs_count", "normalize/ret_var", "rng/vector_steps",
       "rng/epochs_drawn",
   };
   hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
@@ -273,7 +279,8 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   char args[1400], straight[600], resumed[600], a[700], b[700];
   snprintf(straight, sizeof straight, "%s/straight", tmp_root);
   snprintf(resumed, sizeof resumed, "%s/resumed", tmp_root);
-  const char *total = "--set run.total_timesteps=2048 --quiet";  // 4 iterations of 64 x 4 x 2
+  // 4 iterations of 64 x 4 x 2, with both normalisations (their per-env returns are each rank's)
+  const char *total = "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true --quiet";
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, straight);
   cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s' --iterations 2", config_path, total, resumed);
@@ -293,10 +300,10 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   cr_expect(strstr(output, "holds the envs of 2 rank(s) and this run has 1"), "%s", output);
 }
 
-// What several ranks do not support is a configuration error (exit status 2) naming the key.
-Test(dist, normalize_with_two_ranks_is_refused) {
+// What several ranks do not support is a usage error (exit status 2).
+Test(dist, walk_forward_with_two_ranks_is_refused) {
   char args[1400];
-  snprintf(args, sizeof args, "'%s' --set normalize.obs=true --run-dir '%s/norm' --quiet", config_path, tmp_root);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/wf' --quiet", config_path, tmp_root);
   cr_expect_eq(mpirun(2, 60, TRAIN, args), 2, "%s", output);
-  cr_expect(strstr(output, "[normalize] obs = true") && strstr(output, "2 ranks"), "%s", output);
+  cr_expect(strstr(output, "--walk-forward runs on one rank"), "%s", output);
 }
