@@ -279,8 +279,10 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   char args[1400], straight[600], resumed[600], a[700], b[700];
   snprintf(straight, sizeof straight, "%s/straight", tmp_root);
   snprintf(resumed, sizeof resumed, "%s/resumed", tmp_root);
-  // 4 iterations of 64 x 4 x 2, with both normalisations (their per-env returns are each rank's)
-  const char *total = "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true --quiet";
+  // 4 iterations of 64 x 4 x 2, with both normalisations (their per-env returns are each rank's) and
+  // rank 0's validation pass, whose best.h5 every rank takes part in writing
+  const char *total = "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true "
+                      "--set eval.every=2 --quiet";
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, straight);
   cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s' --iterations 2", config_path, total, resumed);
@@ -290,6 +292,8 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   snprintf(a, sizeof a, "%s/checkpoints/ckpt_000004.h5", straight);
   snprintf(b, sizeof b, "%s/checkpoints/ckpt_000004.h5", resumed);
   expect_same_checkpoint(a, b);
+  snprintf(b, sizeof b, "%s/best.h5", straight);
+  cr_expect_eq(access(b, F_OK), 0, "[eval] every = 2 writes best.h5");
   hid_t f = h5io_open_read(a);
   hsize_t dims[2];
   cr_expect_eq(h5io_shape(f, "envs/obs", 2, dims), 2);
