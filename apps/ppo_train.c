@@ -7,8 +7,8 @@
 //   ppo-train --help-config[=markdown] | --help
 //
 // Data-parallel: `mpirun -np R ppo-train CONFIG.ini` runs R ranks (docs/DISTRIBUTED.md); rank 0
-// prints and writes the run directory. The run itself is ppo/train_run.c. Exit status: 0 success (also after SIGINT/SIGTERM with a
-// checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
+// prints and writes the run directory. The run itself is ppo/train_run.c. Exit status: 0 success (also after
+// SIGINT/SIGTERM with a checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -41,8 +41,8 @@ int main(int argc, char **argv) {
   if (!be) dist_abort(EXIT_RUNTIME, "ppo-bench-allreduce: no CPU backend");
   double *times = malloc((size_t)reps * sizeof *times);
   if (dist_is_root())
-    printf("all-reduce (sum, in place, fp32) over %s, %d repetitions\n%12s %12s %10s %10s %10s %10s\n",
-           dist_describe(), reps, "floats", "bytes", "min ms", "median ms", "mean ms", "GB/s");
+    printf("all-reduce (sum, in place, fp32) over %s, %d repetitions\n%12s %12s %10s %10s %10s %10s\n", dist_describe(),
+           reps, "floats", "bytes", "min ms", "median ms", "mean ms", "GB/s");
   for (int k = 0; k < n_sizes; k++) {
     float *x = backend_alloc(be, sizes[k] * sizeof(float));
     for (size_t i = 0; i < sizes[k]; i++) x[i] = 1e-3f * (float)(i % 1000);

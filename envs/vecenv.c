@@ -56,8 +56,8 @@ VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared,
 VecEnv *vecenv_init_slice(const EnvKind *kind, const void *params, const void *shared, int num_envs, int first_index,
                           int total_envs, uint64_t seed, int log_capacity, int num_threads) {
   if (first_index < 0 || total_envs < first_index + num_envs) {
-    error_set("vecenv: envs %d..%d of %d: the slice must lie inside the whole", first_index,
-              first_index + num_envs - 1, total_envs);
+    error_set("vecenv: envs %d..%d of %d: the slice must lie inside the whole", first_index, first_index + num_envs - 1,
+              total_envs);
     return NULL;
   }
   if (!kind) {

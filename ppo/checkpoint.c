@@ -64,20 +64,21 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
 // 0 for writing, or read from the file for loading. With one rank these are the VecEnv's own rows.
 typedef struct {
   int ranks;
-  VecEnvStateInfo info;      // this rank's sizes and ring counters
-  unsigned char *states;     // (R N, state_size)
-  float *ring;               // (R K, L) each rank's ring in its storage order
-  int64_t *ring_counters;    // (R, 3) ring_count, ring_next, episodes_total
-  float *obs;                // (R N, O)
-  float *episode_starts;     // (R N)
-  double *norm_returns;      // (R N) VecNormalize's discounted returns per env
-  void *block;               // one allocation behind the arrays
+  VecEnvStateInfo info;    // this rank's sizes and ring counters
+  unsigned char *states;   // (R N, state_size)
+  float *ring;             // (R K, L) each rank's ring in its storage order
+  int64_t *ring_counters;  // (R, 3) ring_count, ring_next, episodes_total
+  float *obs;              // (R N, O)
+  float *episode_starts;   // (R N)
+  double *norm_returns;    // (R N) VecNormalize's discounted returns per env
+  void *block;             // one allocation behind the arrays
 } EnvRows;
 
 static void env_rows_alloc(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks) {
   size_t R = (size_t)ranks, N = (size_t)info->num_envs, O = (size_t)obs_dim;
   size_t sizes[] = {R * N * info->state_size, R * (size_t)info->log_capacity * (size_t)info->log_size * sizeof(float),
-                    R * 3 * sizeof(int64_t), R * N * O * sizeof(float), R * N * sizeof(float), R * N * sizeof(double)};
+                    R * 3 * sizeof(int64_t),  R * N * O * sizeof(float),
+                    R * N * sizeof(float),    R * N * sizeof(double)};
   size_t total = 0;
   for (int k = 0; k < 6; k++) total += (sizes[k] + 63) / 64 * 64;
   char *block = malloc(total);
@@ -358,9 +359,10 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   int64_t ranks = 1;
   if (h5io_attr_exists(f, "/", "ranks") && h5io_attr_read_int64(f, "/", "ranks", &ranks) != 0) return -1;
   if (ranks != dist_size()) {
-    error_set("the checkpoint holds the envs of %lld rank(s) and this run has %d; resume it with as many ranks "
-              "(mpirun -np %lld; one rank: without mpirun)",
-              (long long)ranks, dist_size(), (long long)ranks);
+    error_set(
+        "the checkpoint holds the envs of %lld rank(s) and this run has %d; resume it with as many ranks "
+        "(mpirun -np %lld; one rank: without mpirun)",
+        (long long)ranks, dist_size(), (long long)ranks);
     return -1;
   }
   if (read_params(f, pol, host) != 0) return -1;
@@ -409,7 +411,8 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
     info.ring_count = (int)rows.ring_counters[3 * r];
     info.ring_next = (int)rows.ring_counters[3 * r + 1];
     info.episodes_total = (uint64_t)rows.ring_counters[3 * r + 2];
-    rc = vecenv_state_load(st.vec, &info, rows.states + (size_t)r * Nr * info.state_size, rows.ring + (size_t)r * K * L);
+    rc =
+        vecenv_state_load(st.vec, &info, rows.states + (size_t)r * Nr * info.state_size, rows.ring + (size_t)r * K * L);
   }
   if (rc == 0) {
     memcpy(st.obs, rows.obs + (size_t)r * Nr * (size_t)O, Nr * (size_t)O * sizeof(float));

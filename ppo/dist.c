@@ -5,15 +5,16 @@
 
 #include <string.h>
 
-
 bool dist_is_root(void) { return dist_rank() == 0; }
 
 // Backend memory is host memory on the CPU backend: MPI reduces it in place. A device backend
 // needs its own all-reduce (NCCL on the device pointers, with the backend's stream) here.
 static void check_host_memory(Backend *backend, const char *what) {
   if (strcmp(backend_name(backend), "cpu") != 0)
-    dist_abort(EXIT_RUNTIME, "%s: an all-reduce of %s backend memory across ranks is not built yet (run the ranks "
-               "with [run] device = cpu)", what, backend_name(backend));
+    dist_abort(EXIT_RUNTIME,
+               "%s: an all-reduce of %s backend memory across ranks is not built yet (run the ranks "
+               "with [run] device = cpu)",
+               what, backend_name(backend));
 }
 
 void dist_allreduce_sum_f32(Backend *backend, float *x, size_t n) {

@@ -37,11 +37,11 @@
 // Initialises MPI when this process was started by an MPI launcher and the build has MPI; a world
 // of one rank otherwise. Call once, first thing in main (MPI may consume its own arguments).
 void dist_init(int *argc, char ***argv);
-void dist_finalize(void);           // MPI_Finalize when dist_init started MPI; call on the success path only
-int dist_rank(void);                // 0 .. size-1
-int dist_size(void);                // R, 1 without MPI
-bool dist_is_root(void);            // rank 0: the rank that logs and writes files
-const char *dist_describe(void);    // "1 rank (no MPI in this build)", "2 ranks (Open MPI v4.1.4)", ...
+void dist_finalize(void);         // MPI_Finalize when dist_init started MPI; call on the success path only
+int dist_rank(void);              // 0 .. size-1
+int dist_size(void);              // R, 1 without MPI
+bool dist_is_root(void);          // rank 0: the rank that logs and writes files
+const char *dist_describe(void);  // "1 rank (no MPI in this build)", "2 ranks (Open MPI v4.1.4)", ...
 
 // Prints "[rank r/R] " + the message to stderr (when fmt is not NULL) and ends every rank with
 // `status` (MPI_Abort; exit() in a world of one).

@@ -345,8 +345,9 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.
   if (!trainer_replicas_agree(tr)) {
-    fprintf(stderr, "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
-                    "build or BLAS per rank?)\n");
+    fprintf(stderr,
+            "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
+            "build or BLAS per rank?)\n");
     trainer_free(tr);
     return EXIT_RUNTIME;
   }
@@ -400,8 +401,10 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
       break;
     }
     if (!trainer_replicas_agree(tr)) {
-      fprintf(stderr, "ppo-train: the ranks' parameters or normalisation statistics differ after iteration %lld (the "
-              "all-reduce gave ranks different sums?)\n", (long long)s.iteration);
+      fprintf(stderr,
+              "ppo-train: the ranks' parameters or normalisation statistics differ after iteration %lld (the "
+              "all-reduce gave ranks different sums?)\n",
+              (long long)s.iteration);
       status = EXIT_RUNTIME;
       break;
     }
@@ -425,7 +428,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) dist_host_bcast(&new_best, sizeof new_best, 0);
     if (new_best) {
       snprintf(path, sizeof path, "%s/best.h5", run_dir);
-      if (checkpoint_save(tr, path) != 0 || (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0))
+      if (checkpoint_save(tr, path) != 0 ||
+          (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0))
         log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
     }
     double per_it = x.time_elapsed / (double)done_here;

@@ -159,8 +159,8 @@ static int open_envs(Trainer *tr) {
   }
   uint64_t env_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_ENVS);
   int N = (int)cfg->env.n_envs;  // rank r holds envs r N .. r N + N - 1 of R N: their seeds and start positions
-  tr->vec = vecenv_init_slice(tr->kind, params, shared, N, tr->rank * N, tr->ranks * N, env_seed,
-                              TRAINER_LOG_CAPACITY, (int)cfg->run.threads);
+  tr->vec = vecenv_init_slice(tr->kind, params, shared, N, tr->rank * N, tr->ranks * N, env_seed, TRAINER_LOG_CAPACITY,
+                              (int)cfg->run.threads);
   if (!tr->vec) return -1;
   tr->spec = *vecenv_spec(tr->vec);
   return 0;
@@ -639,8 +639,8 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
 static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
   double v[8 + ENV_LOG_MAX];
   int k = 0;
-  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss, &s->approx_kl,
-                     &s->clip_fraction, &s->loss, &s->explained_variance};
+  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss,      &s->approx_kl,
+                     &s->clip_fraction,        &s->loss,       &s->explained_variance};
   const int n_means = (int)(sizeof means / sizeof means[0]);
   for (int i = 0; i < n_means; i++) v[k++] = *means[i] / tr->ranks;
   double count = s->episodes;

@@ -2,7 +2,8 @@
 // CONFIG.ini (with --set style overrides) for ITERATIONS iterations through the trainer alone (not
 // ppo-train, whose own per-iteration replica check would stop a diverging run) and writes the bytes
 // of its parameter, Adam m and Adam v slabs and of its normalisation statistics (obs and return
-// mean and var, the counts) to OUT.rank<r>.bin, so the test compares the ranks' replicas itself. Exit status 0, or 2 on a bad configuration.
+// mean and var, the counts) to OUT.rank<r>.bin, so the test compares the ranks' replicas itself. Exit status 0, or 2 on
+// a bad configuration.
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -11,12 +11,12 @@
 // forbid; OMPI_ALLOW_RUN_AS_ROOT because CI runs as root. Registered only when the build has MPI and
 // CMake found mpiexec (label `mpi`).
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -147,8 +147,9 @@ Test(dist, cartpole_2_ranks_x_16_envs_learns_like_1_x_32) {
   time_t t0 = time(NULL);
   cr_assert_eq(mpirun(2, 300, TRAIN, args), 0, "%s", output);
   time_t t1 = time(NULL);
-  snprintf(args, sizeof args, "'%s/configs/cartpole.ini' %s --set env.n_envs=32 --set ppo.batch_size=128 --run-dir '%s'",
-           PPO_SOURCE_DIR, common, dir1);
+  snprintf(args, sizeof args,
+           "'%s/configs/cartpole.ini' %s --set env.n_envs=32 --set ppo.batch_size=128 --run-dir '%s'", PPO_SOURCE_DIR,
+           common, dir1);
   cr_assert_eq(mpirun(1, 300, TRAIN, args), 0, "%s", output);
   time_t t2 = time(NULL);
   double two = last_metric(dir2, "rollout/ep_rew_mean"), one = last_metric(dir1, "rollout/ep_rew_mean");
@@ -239,9 +240,15 @@ Test(dist, a_signal_to_one_rank_stops_every_rank) {
 // Every dataset of two checkpoints, byte for byte.
 static void expect_same_checkpoint(const char *a_path, const char *b_path) {
   static const char *const names[] = {
-      "params/pi/weight0", "params/pi/bias2", "params/vf/weight0", "params/vf/bias1", "optim/m", "optim/v", "optim/step",
-      "envs/state", "envs/obs", "envs/episode_starts", "envs/episode_logs", "envs/ring_counters", "envs/norm_returns",
-      "normalize/obs_mean", "normalize/obs_var", "normalize/obs_count", "normalize/ret_var", "rng/vector_steps",
+      "params/pi/weight0", "params/pi/bias2",
+      "params/vf/weight0", "params/vf/bias1",
+      "optim/m",           "optim/v",
+      "optim/step",        "envs/state",
+      "envs/obs",          "envs/episode_starts",
+      "envs/episode_logs", "envs/ring_counters",
+      "envs/norm_returns", "normalize/obs_mean",
+      "normalize/obs_var", "normalize/obs_count",
+      "normalize/ret_var", "rng/vector_steps",
       "rng/epochs_drawn",
   };
   hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
@@ -281,8 +288,9 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   snprintf(resumed, sizeof resumed, "%s/resumed", tmp_root);
   // 4 iterations of 64 x 4 x 2, with both normalisations (their per-env returns are each rank's) and
   // rank 0's validation pass, whose best.h5 every rank takes part in writing
-  const char *total = "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true "
-                      "--set eval.every=2 --quiet";
+  const char *total =
+      "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true "
+      "--set eval.every=2 --quiet";
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, straight);
   cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
   snprintf(args, sizeof args, "'%s' %s --run-dir '%s' --iterations 2", config_path, total, resumed);

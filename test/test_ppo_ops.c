@@ -1,6 +1,6 @@
 // test/test_ppo_ops.c: the rollout and PPO ops of the backend seam (backend_gae,
-// backend_permutation, backend_ppo_loss, the multi-rank advantage moments, backend_explained_variance) against numbers they did not
-// compute: SB3's train() run by PyTorch (test/make_ppo_loss_fixtures.py wrote
+// backend_permutation, backend_ppo_loss, the multi-rank advantage moments, backend_explained_variance) against numbers
+// they did not compute: SB3's train() run by PyTorch (test/make_ppo_loss_fixtures.py wrote
 // test/data/ppo_loss_fixture.h5), central finite differences, GAE worked by hand and a
 // double-precision reimplementation, and counting statistics for the permutation.
 //
@@ -185,8 +185,8 @@ Test(ppo_advantage_moments, one_rank_matches_the_loss_and_halves_add_up) {
     advantages[b] = (float)(3.0 * rng_normal(&rng) + 1.5);
     returns[b] = (float)(values[b] + rng_normal(&rng));
   }
-  PpoLossHyper hyper = {.clip_range = 0.2, .clip_range_vf = 0.1, .ent_coef = 0.01, .vf_coef = 0.5,
-                        .normalize_advantage = 1};
+  PpoLossHyper hyper = {
+      .clip_range = 0.2, .clip_range_vf = 0.1, .ent_coef = 0.01, .vf_coef = 0.5, .normalize_advantage = 1};
   float want_stats[PPO_STAT_COUNT], want[3][B], got_stats[PPO_STAT_COUNT], got[3][B];
   backend_ppo_loss(be, want_stats, want[0], want[1], want[2], logp, entropy, values, old_logp, old_values, advantages,
                    returns, B, hyper, NULL);

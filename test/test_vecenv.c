@@ -448,11 +448,19 @@ Test(vecenv, slices_are_the_envs_of_the_whole) {
       cr_assert(memcmp(obs_part[r], obs_whole + r * N * O, sizeof obs_part[r]) == 0, "slice %d differs at step %d", r,
                 step);
     for (int i = 0; i < 2 * N; i++) actions[i] = (step * 7 + i * 3) % 5 < 2;
-    vecenv_step(whole, &(VecEnvBuffers){.actions = actions, .obs = obs_whole, .rewards = rewards,
-                                        .terminated = term, .truncated = trunc, .final_obs = final_whole});
+    vecenv_step(whole, &(VecEnvBuffers){.actions = actions,
+                                        .obs = obs_whole,
+                                        .rewards = rewards,
+                                        .terminated = term,
+                                        .truncated = trunc,
+                                        .final_obs = final_whole});
     for (int r = 0; r < 2; r++)
-      vecenv_step(part[r], &(VecEnvBuffers){.actions = actions + r * N, .obs = obs_part[r], .rewards = rewards,
-                                            .terminated = term, .truncated = trunc, .final_obs = final_part});
+      vecenv_step(part[r], &(VecEnvBuffers){.actions = actions + r * N,
+                                            .obs = obs_part[r],
+                                            .rewards = rewards,
+                                            .terminated = term,
+                                            .truncated = trunc,
+                                            .final_obs = final_part});
   }
   cr_expect_null(vecenv_init_slice(&cartpole_kind, NULL, NULL, N, N + 1, 2 * N, 9, 10, 1));
   cr_expect(strstr(error_message(), "envs 5..8 of 8"), "%s", error_message());
