@@ -41,7 +41,7 @@ void dist_finalize(void);         // MPI_Finalize when dist_init started MPI; ca
 int dist_rank(void);              // 0 .. size-1
 int dist_size(void);              // R, 1 without MPI
 bool dist_is_root(void);          // rank 0: the rank that logs and writes files
-const char *dist_describe(void);  // "1 rank (no MPI in this build)", "2 ranks (Open MPI v4.1.4)", ...
+const char *dist_describe(void);  // "1 rank (this build has no MPI)", "2 ranks (Open MPI v4.1.4)", ...
 
 // Prints "[rank r/R] " + the message to stderr (when fmt is not NULL) and ends every rank with
 // `status` (MPI_Abort; exit() in a world of one).
