@@ -6,8 +6,9 @@
 //   ppo-train --walk-forward CONFIG.ini [--set ...] [--run-dir DIR] [--iterations N] [--quiet]
 //   ppo-train --help-config[=markdown] | --help
 //
-// The run itself is ppo/train_run.c. Exit status: 0 success (also after SIGINT/SIGTERM with a
-// checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
+// Data-parallel: `mpirun -np R ppo-train CONFIG.ini` runs R ranks (docs/DISTRIBUTED.md); rank 0
+// prints and writes the run directory. The run itself is ppo/train_run.c. Exit status: 0 success (also after
+// SIGINT/SIGTERM with a checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "apps/cli.h"
 #include "common/error.h"
 #include "ppo/config.h"
+#include "ppo/dist.h"
 #include "ppo/train_run.h"
 #include "ppo/walk_forward.h"
 
@@ -63,7 +65,7 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_BAD_INPUT;
 }
 
-int main(int argc, char **argv) {
+static int train_main(int argc, char **argv) {
   TrainRunOptions opt;
   memset(&opt, 0, sizeof opt);
   bool print_config = false, walk_forward = false;
@@ -122,6 +124,8 @@ int main(int argc, char **argv) {
     }
   }
   if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
+  if (status == EXIT_OK && walk_forward && dist_size() > 1)
+    status = usage_error("%s", "--walk-forward runs on one rank (start it without mpirun)");
   if (status == EXIT_OK && walk_forward && (opt.resume || opt.plan_only || print_config || !opt.config_path))
     status = usage_error("%s",
                          "--walk-forward takes CONFIG.ini and not --resume, --plan or --print-config (it resumes "
@@ -153,5 +157,16 @@ int main(int argc, char **argv) {
   TrainRunResult result;
   status = train_run(&opt, &result);
   free(overrides);
+  return status;
+}
+
+// Under mpirun every rank runs this (ppo/dist.h). A rank that fails alone must not leave the others
+// waiting in the next collective: any failure ends every rank (MPI_Abort) with its status.
+int main(int argc, char **argv) {
+  dist_init(&argc, &argv);
+  int status = train_main(argc, argv);
+  if (status != EXIT_OK && dist_size() > 1)
+    dist_abort(status, "ppo-train: failed with exit status %d; ending every rank", status);
+  dist_finalize();
   return status;
 }

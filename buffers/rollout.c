@@ -75,6 +75,7 @@ static size_t rollout_layout(RolloutBuffer *buf, const Backend *backend, const R
   TAKE(mb_dvalues, z.mb, float);
   TAKE(stats, z.stats, float);
   TAKE(misc, 8, float);
+  TAKE(mb_adv_moments, 3, double);
 #undef TAKE
   return off;
 }

@@ -50,6 +50,16 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared, int num_envs, uint64_t seed,
                     int log_capacity, int num_threads) {
+  return vecenv_init_slice(kind, params, shared, num_envs, 0, num_envs, seed, log_capacity, num_threads);
+}
+
+VecEnv *vecenv_init_slice(const EnvKind *kind, const void *params, const void *shared, int num_envs, int first_index,
+                          int total_envs, uint64_t seed, int log_capacity, int num_threads) {
+  if (first_index < 0 || total_envs < first_index + num_envs) {
+    error_set("vecenv: envs %d..%d of %d: the slice must lie inside the whole", first_index, first_index + num_envs - 1,
+              total_envs);
+    return NULL;
+  }
   if (!kind) {
     error_set("vecenv: no env kind given");
     return NULL;
@@ -105,8 +115,8 @@ VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared,
   memset(vec->results, 0, pending_bytes + ring_bytes);
   for (int i = 0; i < num_envs; i++) {
     Rng rng;
-    rng_seed(&rng, rng_stream_seed(seed, (uint64_t)i));
-    kind->init(vec->states + (size_t)i * stride, params, shared, i, num_envs, rng);
+    rng_seed(&rng, rng_stream_seed(seed, (uint64_t)(first_index + i)));
+    kind->init(vec->states + (size_t)i * stride, params, shared, first_index + i, total_envs, rng);
   }
   return vec;
 }

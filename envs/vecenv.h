@@ -45,6 +45,11 @@ typedef struct VecEnv VecEnv;  // opaque: use the functions below
 // Returns NULL and sets the error message on bad arguments or params; exits (check.h) when out of memory.
 VecEnv *vecenv_init(const EnvKind *kind, const void *params, const void *shared, int num_envs, uint64_t seed,
                     int log_capacity, int num_threads);
+// Envs first_index .. first_index + num_envs - 1 of a VecEnv of total_envs: each env gets the seed
+// and the (index, count) it would have there, so R slices of N envs, one per process, are the envs
+// of one VecEnv of R N (ppo/dist.h: rank r holds slice r). vecenv_init is the slice 0 of num_envs.
+VecEnv *vecenv_init_slice(const EnvKind *kind, const void *params, const void *shared, int num_envs, int first_index,
+                          int total_envs, uint64_t seed, int log_capacity, int num_threads);
 void vecenv_free(VecEnv *vec);  // closes every env and frees the VecEnv (not the shared context); NULL is fine
 
 const EnvSpec *vecenv_spec(const VecEnv *vec);  // sizes of one env (O, action kind, L, ...)

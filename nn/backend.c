@@ -389,3 +389,32 @@ void backend_explained_variance(Backend *backend, float *out, const float *pred,
   CHECK(backend && out && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
   backend->ops->explained_variance(backend, out, pred, target, n);
 }
+
+// The multi-rank advantage ops are optional in a backend's table: a backend without them cannot
+// train across ranks with normalize_advantage, and says so instead of crashing.
+static void check_advantage_ops(const Backend *backend, const void *op, const char *name) {
+  if (!op) {
+    error_set("%s: the %s backend has no multi-rank advantage normalisation yet", name, backend->name);
+    check_fail("op != NULL", __FILE__, __LINE__, error_message(), 0);
+  }
+}
+
+void backend_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B) {
+  CHECK(backend && count_sum && advantages && B >= 1, "backend_advantage_count_sum: bad argument");
+  check_advantage_ops(backend, (const void *)backend->ops->advantage_count_sum, "backend_advantage_count_sum");
+  backend->ops->advantage_count_sum(backend, count_sum, advantages, B);
+}
+
+void backend_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B,
+                              const double *count_sum) {
+  CHECK(backend && sq_dev && advantages && count_sum && B >= 1, "backend_advantage_sq_dev: bad argument");
+  check_advantage_ops(backend, (const void *)backend->ops->advantage_sq_dev, "backend_advantage_sq_dev");
+  backend->ops->advantage_sq_dev(backend, sq_dev, advantages, B, count_sum);
+}
+
+void backend_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
+                                 const double *sq_dev) {
+  CHECK(backend && advantages && count_sum && sq_dev && B >= 1, "backend_advantage_normalize: bad argument");
+  check_advantage_ops(backend, (const void *)backend->ops->advantage_normalize, "backend_advantage_normalize");
+  backend->ops->advantage_normalize(backend, advantages, B, count_sum, sq_dev);
+}

@@ -269,6 +269,22 @@ void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentr
                       const float *advantages, const float *returns, int B, PpoLossHyper hyper,
                       const float *loss_scale);
 
+// Advantage normalisation over a minibatch split across ranks (ppo/dist.h): the mean and the std of
+// the union of every rank's minibatch, by the same formula as backend_ppo_loss's normalize_advantage,
+// in two passes with a sum over the ranks after each (the caller's dist_allreduce_sum_f64), then the
+// loss runs with normalize_advantage = 0 on the normalised advantages. With one rank the three ops
+// and the loss reproduce backend_ppo_loss's own normalisation bit for bit (test_ppo_ops.c).
+// count_sum (2) = {B, sum of advantages (B)}, in double, in index order.
+void backend_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B);
+// sq_dev (1) = sum over b of (advantages[b] - mean)^2 in double, mean = (float)(sum / count) of the
+// (summed) count_sum.
+void backend_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B,
+                              const double *count_sum);
+// advantages (B) = (advantages - mean) / (std + 1e-8), std = sqrt(sq_dev / (count - 1)) unbiased, in
+// float as the loss computes it; untouched when count <= 1 (SB3 skips a minibatch of one).
+void backend_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
+                                 const double *sq_dev);
+
 // out (1) = 1 - Var[target - pred] / Var[target] (population variances, accumulated in double), NaN
 // when Var[target] = 0 (SB3's explained_variance).
 void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);

@@ -517,6 +517,9 @@ static const BackendOps cpu_ops = {
     .permutation = cpu_permutation,
     .ppo_loss = cpu_ppo_loss,
     .explained_variance = cpu_explained_variance,
+    .advantage_count_sum = cpu_advantage_count_sum,
+    .advantage_sq_dev = cpu_advantage_sq_dev,
+    .advantage_normalize = cpu_advantage_normalize,
 };
 
 Backend *backend_cpu_open(void) {

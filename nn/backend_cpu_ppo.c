@@ -51,6 +51,37 @@ void cpu_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy,
   for (int k = PPO_STAT_CLIP_FRACTION + 1; k < PPO_STAT_COUNT; k++) stats[k] = 0.0f;
 }
 
+// The same arithmetic as cpu_ppo_loss's normalisation, split at the two sums a multi-rank run adds
+// up across ranks: mean rounded to float, squared deviations from that float in double.
+void cpu_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B) {
+  (void)backend;
+  double sum = 0.0;
+  for (int b = 0; b < B; b++) sum += advantages[b];
+  count_sum[0] = B;
+  count_sum[1] = sum;
+}
+
+void cpu_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum) {
+  (void)backend;
+  float mean = (float)(count_sum[1] / count_sum[0]);
+  double ss = 0.0;
+  for (int b = 0; b < B; b++) {
+    double d = (double)advantages[b] - (double)mean;
+    ss += d * d;
+  }
+  *sq_dev = ss;
+}
+
+void cpu_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
+                             const double *sq_dev) {
+  (void)backend;
+  double count = count_sum[0];
+  if (count <= 1.0) return;
+  float mean = (float)(count_sum[1] / count);
+  float div = (float)sqrt(*sq_dev / (count - 1.0)) + 1e-8f;
+  for (int b = 0; b < B; b++) advantages[b] = (advantages[b] - mean) / div;
+}
+
 void cpu_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
   (void)backend;
   if (n == 0) {

@@ -67,6 +67,11 @@ typedef struct {
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
   void (*explained_variance)(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+  // Multi-rank advantage normalisation (NULL in a backend that lacks them: the wrappers say so).
+  void (*advantage_count_sum)(Backend *backend, double *count_sum, const float *advantages, int B);
+  void (*advantage_sq_dev)(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum);
+  void (*advantage_normalize)(Backend *backend, float *advantages, int B, const double *count_sum,
+                              const double *sq_dev);
   // Optional (NULL: fn runs directly, as on the CPU): record fn's ops into an executable graph, launch
   // one, destroy one.
   void *(*graph_record)(Backend *backend, void (*fn)(void *arg), void *arg);

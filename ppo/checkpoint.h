@@ -17,6 +17,13 @@
 //   /envs/state (N, state_size) uint8          each env's state (positions, episode accumulators)
 //   /envs/episode_logs (K, L) fp32, attrs ring_count, ring_next, episodes_total, log_names
 //   /envs/obs (N, O) fp32, /envs/episode_starts (N) fp32: what the next rollout step acts on
+// Several ranks (ppo/dist.h; format_version 2): attribute ranks = R on /, and every envs/ dataset
+// holds the R ranks' rows in rank order: state (R N, ...), episode_logs (R K, L), obs (R N, O),
+// episode_starts (R N), envs/ring_counters (R, 3) int64 (ring_count, ring_next,
+// episodes_total per rank; the attributes keep rank 0's) and envs/norm_returns (R N) float64, each
+// env's VecNormalize discounted return (normalize/returns keeps rank 0's N). Networks, optimiser, scaler and the
+// counters are common to the ranks. Rank 0 gathers and writes; on resume every rank reads the file
+// and takes its rows, and a run with another number of ranks is refused.
 // No timestamps: the same state gives the same bytes. Written under a temporary name and renamed.
 //
 // Resuming: the run's configuration must equal the checkpoint's in every key that shapes the state
@@ -33,7 +40,9 @@
 #include "ppo/config.h"
 #include "ppo/trainer.h"
 
-#define CHECKPOINT_FORMAT_VERSION 1
+// Version 2 is a checkpoint of several ranks (the `ranks` attribute, R x the env rows,
+// envs/ring_counters); a one-rank checkpoint is written as version 1, unchanged.
+#define CHECKPOINT_FORMAT_VERSION 2
 
 // Writes the trainer's state at the current iteration boundary to path (atomically). 0, or -1 and
 // the error message.

@@ -140,6 +140,43 @@ void rms_update_float(RunningMeanStd *rms, const float *x, int rows) {
   rms->count = (double)rows + rms->count;
 }
 
+// The two updates above with the ranks' moments merged in between (VecNormMerge): each rank's batch
+// moments in its dtype, as above, then the union's moments enter update_from_moments.
+static void rms_merge_all(RunningMeanStd *rms, const VecNormMerge *merge, double *moments) {
+  merge->fn(merge->ctx, moments, rms->dim);
+  for (int j = 0; j < rms->dim; j++) rms_merge(rms, j, moments[3 * j + 1], moments[3 * j + 2], moments[3 * j]);
+  rms->count = moments[0] + rms->count;
+}
+
+static void rms_update_float_merged(RunningMeanStd *rms, const float *x, int rows, const VecNormMerge *merge,
+                                    double *moments) {
+  const int D = rms->dim;
+  const float n = (float)rows;
+  for (int j = 0; j < D; j++) {
+    float batch_mean = column_sum_float(x, rows, D, j, 0.0f, false) / n;
+    float batch_var = column_sum_float(x, rows, D, j, batch_mean, true) / n;
+    float m_b = batch_var * n;
+    moments[3 * j] = rows;
+    moments[3 * j + 1] = batch_mean;
+    moments[3 * j + 2] = m_b;
+  }
+  rms_merge_all(rms, merge, moments);
+}
+
+static void rms_update_double_merged(RunningMeanStd *rms, const double *x, int rows, const VecNormMerge *merge,
+                                     double *moments) {
+  const int D = rms->dim;
+  const double n = (double)rows;
+  for (int j = 0; j < D; j++) {
+    double batch_mean = column_sum_double(x, rows, D, j, 0.0, false) / n;
+    double batch_var = column_sum_double(x, rows, D, j, batch_mean, true) / n;
+    moments[3 * j] = n;
+    moments[3 * j + 1] = batch_mean;
+    moments[3 * j + 2] = batch_var * n;
+  }
+  rms_merge_all(rms, merge, moments);
+}
+
 void rms_update_double(RunningMeanStd *rms, const double *x, int rows) {
   if (rows <= 0) return;
   const int D = rms->dim;
@@ -184,7 +221,8 @@ int vecnorm_init(VecNormalize *vn, int num_envs, int obs_dim, bool norm_obs, boo
     return -1;
   }
   const size_t state = vecnorm_state_doubles(num_envs, obs_dim);
-  double *slab = CHECK_ALLOC(2 * state * sizeof(double), "normalisation statistics");
+  // the state, vecnorm_load's staging copy of it, the (O, 3) batch moments for merging
+  double *slab = CHECK_ALLOC((2 * state + 3 * (size_t)obs_dim) * sizeof(double), "normalisation statistics");
   vn->slab = slab;
   vn->num_envs = num_envs;
   vn->obs_dim = obs_dim;
@@ -197,7 +235,8 @@ int vecnorm_init(VecNormalize *vn, int num_envs, int obs_dim, bool norm_obs, boo
   vn->obs_rms = (RunningMeanStd){.dim = obs_dim, .mean = slab, .var = slab + obs_dim};
   vn->ret_rms = (RunningMeanStd){.dim = 1, .mean = slab + 2 * obs_dim, .var = slab + 2 * obs_dim + 1};
   vn->returns = slab + 2 * obs_dim + 2;
-  memset(slab + state, 0, state * sizeof(double));
+  vn->moments = slab + 2 * state;
+  memset(slab + state, 0, (state + 3 * (size_t)obs_dim) * sizeof(double));
   rms_reset(&vn->obs_rms);
   rms_reset(&vn->ret_rms);
   for (int i = 0; i < num_envs; i++) vn->returns[i] = 0.0;
@@ -232,9 +271,14 @@ void vecnorm_obs_frozen(const VecNormalize *vn, float *obs, int rows) {
   }
 }
 
+void vecnorm_set_merge(VecNormalize *vn, VecNormMerge merge) { vn->merge = merge; }
+
 void vecnorm_obs(VecNormalize *vn, float *obs, int rows) {
   if (!vn->norm_obs) return;
-  if (vn->training) rms_update_float(&vn->obs_rms, obs, rows);
+  if (vn->training && vn->merge.fn && rows > 0)
+    rms_update_float_merged(&vn->obs_rms, obs, rows, &vn->merge, vn->moments);
+  else if (vn->training)
+    rms_update_float(&vn->obs_rms, obs, rows);
   vecnorm_obs_frozen(vn, obs, rows);
 }
 
@@ -250,7 +294,10 @@ void vecnorm_reward(VecNormalize *vn, float *rewards, const uint8_t *dones) {
       double discounted = vn->returns[i] * vn->gamma;
       vn->returns[i] = discounted + (double)rewards[i];
     }
-    rms_update_double(&vn->ret_rms, vn->returns, N);
+    if (vn->merge.fn)
+      rms_update_double_merged(&vn->ret_rms, vn->returns, N, &vn->merge, vn->moments);
+    else
+      rms_update_double(&vn->ret_rms, vn->returns, N);
   }
   if (vn->norm_reward) {
     const double scale = sqrt(vn->ret_rms.var[0] + vn->epsilon);

@@ -72,6 +72,15 @@ typedef struct {
   double count;  // starts at 1e-4 (SB3's epsilon)
 } RunningMeanStd;
 
+// Data-parallel ranks (ppo/dist.h): a batch's moments, moments (D, 3) = count, mean, M2 (the
+// population variance times the count) per component, are replaced by those of the union of every
+// rank's batch, so each rank's statistics take the same update. Called once per statistics update
+// on every rank (a collective).
+typedef struct {
+  void (*fn)(void *ctx, double *moments, int D);
+  void *ctx;
+} VecNormMerge;
+
 typedef struct {
   int num_envs, obs_dim;  // N, O
   bool norm_obs, norm_reward;
@@ -80,6 +89,8 @@ typedef struct {
   RunningMeanStd ret_rms;                        // (1)
   double *returns;                               // (N) discounted return accumulators
   bool training;                                 // false: statistics frozen (evaluation); init sets true
+  VecNormMerge merge;                            // fn NULL (init): one process, SB3's update exactly
+  double *moments;                               // (O, 3) the batch moments handed to merge
   void *slab;                                    // the one allocation: the arrays above, vecnorm_load staging
 } VecNormalize;
 
@@ -95,6 +106,9 @@ void rms_update_double(RunningMeanStd *rms, const double *x, int rows);  // x (r
 int vecnorm_init(VecNormalize *vn, int num_envs, int obs_dim, bool norm_obs, bool norm_reward, double clip_obs,
                  double clip_reward, double epsilon, double gamma);
 void vecnorm_free(VecNormalize *vn);  // releases the slab and zeroes vn; NULL-safe, idempotent
+// Several ranks: every update of obs_rms and ret_rms takes the batch moments of all ranks (merge.fn
+// combines them); the normalisation itself is unchanged. Set before the first vecnorm_reset/_obs.
+void vecnorm_set_merge(VecNormalize *vn, VecNormMerge merge);
 
 void vecnorm_reset(VecNormalize *vn, float *obs);          // obs (N, O) in place: returns = 0, then vecnorm_obs
 void vecnorm_obs(VecNormalize *vn, float *obs, int rows);  // obs (rows, O) in place: update (training), normalise

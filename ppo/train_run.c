@@ -18,6 +18,7 @@
 #include "common/timer.h"
 #include "ppo/checkpoint.h"
 #include "ppo/config.h"
+#include "ppo/dist.h"
 #include "ppo/evaluate.h"
 #include "ppo/metrics_log.h"
 #include "ppo/trainer.h"
@@ -130,6 +131,7 @@ static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, siz
   snprintf(target, sizeof target, "ckpt_%06lld.h5", (long long)c->iterations);
   snprintf(path, sizeof path, "%s/%s", ckpt_dir, target);
   if (checkpoint_save(tr, path) != 0) return -1;
+  if (!dist_is_root()) return 0;  // rank 0 writes the files
   // checkpoints/last.h5 -> the newest, replaced atomically (symlink under a temporary name + rename).
   snprintf(link_tmp, sizeof link_tmp, "%s/.last.h5.tmp", ckpt_dir);
   snprintf(link_path, sizeof link_path, "%s/last.h5", ckpt_dir);
@@ -266,15 +268,22 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg) {
 
 // --- the run -------------------------------------------------------------------------------------------
 
-int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
+int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   memset(result, 0, sizeof *result);
   result->ep_rew_mean = NAN;
+  // Several ranks (ppo/dist.h): rank 0 alone prints progress and writes the run directory; every
+  // rank still reports its own errors.
+  const bool root = dist_is_root();
+  TrainRunOptions rank_opt = *opt_in;
+  rank_opt.quiet = opt_in->quiet || !root;
+  const TrainRunOptions *opt = &rank_opt;
   Config cfg;
   if (resolve_config(opt, &cfg) != 0) {
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }
   if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
+  if (!opt->quiet && dist_size() > 1) fprintf(stderr, "data-parallel: %s\n", dist_describe());
 
   // Market, envs and backend first; the slabs only once the plan is known to fit.
   Trainer *tr = trainer_open(&cfg);
@@ -284,7 +293,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   }
   if (!opt->quiet) print_market(&cfg, trainer_market(tr), stderr);
   const TrainerPlan *plan = trainer_memory_plan(tr);
-  if (opt->plan_only)
+  if (opt->plan_only && root)
     print_plan(plan, stdout);
   else if (!opt->quiet)
     print_plan(plan, stderr);
@@ -308,7 +317,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-  if (!opt->resume && path_exists(path)) {
+  if (root && !opt->resume && path_exists(path)) {
     fprintf(stderr,
             "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
             "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
@@ -318,7 +327,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   }
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
-  if (make_directories(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0) {
+  if (root && (make_directories(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0)) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
     return EXIT_RUNTIME;
@@ -333,11 +342,20 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
+  // The same init seed gives every rank the same networks, and a resume reads the same file: check
+  // it before the first step, and after every iteration below.
+  if (!trainer_replicas_agree(tr)) {
+    fprintf(stderr,
+            "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
+            "build or BLAS per rank?)\n");
+    trainer_free(tr);
+    return EXIT_RUNTIME;
+  }
   int64_t total_iterations = trainer_total_iterations(tr);
   int64_t start_iteration = trainer_counters(tr)->iterations;
 
   Evaluator *ev = NULL;
-  if (cfg.eval.every > 0) {
+  if (root && cfg.eval.every > 0) {
     ev = evaluator_init(tr);
     if (!ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
   }
@@ -349,15 +367,17 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   shape.n_env_metrics = spec->log_size - 2;
   for (int f = 2; f < spec->log_size; f++) shape.env_metric_names[f - 2] = spec->log_names[f];
   MetricsLog metrics;
-  if (metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL, total_iterations,
-                       opt->resume ? start_iteration : -1) != 0) {
+  memset(&metrics, 0, sizeof metrics);
+  if (root && metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL, total_iterations,
+                               opt->resume ? start_iteration : -1) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     evaluator_free(ev);
     trainer_free(tr);
     return EXIT_RUNTIME;
   }
   snprintf(path, sizeof path, "%s/train.log", run_dir);
-  FILE *train_log = fopen(path, opt->resume ? "a" : "w");
+  FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;
+  const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
 
   install_signals();
   bool tty = log_is_tty() && !opt->quiet;
@@ -374,28 +394,48 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
       break;
     }
     done_here++;
+    if (fail_rank && atoi(fail_rank) == dist_rank() && done_here == 2) {
+      fprintf(stderr, "ppo-train: rank %d: PPO_TEST_FAIL_RANK: failing after iteration %lld\n", dist_rank(),
+              (long long)s.iteration);
+      status = EXIT_RUNTIME;
+      break;
+    }
+    if (!trainer_replicas_agree(tr)) {
+      fprintf(stderr,
+              "ppo-train: the ranks' parameters or normalisation statistics differ after iteration %lld (the "
+              "all-reduce gave ranks different sums?)\n",
+              (long long)s.iteration);
+      status = EXIT_RUNTIME;
+      break;
+    }
     result->rollout_s += s.rollout_s;
     result->gae_s += s.gae_s;
     result->update_s += s.update_s;
     MetricsExtra x = {.time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib,
                       .eval_metric = NAN};
     EvalResult er;  // x.eval points here until the row is logged
+    int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
     if (ev && s.iteration % cfg.eval.every == 0) {
       if (evaluator_run(ev, tr, &er) == 0) {
         x.eval_metric = er.metric;
         x.eval = &er.metrics;
         if (er.metric > best) {
           best = er.metric;
-          snprintf(path, sizeof path, "%s/best.h5", run_dir);
-          if (checkpoint_save(tr, path) != 0 || write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0)
-            log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
+          new_best = 1;
         }
       }
+    }
+    if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) dist_host_bcast(&new_best, sizeof new_best, 0);
+    if (new_best) {
+      snprintf(path, sizeof path, "%s/best.h5", run_dir);
+      if (checkpoint_save(tr, path) != 0 ||
+          (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0))
+        log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
     }
     double per_it = x.time_elapsed / (double)done_here;
     double eta = per_it * (double)(total_iterations - s.iteration);
     bool last = trainer_counters(tr)->timesteps >= cfg.run.total_timesteps;
-    if (s.iteration % cfg.run.log_every == 0 || last) {
+    if (root && (s.iteration % cfg.run.log_every == 0 || last)) {
       if (metrics_log_append(&metrics, &s, &x) != 0) {
         fprintf(stderr, "ppo-train: %s\n", error_message());
         status = EXIT_RUNTIME;
@@ -419,9 +459,10 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
         status = EXIT_RUNTIME;
         break;
       }
-      prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
+      if (root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
     }
-    if (trainer_stop_requested()) {
+    // A signal may reach the ranks at different steps: they stop together, after the same iteration.
+    if (dist_host_allreduce_max_int(trainer_stop_requested())) {
       interrupted = true;
       break;
     }
@@ -430,16 +471,20 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   result->seconds = timer_now() - t_start;
   if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
     bool saved = save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0;
-    if (saved) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
+    if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       status = EXIT_RUNTIME;
-    } else if (interrupted) {
+    } else if (interrupted && root) {
+      char by[64];  // with several ranks the signal may have reached another rank only
+      if (last_signal)
+        snprintf(by, sizeof by, "signal %d", (int)last_signal);
+      else
+        snprintf(by, sizeof by, "a signal to another rank");
       fprintf(stderr,
-              "ppo-train: stopped by signal %d after iteration %lld; checkpoint %s\n"
+              "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n"
               "ppo-train: continue with: ppo-train --resume %s\n",
-              (int)last_signal, (long long)trainer_counters(tr)->iterations, result->last_checkpoint,
-              result->last_checkpoint);
+              by, (long long)trainer_counters(tr)->iterations, result->last_checkpoint, result->last_checkpoint);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
               (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps,
@@ -451,7 +496,7 @@ int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   result->peak_rss_bytes = peak_rss_bytes();
   restore_signals();
   if (train_log) fclose(train_log);
-  metrics_log_close(&metrics);
+  if (root) metrics_log_close(&metrics);
   evaluator_free(ev);
   trainer_free(tr);
   return status;

@@ -26,6 +26,7 @@
 #include "common/timer.h"
 #include "envs/cartpole.h"
 #include "envs/trading_env.h"
+#include "ppo/dist.h"
 
 static volatile sig_atomic_t stop_flag = 0;
 
@@ -54,6 +55,7 @@ typedef struct {
   unsigned char *snap_env_states;
   float *snap_ring;
   double *snap_norm;  // obs mean, var (O each), ret mean, var, returns (N), counts (2)
+  double *moments_all;  // (R, O, 3) every rank's normalisation batch moments (several ranks only)
 } HostBuffers;
 
 struct Trainer {
@@ -70,6 +72,7 @@ struct Trainer {
   RolloutBuffer rollout;
   VecNormalize norm;
   int N, T, O, A, action_cols;
+  int rank, ranks;  // this process's place among the data-parallel ranks (ppo/dist.h); 0 of 1 alone
   uint64_t sample_seed;
   TrainCounters counters;
   TrainerPlan plan;
@@ -159,8 +162,9 @@ static int open_envs(Trainer *tr) {
     shared = &tr->market.context;
   }
   uint64_t env_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_ENVS);
-  tr->vec = vecenv_init(tr->kind, params, shared, (int)cfg->env.n_envs, env_seed, TRAINER_LOG_CAPACITY,
-                        (int)cfg->run.threads);
+  int N = (int)cfg->env.n_envs;  // rank r holds envs r N .. r N + N - 1 of R N: their seeds and start positions
+  tr->vec = vecenv_init_slice(tr->kind, params, shared, N, tr->rank * N, tr->ranks * N, env_seed, TRAINER_LOG_CAPACITY,
+                              (int)cfg->run.threads);
   if (!tr->vec) return -1;
   tr->spec = *vecenv_spec(tr->vec);
   return 0;
@@ -201,6 +205,7 @@ static size_t host_layout(Trainer *tr, char *base) {
   TAKE(snap_env_states, (size_t)info.num_envs * info.state_size, unsigned char);
   TAKE(snap_ring, (size_t)info.log_capacity * (size_t)info.log_size, float);
   TAKE(snap_norm, 2 * O + 2 + N + 2, double);
+  TAKE(moments_all, tr->ranks > 1 ? (size_t)tr->ranks * O * 3 : 0, double);
 #undef TAKE
   return off;
 }
@@ -270,6 +275,8 @@ Trainer *trainer_open(const Config *cfg) {
   Trainer *tr = calloc(1, sizeof *tr);
   CHECK(tr, "out of host memory (trainer)");
   tr->cfg = *cfg;
+  tr->rank = dist_rank();
+  tr->ranks = dist_size();
   if (cfg->run.threads > 0) omp_set_num_threads((int)cfg->run.threads);
   if (open_envs(tr) != 0) {
     trainer_free(tr);
@@ -299,6 +306,28 @@ Trainer *trainer_open(const Config *cfg) {
   return tr;
 }
 
+// VecNormalize's batch moments (count, mean, M2 per component) of every rank, combined in rank order
+// with Chan's parallel formula: the same numbers on every rank, so the running statistics stay
+// identical (a collective: each rank's vecnorm_obs / vecnorm_reward calls it at the same step).
+static void dist_merge_moments(void *ctx, double *moments, int D) {
+  Trainer *tr = ctx;
+  double *all = tr->h.moments_all;
+  dist_host_allgather(moments, all, (size_t)D * 3 * sizeof(double));
+  for (int j = 0; j < D; j++) {
+    double n = all[3 * j], mean = all[3 * j + 1], m2 = all[3 * j + 2];
+    for (int r = 1; r < tr->ranks; r++) {
+      const double *b = all + (size_t)r * D * 3 + 3 * j;
+      double tot = n + b[0], delta = b[1] - mean;
+      mean += delta * b[0] / tot;
+      m2 += b[2] + delta * delta * n * b[0] / tot;
+      n = tot;
+    }
+    moments[3 * j] = n;
+    moments[3 * j + 1] = mean;
+    moments[3 * j + 2] = m2;
+  }
+}
+
 int trainer_allocate(Trainer *tr) {
   const Config *cfg = &tr->cfg;
   CHECK(!tr->policy, "trainer_allocate: called twice");
@@ -320,6 +349,7 @@ int trainer_allocate(Trainer *tr) {
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
+  if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
   return 0;
@@ -345,8 +375,27 @@ VecEnv *trainer_vecenv(Trainer *tr) { return tr->vec; }
 const EnvSpec *trainer_env_spec(const Trainer *tr) { return &tr->spec; }
 
 int64_t trainer_total_iterations(const Trainer *tr) {
-  int64_t per = (int64_t)tr->T * tr->N;
+  int64_t per = (int64_t)tr->T * tr->N * tr->ranks;
   return (tr->cfg.run.total_timesteps + per - 1) / per;
+}
+
+bool trainer_replicas_agree(Trainer *tr) {
+  if (tr->ranks == 1) return true;
+  // The slabs are host memory: several ranks run on the CPU backend only (ppo/dist.c).
+  Policy *pol = tr->policy;
+  size_t bytes = pol->param_count * sizeof(float);
+  OptimScalars os;
+  optim_read_state(tr->optim, &os);
+  bool same = dist_check_identical(pol->params_memory, bytes);
+  same &= dist_check_identical(pol->m_memory, bytes);
+  same &= dist_check_identical(pol->v_memory, bytes);
+  same &= dist_check_identical(&os, sizeof os);
+  // The normalisation statistics too (obs mean, var, return mean, var are contiguous; the per-env
+  // discounted returns are each rank's own).
+  double counts[2] = {tr->norm.obs_rms.count, tr->norm.ret_rms.count};
+  same &= dist_check_identical(tr->norm.obs_rms.mean, (2 * (size_t)tr->O + 2) * sizeof(double));
+  same &= dist_check_identical(counts, sizeof counts);
+  return same;
 }
 
 TrainerState trainer_state(Trainer *tr) {
@@ -400,6 +449,10 @@ static void snapshot_restore(Trainer *tr) {
 
 // --- rollout -----------------------------------------------------------------------------------------
 
+// Rank r draws its actions and permutations from Philox subsequences base + 2 r: rank 0 keeps the
+// single-process streams, the others get their own.
+static uint64_t rank_subsequence(const Trainer *tr, uint64_t base) { return base + 2 * (uint64_t)tr->rank; }
+
 // Words of the action sampler's Philox stream per vector step: (N, A, 2) uniforms at most.
 static uint64_t sample_words(const Trainer *tr) { return (uint64_t)tr->N * (uint64_t)tr->action_cols * 2; }
 
@@ -421,7 +474,7 @@ static void rollout_step(Trainer *tr, int t) {
   backend_upload(be, rb->step_obs, h->obs, obs_bytes);
   backend_upload(be, rb->episode_starts + row, h->episode_starts, (size_t)N * sizeof(float));
   size_t n_uniform = tr->spec.action_kind == ENV_ACTION_DISCRETE ? (size_t)N : (size_t)N * (size_t)A * 2;
-  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, TRAINER_SUBSEQ_ACTIONS,
+  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_ACTIONS),
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
   backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
   backend_copy(be, rb->obs + row * (size_t)O, rb->step_obs, obs_bytes);
@@ -447,7 +500,7 @@ static void rollout_step(Trainer *tr, int t) {
                       .final_obs = h->final_obs};
   vecenv_step(tr->vec, &vb);
   tr->counters.vector_steps++;
-  tr->counters.timesteps += N;
+  tr->counters.timesteps += (int64_t)N * tr->ranks;  // the run's steps: every rank steps N envs
 
   // VecNormalize.step_wait's order: obs statistics and obs, then rewards, then final observations.
   for (int i = 0; i < N; i++) h->dones[i] = h->terminated[i] | h->truncated[i];
@@ -491,6 +544,48 @@ static void rollout_finish(Trainer *tr) {
   backend_upload(be, rb->last_dones, tr->h.episode_starts, (size_t)tr->N * sizeof(float));
 }
 
+// --- data parallelism (ppo/dist.h): what the ranks reduce in the update ---------------------------------
+
+// SB3 normalises the advantages over the minibatch; across ranks the minibatch is the union of the
+// ranks' minibatches (R x batch_size rows), so its mean and std are reduced (two sums of doubles
+// over the ranks) and the loss then runs on the normalised advantages without normalising again.
+static void dist_normalize_advantages(Trainer *tr, int B, PpoLossHyper *hyper) {
+  if (!hyper->normalize_advantage) return;
+  Backend *be = tr->backend;
+  RolloutBuffer *rb = &tr->rollout;
+  double *count_sum = rb->mb_adv_moments, *sq_dev = rb->mb_adv_moments + 2;
+  backend_advantage_count_sum(be, count_sum, rb->mb_advantages, B);
+  dist_allreduce_sum_f64(be, count_sum, 2);
+  backend_advantage_sq_dev(be, sq_dev, rb->mb_advantages, B, count_sum);
+  dist_allreduce_sum_f64(be, sq_dev, 1);
+  backend_advantage_normalize(be, rb->mb_advantages, B, count_sum, sq_dev);
+  hyper->normalize_advantage = 0;
+}
+
+static double dist_mean_over_ranks(const Trainer *tr, double value) {
+  dist_host_allreduce_sum_f64(&value, 1);
+  return value / tr->ranks;
+}
+
+// The gradient of the mean loss over the ranks is the mean of the ranks' gradients: each rank's
+// backward starts from its seeds times 1/R (three (B) arrays instead of a pass over the slab) and
+// the grads slab is then summed over the ranks.
+static void dist_scale_loss_seeds(Trainer *tr, int B) {
+  float inv = 1.0f / (float)tr->ranks;
+  backend_scale(tr->backend, tr->rollout.mb_dlogp, inv, (size_t)B);
+  backend_scale(tr->backend, tr->rollout.mb_dentropy, inv, (size_t)B);
+  backend_scale(tr->backend, tr->rollout.mb_dvalues, inv, (size_t)B);
+}
+
+// One all-reduce over the whole grads slab, before unscale / clip / Adam: those then see the same
+// gradients on every rank (an inf or NaN on one rank is one on all: dist_host_allreduce_sum_f32),
+// so the GradScaler's found-inf, the clip coefficient and the step agree without more messages.
+static void dist_sum_gradients(Trainer *tr) {
+  Policy *pol = tr->policy;
+  policy_grads_settle(pol);
+  dist_allreduce_sum_f32(tr->backend, pol->grads_memory, pol->param_count);
+}
+
 // --- update --------------------------------------------------------------------------------------------
 
 typedef struct {
@@ -501,7 +596,8 @@ typedef struct {
 
 // One minibatch's update in two halves around SB3's approx-KL check. The arguments are the same
 // for every full minibatch of an iteration, and the rows come from rb->mb_index (rollout_select),
-// so a full minibatch without the KL check is one recorded graph (backend_graph_run).
+// so a full minibatch without the KL check is one recorded graph (backend_graph_run) in a
+// one-rank run (several ranks reduce through MPI on the host between the ops).
 typedef struct {
   Trainer *tr;
   PpoLossHyper hyper;
@@ -517,9 +613,11 @@ static void minibatch_loss(Minibatch *mb) {
   Policy *pol = tr->policy;
   rollout_gather_selected(rb, mb->B);
   policy_evaluate(pol, rb->mb_obs, rb->mb_actions, mb->B);
+  PpoLossHyper hyper = mb->hyper;
+  if (tr->ranks > 1) dist_normalize_advantages(tr, mb->B, &hyper);
   backend_ppo_loss(tr->backend, rb->mb_stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp,
                    pol->acts.entropy, policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages,
-                   rb->mb_returns, mb->B, mb->hyper, mb->loss_scale);
+                   rb->mb_returns, mb->B, hyper, mb->loss_scale);
 }
 
 // Backward, then the optimiser step (unscale, clip, Adam, scaler update); found-inf and the grad
@@ -529,7 +627,9 @@ static void minibatch_step(Minibatch *mb) {
   RolloutBuffer *rb = &tr->rollout;
   Policy *pol = tr->policy;
   policy_zero_grad(pol);
+  if (tr->ranks > 1) dist_scale_loss_seeds(tr, mb->B);
   policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, mb->B);
+  if (tr->ranks > 1) dist_sum_gradients(tr);
   optim_step(tr->optim, pol, mb->progress_remaining);
   backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
   backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
@@ -562,20 +662,22 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
   UpdateResult r = {0, 0, false};
   int per_epoch = rollout_minibatches(rb);
   for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
-    rollout_permute(rb, tr->sample_seed, TRAINER_SUBSEQ_PERMUTATION, (uint64_t)tr->counters.epochs_drawn++);
+    rollout_permute(rb, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_PERMUTATION),
+                    (uint64_t)tr->counters.epochs_drawn++);
     r.last_epoch_row = r.rows;
     for (int k = 0; k < per_epoch; k++) {
       mb.B = rollout_select(rb, k);
       float *stats = rb->stats + (size_t)r.rows * PPO_STAT_COUNT;
       r.rows++;
-      if (!check_kl && mb.B == rb->spec.batch_size) {
+      if (!check_kl && tr->ranks == 1 && mb.B == rb->spec.batch_size) {
         backend_graph_run(be, &tr->update_graph, minibatch_whole, &mb);
       } else {  // the KL check reads approx_kl between the halves; a last partial minibatch is not recorded
         minibatch_loss(&mb);
         if (check_kl) {  // SB3 checks before the step (a host read per minibatch, only with target_kl)
           float kl;
           backend_download(be, &kl, rb->mb_stats + PPO_STAT_APPROX_KL, sizeof kl);
-          if ((double)kl > kl_limit) {
+          double mean_kl = tr->ranks > 1 ? dist_mean_over_ranks(tr, kl) : (double)kl;  // every rank stops together
+          if (mean_kl > kl_limit) {
             backend_copy(be, stats, rb->mb_stats, PPO_STAT_COUNT * sizeof(float));
             r.early_stopped = true;
             break;
@@ -588,6 +690,30 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
     tr->counters.n_updates++;  // SB3 counts the epoch that stopped early too
   }
   return r;
+}
+
+// The logged values of the whole run (rank 0 logs them): the update's losses, KL, clip fraction
+// and explained variance averaged over the ranks (each rank's minibatches are equally many and
+// equally large); the episode means weighted by each rank's episode count (the last 100 episodes of
+// each rank). grad_norm, std, loss_scale and skipped steps are the same on every rank already.
+static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
+  double v[8 + ENV_LOG_MAX];
+  int k = 0;
+  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss,      &s->approx_kl,
+                     &s->clip_fraction,        &s->loss,       &s->explained_variance};
+  const int n_means = (int)(sizeof means / sizeof means[0]);
+  for (int i = 0; i < n_means; i++) v[k++] = *means[i] / tr->ranks;
+  double count = s->episodes;
+  v[k++] = count;
+  double *episode_means[2 + ENV_LOG_MAX] = {&s->ep_rew_mean, &s->ep_len_mean};
+  for (int f = 0; f < s->n_env_metrics; f++) episode_means[2 + f] = &s->env_metrics[f];
+  int n_episode = 2 + s->n_env_metrics;
+  for (int f = 0; f < n_episode; f++) v[k++] = count > 0 ? *episode_means[f] * count : 0.0;  // NaN when none
+  dist_host_allreduce_sum_f64(v, (size_t)k);
+  for (int i = 0; i < n_means; i++) *means[i] = v[i];
+  double total = v[n_means];
+  s->episodes = (int)total;
+  for (int f = 0; f < n_episode; f++) *episode_means[f] = total > 0 ? v[n_means + 1 + f] / total : NAN;
 }
 
 static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double progress_remaining) {
@@ -650,6 +776,7 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
     s->env_metric_names[f - 2] = tr->spec.log_names[f];
     s->env_metrics[f - 2] = vecenv_log_mean(tr->vec, f);
   }
+  if (tr->ranks > 1) dist_reduce_stats(tr, s);
 }
 
 TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
@@ -657,7 +784,9 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   snapshot_save(tr);
   double t0 = timer_now();
   for (int t = 0; t < tr->T; t++) {
-    if (trainer_stop_requested()) {  // a preemption notice: back to the iteration's start
+    // A preemption notice: back to the iteration's start. Several ranks must all stop or all go on,
+    // so they agree once per iteration instead (ppo/train_run.c), and the rollout runs to its end.
+    if (tr->ranks == 1 && trainer_stop_requested()) {
       snapshot_restore(tr);
       return TRAINER_INTERRUPTED;
     }
@@ -685,6 +814,6 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   s->rollout_s = t1 - t0;
   s->gae_s = t2 - t1;
   s->update_s = t3 - t2;
-  s->fps = (double)tr->T * tr->N / (t3 - t0);
+  s->fps = (double)tr->T * tr->N * tr->ranks / (t3 - t0);
   return TRAINER_OK;
 }

@@ -15,11 +15,18 @@
 // Philox (sample seed, subsequence 1), draw `epochs_drawn`. The counters live in TrainCounters and
 // in the checkpoint, so a resumed run draws the same numbers as an uninterrupted one.
 //
+// Ranks (ppo/dist.h, docs/DISTRIBUTED.md): rank r of R steps envs r N .. r N + N - 1 of R N (seeds
+// and start positions as in one VecEnv of R N), draws from Philox subsequences offset by 2 r, and
+// takes part in the update's reductions (summed gradients, the minibatch's advantage moments, the
+// mean approx-KL, the logged statistics) and in every update of the normalisation statistics (the
+// ranks' batch moments merged each step). Counters count the run's steps over all ranks.
+//
 // Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes a rollout in
 // progress stop at the next step; the trainer then restores its state from the start of that
 // iteration (trainer_iteration returns TRAINER_INTERRUPTED), so a checkpoint written afterwards is
 // exactly the state at the iteration boundary. A stop requested during the update takes effect
-// after the update (the parameters are half-way otherwise).
+// after the update (the parameters are half-way otherwise). With several ranks the rollout is never
+// abandoned: the ranks agree on stopping at the iteration boundary (ppo/train_run.c).
 //
 // Legend for shapes: T n_steps, N n_envs, O obs dim, A action columns, B batch size, L log fields.
 // Depends on ppo/config.h, ppo/env_config.h, ppo/normalize.h, buffers/rollout.h, nn/ (policy,
@@ -122,7 +129,10 @@ Policy *trainer_policy(Trainer *trainer);
 Optimizer *trainer_optimizer(Trainer *trainer);
 VecEnv *trainer_vecenv(Trainer *trainer);
 const EnvSpec *trainer_env_spec(const Trainer *trainer);
-int64_t trainer_total_iterations(const Trainer *trainer);  // ceil(total_timesteps / (T N))
+int64_t trainer_total_iterations(const Trainer *trainer);  // ceil(total_timesteps / (T N R)), R ranks
+// Data-parallel ranks (ppo/dist.h): do every rank's parameters, Adam moments, optimiser scalars and
+// normalisation statistics hold the same bytes? true on every rank, or false on every rank. Always true for one rank.
+bool trainer_replicas_agree(Trainer *trainer);
 
 // The host-side state a checkpoint needs besides the backend slabs (ppo/checkpoint.c): the
 // observation the policy acts on next (N, O), the episode starts (N), the normaliser, the envs.

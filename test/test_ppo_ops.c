@@ -1,6 +1,6 @@
 // test/test_ppo_ops.c: the rollout and PPO ops of the backend seam (backend_gae,
-// backend_permutation, backend_ppo_loss, backend_explained_variance) against numbers they did not
-// compute: SB3's train() run by PyTorch (test/make_ppo_loss_fixtures.py wrote
+// backend_permutation, backend_ppo_loss, the multi-rank advantage moments, backend_explained_variance) against numbers
+// they did not compute: SB3's train() run by PyTorch (test/make_ppo_loss_fixtures.py wrote
 // test/data/ppo_loss_fixture.h5), central finite differences, GAE worked by hand and a
 // double-precision reimplementation, and counting statistics for the permutation.
 //
@@ -162,6 +162,67 @@ Test(ppo_loss_torch, fixture_records_its_versions) {
   cr_assert(h5io_attr_read_string(f, "/", "stable_baselines3_version", version, sizeof version) == 0, "%s",
             error_message());
   h5io_close(f);
+}
+
+// --- advantage normalisation split across ranks ------------------------------------------------------------
+
+// One rank: backend_advantage_count_sum / sq_dev / normalize, then the loss with normalize_advantage
+// off, is backend_ppo_loss's own normalisation bit for bit (what keeps a one-rank run of the
+// multi-rank path equal to the plain one). Two halves whose sums are added, as the all-reduce does,
+// give the mean and std of the whole minibatch (against a double two-pass reference).
+Test(ppo_advantage_moments, one_rank_matches_the_loss_and_halves_add_up) {
+  enum { B = 37 };
+  Backend *be = cpu();
+  Rng rng;
+  rng_seed(&rng, 5);
+  float logp[B], entropy[B], values[B], old_logp[B], old_values[B], advantages[B], returns[B], normalized[B];
+  for (int b = 0; b < B; b++) {
+    logp[b] = (float)(-1.0 - rng_uniform(&rng));
+    old_logp[b] = (float)(logp[b] - 0.4 * (rng_uniform(&rng) - 0.5));
+    entropy[b] = (float)(0.5 + rng_uniform(&rng));
+    values[b] = (float)rng_normal(&rng);
+    old_values[b] = (float)(values[b] + 0.1 * rng_normal(&rng));
+    advantages[b] = (float)(3.0 * rng_normal(&rng) + 1.5);
+    returns[b] = (float)(values[b] + rng_normal(&rng));
+  }
+  PpoLossHyper hyper = {
+      .clip_range = 0.2, .clip_range_vf = 0.1, .ent_coef = 0.01, .vf_coef = 0.5, .normalize_advantage = 1};
+  float want_stats[PPO_STAT_COUNT], want[3][B], got_stats[PPO_STAT_COUNT], got[3][B];
+  backend_ppo_loss(be, want_stats, want[0], want[1], want[2], logp, entropy, values, old_logp, old_values, advantages,
+                   returns, B, hyper, NULL);
+  double count_sum[2], sq_dev;
+  memcpy(normalized, advantages, sizeof normalized);
+  backend_advantage_count_sum(be, count_sum, normalized, B);
+  backend_advantage_sq_dev(be, &sq_dev, normalized, B, count_sum);
+  backend_advantage_normalize(be, normalized, B, count_sum, &sq_dev);
+  hyper.normalize_advantage = 0;
+  backend_ppo_loss(be, got_stats, got[0], got[1], got[2], logp, entropy, values, old_logp, old_values, normalized,
+                   returns, B, hyper, NULL);
+  cr_expect(memcmp(got_stats, want_stats, sizeof got_stats) == 0, "stats differ from the loss's own normalisation");
+  cr_expect(memcmp(got, want, sizeof got) == 0, "gradients differ from the loss's own normalisation");
+
+  // Two "ranks" of 20 and 17 samples: sums added between the passes.
+  double part[2][2], total[2], dev[2];
+  backend_advantage_count_sum(be, part[0], advantages, 20);
+  backend_advantage_count_sum(be, part[1], advantages + 20, B - 20);
+  total[0] = part[0][0] + part[1][0];
+  total[1] = part[0][1] + part[1][1];
+  backend_advantage_sq_dev(be, &dev[0], advantages, 20, total);
+  backend_advantage_sq_dev(be, &dev[1], advantages + 20, B - 20, total);
+  double sq_total = dev[0] + dev[1], mean = 0.0, ss = 0.0;
+  for (int b = 0; b < B; b++) mean += advantages[b];
+  mean /= B;
+  for (int b = 0; b < B; b++) ss += (advantages[b] - mean) * (advantages[b] - mean);
+  cr_expect_eq(total[0], (double)B);
+  assert_close(total[1] / total[0], mean, 1e-12, 1e-12, "mean", 0);
+  assert_close(sq_total, ss, 1e-6, 0.0, "squared deviations", 0);  // around the float-rounded mean
+  float halves[B];
+  memcpy(halves, advantages, sizeof halves);
+  backend_advantage_normalize(be, halves, 20, total, &sq_total);
+  backend_advantage_normalize(be, halves + 20, B - 20, total, &sq_total);
+  for (int b = 0; b < B; b++)
+    assert_close(halves[b], (advantages[b] - mean) / (sqrt(ss / (B - 1)) + 1e-8), 1e-5, 1e-6, "normalised", (size_t)b);
+  backend_close(be);
 }
 
 // --- backend_ppo_loss against central finite differences of its own loss ------------------------------------

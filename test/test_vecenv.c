@@ -428,3 +428,43 @@ Test(vecenv, discrete_action_out_of_range_fails_loudly, .exit_code = EXIT_RUNTIM
   vecenv_reset(vec, obs);
   vecenv_step(vec, &buf);
 }
+
+// Two slices of 4 envs (the VecEnvs of 2 ranks, ppo/dist.h) are envs 0..3 and 4..7 of one VecEnv of
+// 8: the same observations after reset and after steps with the same actions. A slice outside the
+// whole is refused.
+Test(vecenv, slices_are_the_envs_of_the_whole) {
+  enum { N = 4, O = 4 };
+  VecEnv *whole = vecenv_init(&cartpole_kind, NULL, NULL, 2 * N, 9, 10, 1);
+  VecEnv *part[2] = {vecenv_init_slice(&cartpole_kind, NULL, NULL, N, 0, 2 * N, 9, 10, 1),
+                     vecenv_init_slice(&cartpole_kind, NULL, NULL, N, N, 2 * N, 9, 10, 1)};
+  cr_assert(whole && part[0] && part[1], "%s", error_message());
+  float obs_whole[2 * N * O], obs_part[2][N * O], final_whole[2 * N * O], final_part[N * O], rewards[2 * N];
+  uint8_t term[2 * N], trunc[2 * N];
+  int32_t actions[2 * N];
+  vecenv_reset(whole, obs_whole);
+  for (int r = 0; r < 2; r++) vecenv_reset(part[r], obs_part[r]);
+  for (int step = 0; step <= 50; step++) {
+    for (int r = 0; r < 2; r++)
+      cr_assert(memcmp(obs_part[r], obs_whole + r * N * O, sizeof obs_part[r]) == 0, "slice %d differs at step %d", r,
+                step);
+    for (int i = 0; i < 2 * N; i++) actions[i] = (step * 7 + i * 3) % 5 < 2;
+    vecenv_step(whole, &(VecEnvBuffers){.actions = actions,
+                                        .obs = obs_whole,
+                                        .rewards = rewards,
+                                        .terminated = term,
+                                        .truncated = trunc,
+                                        .final_obs = final_whole});
+    for (int r = 0; r < 2; r++)
+      vecenv_step(part[r], &(VecEnvBuffers){.actions = actions + r * N,
+                                            .obs = obs_part[r],
+                                            .rewards = rewards,
+                                            .terminated = term,
+                                            .truncated = trunc,
+                                            .final_obs = final_part});
+  }
+  cr_expect_null(vecenv_init_slice(&cartpole_kind, NULL, NULL, N, N + 1, 2 * N, 9, 10, 1));
+  cr_expect(strstr(error_message(), "envs 5..8 of 8"), "%s", error_message());
+  vecenv_free(whole);
+  vecenv_free(part[0]);
+  vecenv_free(part[1]);
+}

@@ -1,0 +1,68 @@
+// ppo/dist.h: data-parallel training across processes (MPI): who this process is, and the few
+// collectives the trainer needs (docs/DISTRIBUTED.md).
+//
+// One rank = one process with its own envs, rollout buffer and a full replica of the networks and
+// the optimiser. The ranks agree on everything that shapes the parameters: the gradients are summed
+// over the ranks every minibatch (dist_allreduce_sum_f32 on the grads slab), the minibatch's
+// advantage moments, the approx-KL early stop and the stop flag are reduced too, so Adam runs on
+// identical inputs on every rank and the replicas stay identical bit for bit (checked once per
+// iteration with dist_check_identical).
+//
+// Without MPI in the build (CMake PPO_MPI=OFF or no MPI found), or in a process that mpirun / srun
+// did not start, this is a world of one rank: every collective is a no-op or a copy, and training is
+// exactly the single-process engine. MPI is initialised only when the launcher's environment says
+// so (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_SIZE), so a plain `ppo-train` never starts MPI's
+// singleton machinery and Criterion's forked tests never touch MPI.
+//
+// Failure: every collective takes part on every rank; a rank that fails must not leave the others
+// waiting in the next collective forever, so fatal errors go through dist_abort (message prefixed
+// with the rank, then MPI_Abort, which makes mpirun end every rank with that status). MPI's own
+// errors are fatal (MPI_ERRORS_ARE_FATAL). A rank that hangs without failing (a stuck file system)
+// is what mpirun's `--timeout SECONDS` is for.
+//
+// Memory: the _f32 / _f64 reductions on backend memory take the Backend, so the CUDA backend can
+// slot in an all-reduce on device memory (NCCL) here; today backend memory must be host memory (the
+// CPU backend) and MPI reduces it in place. The host_ variants reduce host memory.
+// Depends on nn/backend.h, common/.
+#ifndef PPO_DIST_H
+#define PPO_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "nn/backend.h"
+
+// Initialises MPI when this process was started by an MPI launcher and the build has MPI; a world
+// of one rank otherwise. Call once, first thing in main (MPI may consume its own arguments).
+void dist_init(int *argc, char ***argv);
+void dist_finalize(void);         // MPI_Finalize when dist_init started MPI; call on the success path only
+int dist_rank(void);              // 0 .. size-1
+int dist_size(void);              // R, 1 without MPI
+bool dist_is_root(void);          // rank 0: the rank that logs and writes files
+const char *dist_describe(void);  // "1 rank (this build has no MPI)", "2 ranks (Open MPI v4.1.4)", ...
+
+// Prints "[rank r/R] " + the message to stderr (when fmt is not NULL) and ends every rank with
+// `status` (MPI_Abort; exit() in a world of one).
+_Noreturn void dist_abort(int status, const char *fmt, ...) PPO_PRINTF(2, 3);
+
+// In-place sums over the ranks. Backend memory (x from backend_alloc; see the header comment):
+void dist_allreduce_sum_f32(Backend *backend, float *x, size_t n);
+void dist_allreduce_sum_f64(Backend *backend, double *x, size_t n);
+// Host memory:
+void dist_host_allreduce_sum_f32(float *x, size_t n);
+void dist_host_allreduce_sum_f64(double *x, size_t n);
+void dist_host_allreduce_sum_i64(int64_t *x, size_t n);
+int dist_host_allreduce_max_int(int value);  // the largest value over the ranks (stop flags, statuses)
+void dist_host_bcast(void *buf, size_t bytes, int root);
+// Rank r's `bytes` bytes of send land at recv + r bytes on root (recv: size x bytes, root only).
+void dist_host_gather(const void *send, void *recv, size_t bytes, int root);
+void dist_host_allgather(const void *send, void *recv, size_t bytes);  // the same, on every rank
+void dist_barrier(void);
+
+// Do all ranks hold the same bytes? Hashes them (FNV-1a 64) and compares with rank 0's hash.
+// Returns true on every rank when they agree, false on every rank otherwise.
+bool dist_check_identical(const void *data, size_t bytes);
+
+#endif

@@ -1,0 +1,321 @@
+// test/test_dist.c: data-parallel training across processes (ppo/dist.h, docs/DISTRIBUTED.md), run
+// through mpirun with 2 ranks: the replicas stay identical, 2 ranks x 16 envs learn CartPole as
+// 1 rank x 32 envs does, a failing rank ends the job instead of hanging it, a signal to one rank
+// stops all, a 2-rank run (with VecNormalize) resumes bit for bit, and what several ranks cannot do
+// is refused with exit status 2.
+//
+// Every mpirun gets --timeout, so a hang fails the test instead of stalling ctest; OMP_NUM_THREADS=1
+// (two ranks on the 2-core CI machine); mpi_yield_when_idle, because a rank that busy-polls in a
+// collective takes the core its peer needs when the machine is busy (CartPole 2 x 16: 14 s instead
+// of 1.5 s under a load average of 8); no single-copy (CMA) transfers, which containers often
+// forbid; OMPI_ALLOW_RUN_AS_ROOT because CI runs as root. Registered only when the build has MPI and
+// CMake found mpiexec (label `mpi`).
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/h5io.h"
+#include "program_util.h"
+
+#define TRAIN PPO_BIN_DIR "/ppo-train"
+#define PROBE PPO_BIN_DIR "/mpi_replica_probe"
+
+// A small synthetic-market run (categorical trading env); the tests add [normalize] where they need it.
+static const char *small_config =
+    "[run]\nname = t\nseed = 7\ndevice = cpu\nthreads = 1\ncheckpoint_every = 1\ncheckpoint_keep = 0\n"
+    "[env]\ntype = synthetic\nsynthetic_bars = 6000\nn_envs = 4\nepisode_length = 50\nwindow = 4\n"
+    "[ppo]\nn_steps = 64\nbatch_size = 48\nn_epochs = 2\nlr_schedule = linear\ntarget_kl = 0.5\n"
+    "[policy]\npi_layers = 32,32\nvf_layers = 16\n";
+
+static char tmp_root[256], config_path[512];
+static char output[1 << 16];
+
+static void setup(void) {
+  snprintf(tmp_root, sizeof tmp_root, "/tmp/ppo_test_dist_%d", (int)getpid());
+  mkdir(tmp_root, 0777);
+  snprintf(config_path, sizeof config_path, "%s/small.ini", tmp_root);
+  write_text(config_path, small_config);
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+  cr_expect_eq(system(cmd), 0);
+}
+
+// mpirun -np `ranks` bin args, bounded by timeout_s; stdout and stderr in `output`; the exit status.
+static int mpirun(int ranks, int timeout_s, const char *bin, const char *args) {
+  char line[4096];
+  snprintf(line, sizeof line,
+           "-np %d --oversubscribe --timeout %d --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1 "
+           "-x OMP_NUM_THREADS=1 "
+           "'%s' %s",
+           ranks, timeout_s, bin, args);
+  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);  // CI runs as root
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return run_program(PPO_MPIEXEC, line, output, sizeof output);
+}
+
+static unsigned char *read_bytes(const char *path, size_t *size) {
+  char *text = read_text(path, size);
+  cr_assert_not_null(text, "%s missing; output:\n%s", path, output);
+  return (unsigned char *)text;
+}
+
+// extra: one more override ("" for none).
+static void expect_replicas_identical(const char *precision, const char *extra) {
+  char out[600], args[1400], p0[700], p1[700];
+  snprintf(out, sizeof out, "%s/replica_%s%s", tmp_root, precision, extra[0] ? "_extra" : "");
+  snprintf(args, sizeof args, "'%s' '%s' 3 run.precision=%s %s", config_path, out, precision, extra);
+  cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
+  snprintf(p0, sizeof p0, "%s.rank0.bin", out);
+  snprintf(p1, sizeof p1, "%s.rank1.bin", out);
+  size_t n0, n1;
+  unsigned char *a = read_bytes(p0, &n0), *b = read_bytes(p1, &n1);
+  cr_assert(n0 > 0 && n0 == n1, "sizes %zu and %zu", n0, n1);
+  size_t first = 0;
+  while (first < n0 && a[first] == b[first]) first++;
+  cr_expect_eq(first, n0, "%s %s: rank 0 and rank 1 differ first at byte %zu of %zu (params, Adam m, v, normalisation)",
+               precision, extra, first, n0);
+  cr_expect(strstr(output, "rank 1 of 2: 1536 timesteps"), "3 iterations x 64 steps x 4 envs x 2 ranks:\n%s", output);
+  if (strstr(extra, "init_scale"))  // of 36 minibatches, the first ones overflow and later ones step
+    cr_expect(!strstr(output, " 0 skipped steps") && !strstr(output, " 36 skipped steps"),
+              "some steps skipped, not all:\n%s", output);
+  free(a);
+  free(b);
+}
+
+TestSuite(dist, .init = setup, .fini = teardown, .timeout = 600);
+
+// (a) Summed gradients, agreed KL stop and reduced advantage moments keep the replicas identical.
+Test(dist, replicas_stay_identical_fp32) { expect_replicas_identical("fp32", ""); }
+Test(dist, replicas_stay_identical_fp16_with_loss_scaling) { expect_replicas_identical("fp16", ""); }
+// A loss scale of 1e9 overflows fp16: the first steps find inf in the summed gradients and are
+// skipped on every rank alike while the scale backs off, the later ones step, and the replicas stay
+// identical.
+Test(dist, replicas_agree_on_skipped_steps_fp16) { expect_replicas_identical("fp16", "amp.init_scale=1e9"); }
+// VecNormalize's statistics take every rank's batch moments at every step: the same on each rank.
+Test(dist, replicas_share_the_normalisation_statistics) {
+  expect_replicas_identical("fp32", "normalize.obs=true normalize.reward=true");
+}
+
+// The last value of a metrics.csv column.
+static double last_metric(const char *run_dir, const char *column) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text, "%s; output:\n%s", path, output);
+  char *header_end = strchr(text, '\n');
+  cr_assert_not_null(header_end);
+  *header_end = '\0';
+  int index = -1, k = 0;
+  for (char *field = strtok(text, ","); field; field = strtok(NULL, ","), k++)
+    if (strcmp(field, column) == 0) index = k;
+  cr_assert_geq(index, 0, "no column %s in %s", column, path);
+  char *last = header_end + 1, *line = last;
+  for (char *nl; (nl = strchr(line, '\n')) && nl[1]; line = nl + 1) last = nl + 1;
+  last = line;
+  char *save = NULL, *field = strtok_r(last, ",\n", &save);
+  for (int i = 0; i < index && field; i++) field = strtok_r(NULL, ",\n", &save);
+  cr_assert_not_null(field);
+  double value = atof(field);
+  free(text);
+  return value;
+}
+
+// (b) The same global batch two ways: 2 ranks x 16 envs with minibatch 64 per rank, and 1 rank x 32
+// envs with minibatch 128 (4096 steps per iteration, 32 minibatches of 128 per epoch either way).
+// Both must solve CartPole (mean return of the last 100 episodes >= 475) within 200k steps, the
+// criterion of test_train's cartpole test.
+Test(dist, cartpole_2_ranks_x_16_envs_learns_like_1_x_32) {
+  const char *common = "--set run.total_timesteps=200000 --set ppo.n_steps=128 --quiet";
+  char args[1400], dir2[600], dir1[600];
+  snprintf(dir2, sizeof dir2, "%s/cartpole_2x16", tmp_root);
+  snprintf(dir1, sizeof dir1, "%s/cartpole_1x32", tmp_root);
+  snprintf(args, sizeof args, "'%s/configs/cartpole.ini' %s --set env.n_envs=16 --set ppo.batch_size=64 --run-dir '%s'",
+           PPO_SOURCE_DIR, common, dir2);
+  time_t t0 = time(NULL);
+  cr_assert_eq(mpirun(2, 300, TRAIN, args), 0, "%s", output);
+  time_t t1 = time(NULL);
+  snprintf(args, sizeof args,
+           "'%s/configs/cartpole.ini' %s --set env.n_envs=32 --set ppo.batch_size=128 --run-dir '%s'", PPO_SOURCE_DIR,
+           common, dir1);
+  cr_assert_eq(mpirun(1, 300, TRAIN, args), 0, "%s", output);
+  time_t t2 = time(NULL);
+  double two = last_metric(dir2, "rollout/ep_rew_mean"), one = last_metric(dir1, "rollout/ep_rew_mean");
+  cr_log_info("cartpole 200k steps: 2 x 16 envs %.1f (%lld s), 1 x 32 envs %.1f (%lld s)", two, (long long)(t1 - t0),
+              one, (long long)(t2 - t1));
+  cr_expect_geq(two, 475.0, "2 ranks x 16 envs: ep_rew_mean %.1f", two);
+  cr_expect_geq(one, 475.0, "1 rank x 32 envs: ep_rew_mean %.1f", one);
+  cr_expect_eq(last_metric(dir2, "time/total_timesteps"), 200704.0, "49 iterations x 4096 steps over both ranks");
+}
+
+// (c) A rank that fails alone ends the whole job with its status, well inside mpirun's timeout.
+Test(dist, a_failing_rank_ends_every_rank) {
+  char args[1400];
+  snprintf(args, sizeof args, "'%s' --set run.total_timesteps=100_000_000 --run-dir '%s/fail' --quiet", config_path,
+           tmp_root);
+  setenv("PPO_TEST_FAIL_RANK", "1", 1);
+  time_t t0 = time(NULL);
+  int status = mpirun(2, 120, TRAIN, args);
+  time_t seconds = time(NULL) - t0;
+  unsetenv("PPO_TEST_FAIL_RANK");
+  cr_expect_eq(status, 1, "exit status %d:\n%s", status, output);
+  cr_expect_lt(seconds, 60, "took %lld s (a hang would take the 120 s timeout)", (long long)seconds);
+  cr_expect(strstr(output, "[rank 1/2] ppo-train: failed with exit status 1"), "%s", output);
+}
+
+// The newest child process of `parent` (from /proc): with mpirun as the parent, the last rank started.
+static pid_t newest_child(pid_t parent) {
+  DIR *d = opendir("/proc");
+  cr_assert_not_null(d);
+  pid_t newest = -1;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    char path[300], stat[512];
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *close_paren = strrchr(stat, ')');  // "pid (comm) state ppid ..."
+    int ppid = 0;
+    char state;
+    if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
+      pid_t pid = (pid_t)atoi(de->d_name);
+      if (pid > newest) newest = pid;
+    }
+  }
+  closedir(d);
+  return newest;
+}
+
+// A SIGTERM that reaches one rank only (a preemption notice to one node) stops every rank after the
+// same iteration: rank 0 writes the checkpoint, the job exits 0 and the checkpoint resumes.
+Test(dist, a_signal_to_one_rank_stops_every_rank) {
+  char dir[600], metrics[700], args[1400];
+  snprintf(dir, sizeof dir, "%s/signal", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  pid_t mpirun_pid = fork();
+  cr_assert(mpirun_pid >= 0);
+  if (mpirun_pid == 0) {
+    execl(PPO_MPIEXEC, PPO_MPIEXEC, "-np", "2", "--oversubscribe", "--timeout", "120", "--mca", "mpi_yield_when_idle",
+          "1", "--mca", "btl_vader_single_copy_mechanism", "none", "-x", "OMP_NUM_THREADS=1", TRAIN, config_path,
+          "--set", "run.total_timesteps=100_000_000", "--set", "run.checkpoint_every=0", "--run-dir", dir, "--quiet",
+          (char *)NULL);
+    _exit(127);
+  }
+  for (int tries = 0; tries < 1200; tries++) {  // two iterations logged: both ranks run the loop
+    char *text = read_text(metrics, NULL);
+    int lines = 0;
+    for (const char *c = text; c && *c; c++) lines += *c == '\n';
+    free(text);
+    if (lines >= 3) break;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+  pid_t rank = newest_child(mpirun_pid);
+  cr_assert_gt(rank, 0, "no rank under mpirun %d", (int)mpirun_pid);
+  cr_assert_eq(kill(rank, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(mpirun_pid, &status, 0), mpirun_pid);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mpirun status %d", status);
+  snprintf(args, sizeof args, "--resume '%s/checkpoints/last.h5' --iterations 1 --quiet", dir);
+  cr_expect_eq(mpirun(2, 120, TRAIN, args), 0, "the checkpoint of the stop resumes:\n%s", output);
+}
+
+// Every dataset of two checkpoints, byte for byte.
+static void expect_same_checkpoint(const char *a_path, const char *b_path) {
+  static const char *const names[] = {
+      "params/pi/weight0", "params/pi/bias2",
+      "params/vf/weight0", "params/vf/bias1",
+      "optim/m",           "optim/v",
+      "optim/step",        "envs/state",
+      "envs/obs",          "envs/episode_starts",
+      "envs/episode_logs", "envs/ring_counters",
+      "envs/norm_returns", "normalize/obs_mean",
+      "normalize/obs_var", "normalize/obs_count",
+      "normalize/ret_var", "rng/vector_steps",
+      "rng/epochs_drawn",
+  };
+  hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
+  cr_assert(a >= 0 && b >= 0, "%s", error_message());
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    hsize_t da[4], db[4];
+    int ra = h5io_shape(a, names[i], 4, da), rb = h5io_shape(b, names[i], 4, db);
+    cr_assert(ra > 0 && ra == rb && memcmp(da, db, sizeof(hsize_t) * (size_t)ra) == 0, "%s: %s", names[i],
+              error_message());
+    size_t n = 1;
+    for (int k = 0; k < ra; k++) n *= da[k];
+    hid_t dsa = H5Dopen2(a, names[i], H5P_DEFAULT), dsb = H5Dopen2(b, names[i], H5P_DEFAULT);
+    hid_t type = H5Dget_type(dsa);
+    size_t size = H5Tget_size(type);
+    unsigned char *x = malloc(n * size), *y = malloc(n * size);
+    H5Dread(dsa, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
+    H5Dread(dsb, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, y);
+    H5Tclose(type);
+    cr_expect(memcmp(x, y, n * size) == 0, "%s differs between %s and %s", names[i], a_path, b_path);
+    free(x);
+    free(y);
+    H5Dclose(dsa);
+    H5Dclose(dsb);
+  }
+  int64_t ranks = 0;
+  cr_expect_eq(h5io_attr_read_int64(a, "/", "ranks", &ranks), 0);
+  cr_expect_eq(ranks, 2);
+  h5io_close(a);
+  h5io_close(b);
+}
+
+// (d) 2 + 2 iterations with a resume in between end where 4 straight do; the checkpoint holds both
+// ranks' envs (8 rows), and resuming it on one rank is refused.
+Test(dist, a_two_rank_run_resumes_bit_exactly) {
+  char args[1400], straight[600], resumed[600], a[700], b[700];
+  snprintf(straight, sizeof straight, "%s/straight", tmp_root);
+  snprintf(resumed, sizeof resumed, "%s/resumed", tmp_root);
+  // 4 iterations of 64 x 4 x 2, with both normalisations (their per-env returns are each rank's) and
+  // rank 0's validation pass, whose best.h5 every rank takes part in writing
+  const char *total =
+      "--set run.total_timesteps=2048 --set normalize.obs=true --set normalize.reward=true "
+      "--set eval.every=2 --quiet";
+  snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, straight);
+  cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  snprintf(args, sizeof args, "'%s' %s --run-dir '%s' --iterations 2", config_path, total, resumed);
+  cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  snprintf(args, sizeof args, "--resume '%s/checkpoints/last.h5' --quiet", resumed);
+  cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  snprintf(a, sizeof a, "%s/checkpoints/ckpt_000004.h5", straight);
+  snprintf(b, sizeof b, "%s/checkpoints/ckpt_000004.h5", resumed);
+  expect_same_checkpoint(a, b);
+  snprintf(b, sizeof b, "%s/best.h5", straight);
+  cr_expect_eq(access(b, F_OK), 0, "[eval] every = 2 writes best.h5");
+  hid_t f = h5io_open_read(a);
+  hsize_t dims[2];
+  cr_expect_eq(h5io_shape(f, "envs/obs", 2, dims), 2);
+  cr_expect_eq(dims[0], 8, "2 ranks x 4 envs of rows, got %llu", (unsigned long long)dims[0]);
+  h5io_close(f);
+  snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/one' --quiet", a, tmp_root);
+  cr_expect_eq(run_program(TRAIN, args, output, sizeof output), 2, "%s", output);
+  cr_expect(strstr(output, "holds the envs of 2 rank(s) and this run has 1"), "%s", output);
+}
+
+// What several ranks do not support is a usage error (exit status 2).
+Test(dist, walk_forward_with_two_ranks_is_refused) {
+  char args[1400];
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/wf' --quiet", config_path, tmp_root);
+  cr_expect_eq(mpirun(2, 60, TRAIN, args), 2, "%s", output);
+  cr_expect(strstr(output, "--walk-forward runs on one rank"), "%s", output);
+}
