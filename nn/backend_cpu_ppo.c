@@ -63,7 +63,7 @@ void cpu_advantage_count_sum(Backend *backend, double *count_sum, const float *a
 
 void cpu_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum) {
   (void)backend;
-  float mean = (float)(count_sum[1] / count_sum[0]);
+  float mean = nn_ppo_adv_mean(count_sum[1], (int)count_sum[0]);
   double ss = 0.0;
   for (int b = 0; b < B; b++) {
     double d = (double)advantages[b] - (double)mean;
@@ -77,9 +77,8 @@ void cpu_advantage_normalize(Backend *backend, float *advantages, int B, const d
   (void)backend;
   double count = count_sum[0];
   if (count <= 1.0) return;
-  float mean = (float)(count_sum[1] / count);
-  float div = (float)sqrt(*sq_dev / (count - 1.0)) + 1e-8f;
-  for (int b = 0; b < B; b++) advantages[b] = (advantages[b] - mean) / div;
+  float mean = nn_ppo_adv_mean(count_sum[1], (int)count), div = nn_ppo_adv_div(*sq_dev, (int)count);
+  for (int b = 0; b < B; b++) advantages[b] = nn_ppo_adv_normalize(advantages[b], mean, div);
 }
 
 void cpu_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {

@@ -124,6 +124,10 @@ void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
 void cuda_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+void cuda_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B);
+void cuda_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum);
+void cuda_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
+                              const double *sq_dev);
 
 // backend_cuda_graph.cu: recorded graphs and page-locked host memory.
 void *cuda_graph_record(Backend *backend, void (*fn)(void *arg), void *arg);

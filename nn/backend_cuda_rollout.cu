@@ -195,6 +195,60 @@ void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy
 
 // --- explained variance: one block, two passes in double ----------------------------------------------------
 
+// --- advantage normalisation across ranks (ppo/dist.h: backend_advantage_*) -------------------------------
+// One block of PPO_LOSS_THREADS per call, as the loss: a minibatch. The sums are block sums in
+// double (fixed order, not the CPU's index order: a tolerance, not bits, against the CPU).
+
+__global__ static void __launch_bounds__(PPO_LOSS_THREADS)
+    advantage_count_sum_kernel(double *count_sum, const float *advantages, int B) {
+  double sum = 0.0;
+  for (int b = (int)threadIdx.x; b < B; b += PPO_LOSS_THREADS) sum += (double)advantages[b];
+  sum = cuda_block_sum(sum);
+  if (threadIdx.x == 0) {
+    count_sum[0] = (double)B;
+    count_sum[1] = sum;
+  }
+}
+
+__global__ static void __launch_bounds__(PPO_LOSS_THREADS)
+    advantage_sq_dev_kernel(double *sq_dev, const float *advantages, int B, const double *count_sum) {
+  float mean = nn_ppo_adv_mean(count_sum[1], (int)count_sum[0]);
+  double ss = 0.0;
+  for (int b = (int)threadIdx.x; b < B; b += PPO_LOSS_THREADS) {
+    double d = (double)advantages[b] - (double)mean;
+    ss += d * d;
+  }
+  ss = cuda_block_sum(ss);
+  if (threadIdx.x == 0) *sq_dev = ss;
+}
+
+__global__ static void advantage_normalize_kernel(float *advantages, int B, const double *count_sum,
+                                                  const double *sq_dev) {
+  double count = count_sum[0];
+  if (count <= 1.0) return;  // torch's std of one sample is NaN; SB3 skips the normalisation then
+  float mean = nn_ppo_adv_mean(count_sum[1], (int)count), div = nn_ppo_adv_div(*sq_dev, (int)count);
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x)
+    advantages[b] = nn_ppo_adv_normalize(advantages[b], mean, div);
+}
+
+void cuda_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B) {
+  advantage_count_sum_kernel<<<1, PPO_LOSS_THREADS, 0, cuda_ctx(backend)->stream>>>(count_sum, advantages, B);
+  CUDA_CHECK_LAUNCH();
+}
+
+void cuda_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum) {
+  advantage_sq_dev_kernel<<<1, PPO_LOSS_THREADS, 0, cuda_ctx(backend)->stream>>>(sq_dev, advantages, B, count_sum);
+  CUDA_CHECK_LAUNCH();
+}
+
+void cuda_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
+                              const double *sq_dev) {
+  CudaContext *ctx = cuda_ctx(backend);
+  advantage_normalize_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(advantages, B, count_sum,
+                                                                                          sq_dev);
+  CUDA_CHECK_LAUNCH();
+}
+
 // Once per iteration over the whole buffer (T N, about 10^5): one block of PPO_LOSS_THREADS reads
 // it in tens of microseconds and needs no partials. n = 0 leaves every sum 0: Var[target] = 0, NaN.
 __global__ static void __launch_bounds__(PPO_LOSS_THREADS)

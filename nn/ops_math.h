@@ -302,6 +302,11 @@ PPO_HD static inline float nn_ppo_adv_div(double squared_deviations, int B) {
   return (float)sqrt(squared_deviations / (B - 1)) + 1e-8f;
 }
 
+// One normalised advantage: (a - mean) / div, div = std + 1e-8.
+PPO_HD static inline float nn_ppo_adv_normalize(float advantage, float mean, float div) {
+  return (advantage - mean) / div;
+}
+
 // The per-minibatch scalars of nn_ppo_sample.
 typedef struct {
   int normalize;  // 1: adv = (adv - adv_mean) / adv_div
@@ -335,7 +340,7 @@ PPO_HD static inline NnPpoScalars nn_ppo_scalars(double clip_range, double clip_
 PPO_HD static inline int nn_ppo_sample(const NnPpoScalars *s, float advantage, float logp, float old_logp, float value,
                                        float old_value, float ret, float *term, float *kl, float *err, float *dlogp,
                                        float *dvalue) {
-  float adv = s->normalize ? (advantage - s->adv_mean) / s->adv_div : advantage;
+  float adv = s->normalize ? nn_ppo_adv_normalize(advantage, s->adv_mean, s->adv_div) : advantage;
   float dterm;
   int clipped = nn_ppo_surrogate(adv, logp - old_logp, s->clip, s->clip_lo, s->clip_hi, term, &dterm, kl);
   *dlogp = s->g_policy * dterm;
