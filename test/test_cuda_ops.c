@@ -674,3 +674,34 @@ Test(cuda_explained_variance, random_constant_and_empty) {
   free(target), free(pred);
   pair_close(&p);
 }
+
+// --- multi-rank advantage normalisation ----------------------------------------------------------------------
+
+// The three ops of a multi-rank run on one rank's minibatch: the sums in double in two orders
+// (relative 1e-12 covers any order of 1000 float terms), and the normalised advantages formed from
+// each backend's own sums: a few float ulp apart (mean and divisor may differ in the last bit).
+Test(cuda_advantage, count_sum_sq_dev_normalize_b1000) {
+  enum { B = 1000 };
+  Pair p = pair_open();
+  Rng rng;
+  rng_seed(&rng, 101);
+  float *adv = random_floats(B, &rng, -3, 5);
+  Twin a = twin_floats(&p, adv, B), cs = twin(&p, NULL, 2 * sizeof(double)), sq = twin(&p, NULL, sizeof(double));
+  Backend *be[2] = {p.cpu, p.gpu};
+  void *a_of[2] = {a.cpu, a.gpu}, *cs_of[2] = {cs.cpu, cs.gpu}, *sq_of[2] = {sq.cpu, sq.gpu};
+  double sums[2][3];
+  for (int k = 0; k < 2; k++) {
+    backend_advantage_count_sum(be[k], cs_of[k], a_of[k], B);
+    backend_advantage_sq_dev(be[k], sq_of[k], a_of[k], B, cs_of[k]);
+    backend_advantage_normalize(be[k], a_of[k], B, cs_of[k], sq_of[k]);
+    backend_download(be[k], sums[k], cs_of[k], 2 * sizeof(double));
+    backend_download(be[k], &sums[k][2], sq_of[k], sizeof(double));
+  }
+  cr_assert_eq(sums[1][0], (double)B, "count: cuda %g", sums[1][0]);
+  for (int j = 1; j < 3; j++)
+    cr_assert(fabs(sums[1][j] - sums[0][j]) <= 1e-12 * fabs(sums[0][j]), "sum %d: cpu %.17g, cuda %.17g", j,
+              sums[0][j], sums[1][j]);
+  assert_close_floats(&p, a, 4 * FLOAT_ULP, 4 * FLOAT_ULP, "normalised advantages");
+  free(adv);
+  pair_close(&p);
+}
