@@ -3,28 +3,68 @@
 // ppo/dist_none.c (CMake compiles one of the two).
 #include "ppo/dist.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool dist_is_root(void) { return dist_rank() == 0; }
 
+// The backend whose communicator the ranks joined (dist_attach_backend): its memory is reduced on
+// the device by the backend itself (NCCL); any other backend's memory must be host memory.
+static Backend *joined_backend = NULL;
+
+int dist_attach_backend(Backend *backend) {
+  if (dist_size() == 1) return 0;
+  size_t id_bytes = backend_comm_id_bytes(backend);
+  if (id_bytes == 0) {
+    if (strcmp(backend_name(backend), "cpu") == 0) return 0;  // host memory: MPI reduces it in place
+    error_set("the %s backend of this build has no all-reduce across ranks (CUDA needs NCCL at build time); "
+              "run the ranks with [run] device = cpu",
+              backend_name(backend));
+    return -1;
+  }
+  // Rank 0 makes the id; every rank learns whether that worked before it waits for anything else,
+  // and a rank whose own call worked names the one that failed.
+  unsigned char *id = calloc(1, id_bytes);
+  if (!id) dist_abort(EXIT_RUNTIME, "out of host memory (communicator id)");
+  int mine = dist_is_root() ? backend_comm_make_id(backend, id) != 0 : 0;
+  int failed = dist_host_allreduce_max_int(mine);
+  if (failed && !mine) error_set("rank 0 could not make the %s communicator's id", backend_name(backend));
+  if (!failed) {
+    dist_host_bcast(id, id_bytes, 0);
+    mine = backend_comm_join(backend, id, dist_rank(), dist_size()) != 0;
+    failed = dist_host_allreduce_max_int(mine);
+    if (failed && !mine) error_set("another rank could not join the %s communicator", backend_name(backend));
+  }
+  free(id);
+  if (failed) return -1;
+  joined_backend = backend;
+  return 0;
+}
+
 // Backend memory is host memory on the CPU backend: MPI reduces it in place. A device backend
-// needs its own all-reduce (NCCL on the device pointers, with the backend's stream) here.
+// reduces its own memory once attached (NCCL on the device pointers, on the backend's stream).
 static void check_host_memory(Backend *backend, const char *what) {
   if (strcmp(backend_name(backend), "cpu") != 0)
-    dist_abort(EXIT_RUNTIME,
-               "%s: an all-reduce of %s backend memory across ranks is not built yet (run the ranks "
-               "with [run] device = cpu)",
-               what, backend_name(backend));
+    dist_abort(EXIT_RUNTIME, "%s: %s backend memory but no communicator joined (dist_attach_backend)", what,
+               backend_name(backend));
 }
 
 void dist_allreduce_sum_f32(Backend *backend, float *x, size_t n) {
   if (dist_size() == 1) return;
+  if (backend == joined_backend) {
+    backend_allreduce_sum_f32(backend, x, n);
+    return;
+  }
   check_host_memory(backend, "dist_allreduce_sum_f32");
   dist_host_allreduce_sum_f32(x, n);
 }
 
 void dist_allreduce_sum_f64(Backend *backend, double *x, size_t n) {
   if (dist_size() == 1) return;
+  if (backend == joined_backend) {
+    backend_allreduce_sum_f64(backend, x, n);
+    return;
+  }
   check_host_memory(backend, "dist_allreduce_sum_f64");
   dist_host_allreduce_sum_f64(x, n);
 }

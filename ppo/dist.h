@@ -20,9 +20,10 @@
 // errors are fatal (MPI_ERRORS_ARE_FATAL). A rank that hangs without failing (a stuck file system)
 // is what mpirun's `--timeout SECONDS` is for.
 //
-// Memory: the _f32 / _f64 reductions on backend memory take the Backend, so the CUDA backend can
-// slot in an all-reduce on device memory (NCCL) here; today backend memory must be host memory (the
-// CPU backend) and MPI reduces it in place. The host_ variants reduce host memory.
+// Memory: the _f32 / _f64 reductions on backend memory take the Backend: on the CPU backend it is
+// host memory and MPI reduces it in place; a CUDA backend attached with dist_attach_backend reduces
+// it on the device with NCCL (nn/backend_cuda_nccl.cu), queued on its stream. The host_ variants
+// reduce host memory.
 // Depends on nn/backend.h, common/.
 #ifndef PPO_DIST_H
 #define PPO_DIST_H
@@ -46,6 +47,12 @@ const char *dist_describe(void);  // "1 rank (this build has no MPI)", "2 ranks 
 // Prints "[rank r/R] " + the message to stderr (when fmt is not NULL) and ends every rank with
 // `status` (MPI_Abort; exit() in a world of one).
 _Noreturn void dist_abort(int status, const char *fmt, ...) PPO_PRINTF(2, 3);
+
+// Joins the ranks' backends into one communicator when the backend reduces its own memory (CUDA
+// with NCCL: one GPU per rank); with the CPU backend there is nothing to join. Collective: every
+// rank calls it after opening its backend, and every rank gets the same answer: 0, or -1 with the
+// error message (a device backend without a communicator in this build, a rank that could not join).
+int dist_attach_backend(Backend *backend);
 
 // In-place sums over the ranks. Backend memory (x from backend_alloc; see the header comment):
 void dist_allreduce_sum_f32(Backend *backend, float *x, size_t n);

@@ -85,6 +85,7 @@ struct Trainer {
   // update, recorded again when the learning rate it holds changes (the linear schedule).
   BackendGraph rollout_graph, update_graph;
   double update_graph_lr;
+  float *replica_host;  // several ranks on a device backend: one slab's host copy for the replica check
 };
 
 static const char *device_name(ConfigDevice device) {
@@ -261,6 +262,7 @@ void trainer_free(Trainer *tr) {
   }
   vecenv_free(tr->vec);
   if (tr->has_market) env_market_close(&tr->market);
+  free(tr->replica_host);
   free(tr);
 }
 
@@ -294,6 +296,11 @@ Trainer *trainer_open(const Config *cfg) {
     return NULL;
   }
   backend_set_tf32(tr->backend, cfg->run.tf32);
+  if (dist_attach_backend(tr->backend) != 0) {  // several ranks: their communicator (NCCL on CUDA)
+    error_prepend("[run] device = %s, %d ranks: ", device_name(cfg->run.device), tr->ranks);
+    trainer_free(tr);
+    return NULL;
+  }
   PolicySpec ps = trainer_policy_spec(cfg, &tr->spec);
   if (policy_spec_check(&ps) != 0) {
     error_prepend("[policy]: ");
@@ -349,6 +356,10 @@ int trainer_allocate(Trainer *tr) {
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
+  if (tr->ranks > 1 && !tr->plan.device_is_host) {
+    tr->replica_host = malloc(tr->policy->param_count * sizeof(float));
+    CHECK(tr->replica_host, "out of host memory (the replica check's copy of a slab)");
+  }
   if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
@@ -379,16 +390,23 @@ int64_t trainer_total_iterations(const Trainer *tr) {
   return (tr->cfg.run.total_timesteps + per - 1) / per;
 }
 
+// One slab's bytes through the host: device memory is read through replica_host (sized for one slab
+// at trainer_allocate), the CPU backend's host memory directly.
+static bool slab_identical(Trainer *tr, const float *slab, size_t bytes) {
+  if (!tr->replica_host) return dist_check_identical(slab, bytes);
+  backend_download(tr->backend, tr->replica_host, slab, bytes);
+  return dist_check_identical(tr->replica_host, bytes);
+}
+
 bool trainer_replicas_agree(Trainer *tr) {
   if (tr->ranks == 1) return true;
-  // The slabs are host memory: several ranks run on the CPU backend only (ppo/dist.c).
   Policy *pol = tr->policy;
   size_t bytes = pol->param_count * sizeof(float);
   OptimScalars os;
   optim_read_state(tr->optim, &os);
-  bool same = dist_check_identical(pol->params_memory, bytes);
-  same &= dist_check_identical(pol->m_memory, bytes);
-  same &= dist_check_identical(pol->v_memory, bytes);
+  bool same = slab_identical(tr, pol->params_memory, bytes);
+  same &= slab_identical(tr, pol->m_memory, bytes);
+  same &= slab_identical(tr, pol->v_memory, bytes);
   same &= dist_check_identical(&os, sizeof os);
   // The normalisation statistics too (obs mean, var, return mean, var are contiguous; the per-env
   // discounted returns are each rank's own).
