@@ -248,16 +248,8 @@ typedef struct {
   int normalize_advantage;   // 1: (adv - mean) / (std + 1e-8), std unbiased, over the minibatch (B > 1)
 } PpoLossHyper;
 
-// The per-minibatch statistics backend_ppo_loss writes (floats, backend memory).
-enum {
-  PPO_STAT_LOSS = 0,       // policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
-  PPO_STAT_POLICY_LOSS,    // -mean(min(adv ratio, adv clamp(ratio, 1 -+ clip)))
-  PPO_STAT_VALUE_LOSS,     // mean((returns - v)^2)
-  PPO_STAT_ENTROPY_LOSS,   // -mean(entropy)
-  PPO_STAT_APPROX_KL,      // mean((ratio - 1) - log ratio)
-  PPO_STAT_CLIP_FRACTION,  // mean(|ratio - 1| > clip)
-  PPO_STAT_COUNT = 8       // row stride (two spare slots)
-};
+// The per-minibatch statistics backend_ppo_loss writes (floats, backend memory): PPO_STAT_* of
+// nn/ops_math.h, whose nn_ppo_stats fills the row on both backends.
 
 // stats (PPO_STAT_COUNT) as above, and the gradients of the loss with respect to the per-sample
 // log-probs, entropies and values: dlogp, dentropy, dvalues (B), each multiplied by *loss_scale

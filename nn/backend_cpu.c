@@ -268,15 +268,9 @@ static void cpu_categorical_forward(Backend *backend, float *logp, float *entrop
 
 static void cpu_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
                                      const float *logits, const float *actions, int B, int A) {
-  for (int b = 0; b < B; b++) {
-    const float *z = logits + (size_t)b * A;
-    float *dz = dlogits + (size_t)b * A;
-    float lse = nn_logsumexp(z, A);
-    float H = nn_categorical_entropy(z, A, lse);
-    int a = action_index(actions[b], A);
-    float de = dentropy ? dentropy[b] : 0.0f;
-    for (int j = 0; j < A; j++) dz[j] = nn_categorical_dlogit(z[j], lse, H, j == a, dlogp[b], de);
-  }
+  for (int b = 0; b < B; b++)
+    nn_categorical_backward_row(dlogits + (size_t)b * A, logits + (size_t)b * A, A, action_index(actions[b], A),
+                                dlogp[b], dentropy ? dentropy[b] : 0.0f);
 }
 
 static void cpu_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,

@@ -29,26 +29,11 @@ void cpu_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy,
   }
   NnPpoScalars s = nn_ppo_scalars(hyper.clip_range, hyper.clip_range_vf, hyper.ent_coef, hyper.vf_coef, normalize,
                                   adv_mean, adv_div, loss_scale ? *loss_scale : 1.0f, B);
-  double policy_sum = 0.0, value_sum = 0.0, entropy_sum = 0.0, kl_sum = 0.0;
-  int clipped = 0;
-  for (int b = 0; b < B; b++) {
-    float term, kl, err;
-    clipped += nn_ppo_sample(&s, advantages[b], logp[b], old_logp[b], values[b], old_values[b], returns[b], &term, &kl,
-                             &err, &dlogp[b], &dvalues[b]);
-    policy_sum += term;
-    kl_sum += kl;
-    value_sum += (double)err * (double)err;
-    entropy_sum += entropy[b];
-    dentropy[b] = s.g_entropy;
-  }
-  double policy_loss = -policy_sum / B, value_loss = value_sum / B, entropy_loss = -entropy_sum / B;
-  stats[PPO_STAT_LOSS] = (float)(policy_loss + hyper.ent_coef * entropy_loss + hyper.vf_coef * value_loss);
-  stats[PPO_STAT_POLICY_LOSS] = (float)policy_loss;
-  stats[PPO_STAT_VALUE_LOSS] = (float)value_loss;
-  stats[PPO_STAT_ENTROPY_LOSS] = (float)entropy_loss;
-  stats[PPO_STAT_APPROX_KL] = (float)(kl_sum / B);
-  stats[PPO_STAT_CLIP_FRACTION] = (float)((double)clipped / B);
-  for (int k = PPO_STAT_CLIP_FRACTION + 1; k < PPO_STAT_COUNT; k++) stats[k] = 0.0f;
+  NnPpoSums sums = {0.0, 0.0, 0.0, 0.0, 0.0};
+  for (int b = 0; b < B; b++)
+    nn_ppo_accumulate(&s, &sums, advantages[b], logp[b], old_logp[b], values[b], old_values[b], returns[b], entropy[b],
+                      &dlogp[b], &dentropy[b], &dvalues[b]);
+  nn_ppo_stats(stats, &sums, B, hyper.ent_coef, hyper.vf_coef);
 }
 
 // The same arithmetic as cpu_ppo_loss's normalisation, split at the two sums a multi-rank run adds

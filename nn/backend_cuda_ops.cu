@@ -50,15 +50,9 @@ void cuda_categorical_forward(Backend *backend, float *logp, float *entropy, con
 
 __global__ static void categorical_backward_kernel(float *dlogits, const float *dlogp, const float *dentropy,
                                                    const float *logits, const float *actions, int B, int A) {
-  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x) {
-    const float *z = logits + (size_t)b * A;
-    float *dz = dlogits + (size_t)b * A;
-    float lse = nn_logsumexp(z, A);
-    float H = nn_categorical_entropy(z, A, lse);
-    int a = action_index(actions[b], A);
-    float de = dentropy ? dentropy[b] : 0.0f;
-    for (int j = 0; j < A; j++) dz[j] = a >= 0 ? nn_categorical_dlogit(z[j], lse, H, j == a, dlogp[b], de) : NAN;
-  }
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x)
+    nn_categorical_backward_row(dlogits + (size_t)b * A, logits + (size_t)b * A, A, action_index(actions[b], A),
+                                dlogp[b], dentropy ? dentropy[b] : 0.0f);
 }
 
 void cuda_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,

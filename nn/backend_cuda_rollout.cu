@@ -156,31 +156,16 @@ __global__ static void __launch_bounds__(PPO_LOSS_THREADS)
   if (normalize) advantage_moments(advantages, B, &adv_mean, &adv_div);
   NnPpoScalars s = nn_ppo_scalars(hyper.clip_range, hyper.clip_range_vf, hyper.ent_coef, hyper.vf_coef, normalize,
                                   adv_mean, adv_div, loss_scale ? *loss_scale : 1.0f, B);
-  double policy_sum = 0.0, value_sum = 0.0, entropy_sum = 0.0, kl_sum = 0.0, clipped = 0.0;
-  for (int b = threadIdx.x; b < B; b += blockDim.x) {
-    float term, kl, err;
-    clipped += nn_ppo_sample(&s, advantages[b], logp[b], old_logp[b], values[b], old_values[b], returns[b], &term, &kl,
-                             &err, &dlogp[b], &dvalues[b]);
-    policy_sum += term;
-    kl_sum += kl;
-    value_sum += (double)err * (double)err;
-    entropy_sum += entropy[b];
-    dentropy[b] = s.g_entropy;
-  }
-  policy_sum = cuda_block_sum(policy_sum);
-  value_sum = cuda_block_sum(value_sum);
-  entropy_sum = cuda_block_sum(entropy_sum);
-  kl_sum = cuda_block_sum(kl_sum);
-  clipped = cuda_block_sum(clipped);  // a count: exact in double
-  if (threadIdx.x != 0) return;
-  double policy_loss = -policy_sum / B, value_loss = value_sum / B, entropy_loss = -entropy_sum / B;
-  stats[PPO_STAT_LOSS] = (float)(policy_loss + hyper.ent_coef * entropy_loss + hyper.vf_coef * value_loss);
-  stats[PPO_STAT_POLICY_LOSS] = (float)policy_loss;
-  stats[PPO_STAT_VALUE_LOSS] = (float)value_loss;
-  stats[PPO_STAT_ENTROPY_LOSS] = (float)entropy_loss;
-  stats[PPO_STAT_APPROX_KL] = (float)(kl_sum / B);
-  stats[PPO_STAT_CLIP_FRACTION] = (float)(clipped / B);
-  for (int k = PPO_STAT_CLIP_FRACTION + 1; k < PPO_STAT_COUNT; k++) stats[k] = 0.0f;
+  NnPpoSums sums = {0.0, 0.0, 0.0, 0.0, 0.0};
+  for (int b = threadIdx.x; b < B; b += blockDim.x)
+    nn_ppo_accumulate(&s, &sums, advantages[b], logp[b], old_logp[b], values[b], old_values[b], returns[b], entropy[b],
+                      &dlogp[b], &dentropy[b], &dvalues[b]);
+  sums.policy = cuda_block_sum(sums.policy);
+  sums.value = cuda_block_sum(sums.value);
+  sums.entropy = cuda_block_sum(sums.entropy);
+  sums.kl = cuda_block_sum(sums.kl);
+  sums.clipped = cuda_block_sum(sums.clipped);  // a count: exact in double
+  if (threadIdx.x == 0) nn_ppo_stats(stats, &sums, B, hyper.ent_coef, hyper.vf_coef);
 }
 
 void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,

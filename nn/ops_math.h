@@ -139,6 +139,15 @@ PPO_HD static inline float nn_categorical_dlogit(float z, float lse, float entro
   return dlogp * ((is_action ? 1.0f : 0.0f) - p) - dentropy * p * (lp + entropy);
 }
 
+// One row's dlogits (A) for action index a with the row's dlogp and dentropy. a < 0 marks an action
+// that is not an index in [0, A): a row of NaN (the CUDA kernel's report; the CPU checks first).
+PPO_HD static inline void nn_categorical_backward_row(float *dz, const float *z, int A, int a, float dlogp,
+                                                      float dentropy) {
+  float lse = nn_logsumexp(z, A);
+  float H = nn_categorical_entropy(z, A, lse);
+  for (int j = 0; j < A; j++) dz[j] = a >= 0 ? nn_categorical_dlogit(z[j], lse, H, j == a, dlogp, dentropy) : NAN;
+}
+
 // Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u (the last index
 // when rounding leaves the total just below u).
 PPO_HD static inline int nn_categorical_sample(const float *z, int A, float lse, float u) {
@@ -307,6 +316,17 @@ PPO_HD static inline float nn_ppo_adv_normalize(float advantage, float mean, flo
   return (advantage - mean) / div;
 }
 
+// The per-minibatch statistics backend_ppo_loss writes (floats, backend memory; nn/backend.h).
+enum {
+  PPO_STAT_LOSS = 0,       // policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+  PPO_STAT_POLICY_LOSS,    // -mean(min(adv ratio, adv clamp(ratio, 1 -+ clip)))
+  PPO_STAT_VALUE_LOSS,     // mean((returns - v)^2)
+  PPO_STAT_ENTROPY_LOSS,   // -mean(entropy)
+  PPO_STAT_APPROX_KL,      // mean((ratio - 1) - log ratio)
+  PPO_STAT_CLIP_FRACTION,  // mean(|ratio - 1| > clip)
+  PPO_STAT_COUNT = 8       // row stride (two spare slots)
+};
+
 // The per-minibatch scalars of nn_ppo_sample.
 typedef struct {
   int normalize;  // 1: adv = (adv - adv_mean) / adv_div
@@ -349,6 +369,36 @@ PPO_HD static inline int nn_ppo_sample(const NnPpoScalars *s, float advantage, f
   *err = pred - ret;
   *dvalue = s->g_value * *err * dpred;
   return clipped;
+}
+
+// The sums over a minibatch's samples that its statistics are made of.
+typedef struct {
+  double policy, value, entropy, kl, clipped;  // policy terms, squared value errors, entropies, KLs, clipped count
+} NnPpoSums;
+
+// Sample b of the loss: its gradients (*dlogp, *dentropy, *dvalue) and its terms added to *sums.
+PPO_HD static inline void nn_ppo_accumulate(const NnPpoScalars *s, NnPpoSums *sums, float advantage, float logp,
+                                            float old_logp, float value, float old_value, float ret, float entropy,
+                                            float *dlogp, float *dentropy, float *dvalue) {
+  float term, kl, err;
+  sums->clipped += nn_ppo_sample(s, advantage, logp, old_logp, value, old_value, ret, &term, &kl, &err, dlogp, dvalue);
+  sums->policy += term;
+  sums->kl += kl;
+  sums->value += (double)err * (double)err;
+  sums->entropy += entropy;
+  *dentropy = s->g_entropy;
+}
+
+// The stats row (PPO_STAT_COUNT floats) of B samples' sums: SB3's means and its combined loss.
+PPO_HD static inline void nn_ppo_stats(float *stats, const NnPpoSums *sums, int B, double ent_coef, double vf_coef) {
+  double policy_loss = -sums->policy / B, value_loss = sums->value / B, entropy_loss = -sums->entropy / B;
+  stats[PPO_STAT_LOSS] = (float)(policy_loss + ent_coef * entropy_loss + vf_coef * value_loss);
+  stats[PPO_STAT_POLICY_LOSS] = (float)policy_loss;
+  stats[PPO_STAT_VALUE_LOSS] = (float)value_loss;
+  stats[PPO_STAT_ENTROPY_LOSS] = (float)entropy_loss;
+  stats[PPO_STAT_APPROX_KL] = (float)(sums->kl / B);
+  stats[PPO_STAT_CLIP_FRACTION] = (float)(sums->clipped / B);
+  for (int k = PPO_STAT_CLIP_FRACTION + 1; k < PPO_STAT_COUNT; k++) stats[k] = 0.0f;
 }
 
 #endif

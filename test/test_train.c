@@ -23,6 +23,7 @@
 #include "ppo/evaluate.h"
 #include "ppo/train_run.h"
 #include "ppo/trainer.h"
+#include "test/h5_test_util.h"
 
 // A small synthetic-market run that touches every part of the state: trading env states (with
 // their context pointer), both normalisations, Gaussian-free categorical head, eval + best.h5.
@@ -84,29 +85,7 @@ static void expect_same_state(const char *a_path, const char *b_path) {
       "envs/state",        "envs/obs",          "envs/episode_starts", "envs/episode_logs", "normalize/obs_mean",
       "normalize/obs_var", "normalize/ret_var", "normalize/returns", "rng/vector_steps", "rng/epochs_drawn",
   };
-  hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
-  cr_assert(a >= 0 && b >= 0, "%s", error_message());
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    hsize_t da[4], db[4];
-    int ra = h5io_shape(a, names[i], 4, da), rb = h5io_shape(b, names[i], 4, db);
-    cr_assert(ra > 0 && ra == rb, "%s: %s", names[i], error_message());
-    size_t n = 1;
-    for (int k = 0; k < ra; k++) n *= da[k];
-    hid_t dsa = H5Dopen2(a, names[i], H5P_DEFAULT), dsb = H5Dopen2(b, names[i], H5P_DEFAULT);
-    hid_t type = H5Dget_type(dsa);  // the same stored type for both: compare raw bytes
-    size_t size = H5Tget_size(type);
-    unsigned char *x = malloc(n * size), *y = malloc(n * size);
-    H5Dread(dsa, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
-    H5Dread(dsb, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, y);
-    H5Tclose(type);
-    cr_expect(memcmp(x, y, n * size) == 0, "%s differs between %s and %s", names[i], a_path, b_path);
-    free(x);
-    free(y);
-    H5Dclose(dsa);
-    H5Dclose(dsb);
-  }
-  h5io_close(a);
-  h5io_close(b);
+  expect_same_datasets(a_path, b_path, names, sizeof names / sizeof names[0]);
 }
 
 // 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`.
