@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "test/h5_test_util.h"
 #include "common/h5io.h"
 #include "program_util.h"
+#include "test/h5_test_util.h"
 
 #define TRAIN PPO_BIN_DIR "/ppo-train"
 #define PROBE PPO_BIN_DIR "/mpi_replica_probe"
