@@ -8,7 +8,7 @@
 #   bench/gpu_pack.sh [ARCH]        # ARCH: CUDA architecture, default 90 (H100, H200)
 #
 # Writes .gpu/ppo-gpu.tar.xz (the folder is ignored through .git/info/exclude, which this script
-# extends). The build tree is build-gpu/ in the repository root; the test suites find their
+# extends): build-gpu/bin, and under .gpu/run/ the libraries, the source path and the commit. The build tree is build-gpu/ in the repository root; the test suites find their
 # fixtures through the absolute source path compiled into them, so the session script links that
 # path to wherever the repository lands on the GPU machine. glibc, libstdc++ and the CUDA
 # libraries are the GPU machine's own (newer than this machine's; the driver matches its toolkit).
@@ -21,10 +21,11 @@ cmake -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPPO_CUDA=ON -DCMAKE_CUDA_ARCHITE
 cmake --build build-gpu -j"$(nproc)"
 
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
-rm -rf .gpu/stage && mkdir -p .gpu/stage/lib
-printf '%s\n' "$root" >.gpu/stage/source_dir
-git rev-parse HEAD >.gpu/stage/commit
-git status --porcelain | grep -q . && echo dirty >>.gpu/stage/commit || true
+rm -rf .gpu/stage && mkdir -p .gpu/stage/.gpu/run/lib
+stage=.gpu/stage/.gpu/run
+printf '%s\n' "$root" >$stage/source_dir
+git rev-parse HEAD >$stage/commit
+git status --porcelain | grep -q . && echo dirty >>$stage/commit || true
 
 # Every shared library the binaries load, except the C runtime and the CUDA libraries.
 skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcurand|libnccl)'
@@ -32,10 +33,10 @@ for bin in build-gpu/bin/*; do
   ldd "$bin" | awk '$3 ~ /^\// {print $3}'
 done | sort -u | while read -r lib; do
   base=$(basename "$lib")
-  [[ $base =~ $skip ]] || cp -L "$lib" .gpu/stage/lib/
+  [[ $base =~ $skip ]] || cp -L "$lib" $stage/lib/
 done
 
-tar -C "$root" -cJf .gpu/ppo-gpu.tar.xz build-gpu/bin -C .gpu/stage lib source_dir commit
+tar -C "$root" -cJf .gpu/ppo-gpu.tar.xz build-gpu/bin -C .gpu/stage .gpu/run
 rm -rf .gpu/stage
 ls -l .gpu/ppo-gpu.tar.xz
 echo "carry .gpu and run: bash bench/gpu_session.sh"

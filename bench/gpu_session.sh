@@ -16,8 +16,9 @@ out=${OUT:-$root/bench/results}
 mkdir -p "$out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 
-tar -xJf .gpu/ppo-gpu.tar.xz -C "$root"
-src=$(cat "$root/source_dir")
+tar -xJf .gpu/ppo-gpu.tar.xz -C "$root"  # build-gpu/bin and .gpu/run/
+run=$root/.gpu/run
+src=$(cat "$run/source_dir")
 # The suites read fixtures from the source path compiled into them: point it here.
 if [ "$src" != "$root" ]; then
   mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
@@ -29,13 +30,14 @@ roots = [os.path.join(p) for p in nvidia.__path__]
 print(":".join(sorted({os.path.dirname(f) for r in roots for f in glob.glob(r + "/*/lib/*.so*")})))
 EOF
 )
-export LD_LIBRARY_PATH="$root/lib:/usr/local/cuda/lib64:${cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$run/lib:/usr/local/cuda/lib64:${cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin=$root/build-gpu/bin
+export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 
 {
   echo "date      $stamp"
-  echo "commit    $(cat "$root/commit" | tr '\n' ' ')"
+  echo "commit    $(tr '\n' ' ' <"$run/commit")"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   echo "cpu       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
   ldd "$bin/ppo-train" | grep -E "not found|cublas|cudart" || true
