@@ -233,7 +233,10 @@ typedef struct {
   Policy *pol;
   Backend *be;
   int rows, O, A;
-  float *obs_host, *out_host, *head_host;  // (rows, O), (rows, A), (rows, A)
+  // A sampled row's Philox words per step and its action's floats: 1 and 1 for a categorical head
+  // (one uniform, one action index per row), 2 A and A for a Gaussian one (nn/backend.h).
+  int words, action_floats;
+  float *obs_host, *out_host, *head_host;  // (rows, O), (rows, action_floats), (rows, A)
   float *obs_dev, *uniforms_dev, *actions_dev;
 } AgentBatch;
 
@@ -245,17 +248,17 @@ static void agent_batch_act(AgentBatch *ab, const BacktestSetup *setup, const Ba
   bool any_sampled = false;
   for (int r = 0; r < R; r++)
     if (specs[r]->strategy == BT_AGENT_SAMPLED) {
-      // Pass r's own stream: Philox(seed, subsequence), 2 A words per step.
-      backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, specs[r]->seed,
-                      setup->sample_subsequence, (uint64_t)step * 2 * (uint64_t)A);
+      // Pass r's own stream: Philox(seed, subsequence), `words` words per step.
+      backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * ab->words, (size_t)ab->words, specs[r]->seed,
+                      setup->sample_subsequence, (uint64_t)step * (uint64_t)ab->words);
       any_sampled = true;
     }
   if (any_sampled) {
     for (int r = 0; r < R; r++)  // greedy rows: any valid uniforms (their samples are not used)
       if (specs[r]->strategy != BT_AGENT_SAMPLED)
-        backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * 2 * A, (size_t)2 * A, 0, 0, 0);
+        backend_uniform(ab->be, ab->uniforms_dev + (size_t)r * ab->words, (size_t)ab->words, 0, 0, 0);
     policy_act(ab->pol, ab->actions_dev, ab->obs_dev, ab->uniforms_dev, R);
-    backend_download(ab->be, ab->out_host, ab->actions_dev, (size_t)R * A * sizeof(float));
+    backend_download(ab->be, ab->out_host, ab->actions_dev, (size_t)R * ab->action_floats * sizeof(float));
   } else {
     policy_forward(ab->pol, ab->obs_dev, R);
   }
@@ -304,7 +307,14 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
       goto done;
     }
     const int A = pol->spec.action_dim;
-    ab = (AgentBatch){.pol = pol, .be = pol->backend, .rows = agents, .O = O, .A = A};
+    bool categorical = pol->spec.head == POLICY_HEAD_CATEGORICAL;
+    ab = (AgentBatch){.pol = pol,
+                      .be = pol->backend,
+                      .rows = agents,
+                      .O = O,
+                      .A = A,
+                      .words = categorical ? 1 : 2 * A,
+                      .action_floats = categorical ? 1 : A};
     ab.obs_host = malloc((size_t)agents * (O + 2 * A) * sizeof(float));
     CHECK(ab.obs_host, "out of host memory (backtest)");
     ab.out_host = ab.obs_host + (size_t)agents * O;
@@ -341,7 +351,8 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
       float cont = 0.0f;
       const BacktestStrategy strat = specs[k].strategy;
       if (s->agent_row >= 0) {
-        const float *row = (strat == BT_AGENT_GREEDY ? ab.head_host : ab.out_host) + (size_t)s->agent_row * ab.A;
+        const float *row = strat == BT_AGENT_GREEDY ? ab.head_host + (size_t)s->agent_row * ab.A
+                                                    : ab.out_host + (size_t)s->agent_row * ab.action_floats;
         if (c->n_levels > 0) {
           if (strat == BT_AGENT_GREEDY) {
             for (int a = 1; a < ab.A; a++)

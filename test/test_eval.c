@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nn/backend.h"
+#include "nn/policy.h"
 #include "ppo/backtest.h"
 #include "program_util.h"
 #include "trading_test_util.h"
@@ -224,6 +226,55 @@ Test(backtest, refuses_an_agent_pass_without_a_policy) {
   cr_expect_eq(backtest_run(&setup, specs, 1, passes), -1);
   cr_expect(strstr(error_message(), "cost multiplier -1"), "%s", error_message());
   market_close(&m);
+}
+
+// A sampled agent pass depends on its seed only, not on the passes batched with it: a pass's
+// uniforms and actions are its own row's (categorical: one of each per row; Gaussian: 2 A and A).
+static void sampled_pass_is_independent_of_its_batch(PolicyHead head, TradingParams p) {
+  Market m;
+  market_open(&m, "EURUSD_1H.h5", p);
+  Backend *be = backend_open("cpu");
+  cr_assert_not_null(be, "%s", error_message());
+  PolicySpec ps = {.obs_dim = m.ctx.obs_dim,
+                   .action_dim = head == POLICY_HEAD_CATEGORICAL ? m.ctx.n_levels : 1,
+                   .head = head,
+                   .n_pi = 1,
+                   .pi_layers = {8},
+                   .n_vf = 1,
+                   .vf_layers = {8},
+                   .activation = NN_ACT_TANH,
+                   .dtype = NN_F32,
+                   .max_batch = 4,
+                   .seed = 3};
+  Policy *pol = policy_init(be, &ps);
+  cr_assert_not_null(pol, "%s", error_message());
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL, .policy = pol, .sample_subsequence = 5};
+  BacktestPassSpec alone[1] = {{BT_AGENT_SAMPLED, 7, 1.0}};
+  BacktestPassSpec batched[4] = {
+      {BT_AGENT_GREEDY, 0, 1.0}, {BT_AGENT_SAMPLED, 9, 1.0}, {BT_AGENT_SAMPLED, 7, 1.0}, {BT_AGENT_SAMPLED, 8, 1.0}};
+  BacktestPass a, b[4];
+  cr_assert_eq(backtest_run(&setup, alone, 1, &a), 0, "%s", error_message());
+  cr_assert_eq(backtest_run(&setup, batched, 4, b), 0, "%s", error_message());
+  cr_assert_eq(a.n, b[2].n);
+  cr_expect_eq(memcmp(a.equity, b[2].equity, (size_t)(a.n + 1) * sizeof(double)), 0,
+               "seed 7's pass alone and as the third agent row");
+  cr_expect_gt(a.env_trades_opened, 10, "a random network samples trades: %lld", (long long)a.env_trades_opened);
+  cr_expect_neq(memcmp(b[1].equity, b[2].equity, (size_t)(a.n + 1) * sizeof(double)), 0, "seeds 9 and 7 differ");
+  backtest_pass_free(&a);
+  for (int k = 0; k < 4; k++) backtest_pass_free(&b[k]);
+  policy_free(pol);
+  backend_close(be);
+  market_close(&m);
+}
+
+Test(backtest, a_sampled_categorical_pass_is_independent_of_its_batch) {
+  sampled_pass_is_independent_of_its_batch(POLICY_HEAD_CATEGORICAL, trading_params_default());
+}
+
+Test(backtest, a_sampled_gaussian_pass_is_independent_of_its_batch) {
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS;
+  sampled_pass_is_independent_of_its_batch(POLICY_HEAD_GAUSSIAN, p);
 }
 
 // --- the programs ---------------------------------------------------------------------------------
