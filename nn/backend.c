@@ -182,13 +182,17 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
     backend->recording = 1;
     graph->exec = ops->graph_record(backend, fn, arg);
     backend->recording = 0;
+    backend->graphs++;
   }
   ops->graph_launch(backend, graph->exec);
 }
 
 void backend_graph_reset(Backend *backend, BackendGraph *graph) {
   CHECK(backend && graph, "backend_graph_reset: NULL argument");
-  if (graph->exec) backend->ops->graph_destroy(backend, graph->exec);
+  if (graph->exec) {
+    backend->ops->graph_destroy(backend, graph->exec);
+    backend->graphs--;
+  }
   graph->exec = NULL;
 }
 

@@ -84,7 +84,9 @@ typedef struct {
 // wrappers check that on every backend, so a CPU test proves a function fit for recording. On
 // the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again,
 // e.g. after a scalar argument such as the learning rate changed); call it before freeing the
-// memory the graph uses. Recording allocates inside the CUDA driver, once per recording.
+// memory the graph uses. Recording allocates inside the CUDA driver, once per recording. The GEMM
+// workspace cannot grow while a recorded graph exists (its GEMMs hold the workspace's address):
+// reserve it first (policy_init does).
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
 void backend_graph_reset(Backend *backend, BackendGraph *graph);
 

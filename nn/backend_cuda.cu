@@ -92,7 +92,8 @@ enum { MOVE_THREADS = 1024, MOVE_BYTES_PER_THREAD = 8 };
 // before it is overwritten (upwards when dst < src). Each tile is read into registers, then, after
 // the barrier, written; the next tile's reads never touch this tile's writes, so one barrier per
 // tile is enough.
-static __global__ void move_kernel(unsigned char *dst, const unsigned char *src, size_t bytes) {
+static __global__ void __launch_bounds__(MOVE_THREADS) move_kernel(unsigned char *dst, const unsigned char *src,
+                                                                    size_t bytes) {
   const size_t tile = (size_t)MOVE_THREADS * MOVE_BYTES_PER_THREAD;
   size_t tiles = (bytes + tile - 1) / tile;
   int upwards = dst < src;
@@ -135,7 +136,10 @@ static void cuda_copy(Backend *backend, void *dst, const void *src, size_t bytes
   }
 }
 
+// Counted as a host wait by the seam: it waits for the queued work too, so a fault is seen here as at
+// any other wait.
 static int cuda_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
+  wait_and_check(cuda_ctx(backend));
   CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
   return 0;
 }
@@ -146,6 +150,9 @@ static int cuda_memory_info(Backend *backend, size_t *free_bytes, size_t *total_
 static void cuda_reserve_workspace(Backend *backend, size_t bytes) {
   CudaContext *ctx = cuda_ctx(backend);
   if (bytes <= ctx->workspace_bytes) return;
+  // Recorded graphs hold the current workspace's address in their cuBLAS nodes.
+  CHECK(backend->graphs == 0, "the GEMM workspace must be reserved before any graph is recorded "
+                              "(backend_graph_reset them first)");
   CUDA_CHECK(cudaFree(ctx->workspace));
   ctx->workspace = NULL;
   ctx->workspace_bytes = 0;
@@ -268,7 +275,8 @@ enum { TILE = 32, TILE_ROWS = 256, ROWS_PER_THREAD = TILE_ROWS / TILE };
 // has the CPU's bits, and a run's bits do not depend on timing. With din_t, the tile goes out
 // transposed from shared memory, rounded again to the same bits (row h0 + y of din_t, its columns
 // b0 + x + TILE k: coalesced too).
-static __global__ void bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype, float *dbias,
+static __global__ void __launch_bounds__(TILE * TILE) bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype,
+                                                                              float *dbias,
                                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H,
                                                 int act) {
   __shared__ float d_tile[TILE_ROWS][TILE + 1];  // 33 KiB; the padding keeps a column's reads off one bank

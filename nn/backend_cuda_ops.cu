@@ -22,19 +22,21 @@
 // --- categorical: one thread per row of A logits (A is small: a handful of actions) -------------------
 
 // The index of a float action, or -1 when it is not an integer in [0, A). The CPU exits on such an
-// action; a kernel cannot, so the row's outputs become NaN, which the trainer's checks see.
-__device__ static int action_index(float a, int A) {
-  if (!(a >= 0.0f && a < (float)A)) return -1;
+// action; a kernel cannot: the row's outputs become NaN and the fault is reported at the next
+// download or sync (nn/backend_cuda.h), which exits as the CPU does.
+__device__ static int action_index(float a, int A, int *fault) {
   int j = (int)a;
-  return (float)j == a ? j : -1;
+  if (a >= 0.0f && a < (float)A && (float)j == a) return j;
+  cuda_report_fault(fault, CUDA_FAULT_CATEGORICAL_ACTION);
+  return -1;
 }
 
 __global__ static void categorical_forward_kernel(float *logp, float *entropy, const float *logits,
-                                                  const float *actions, int B, int A) {
+                                                  const float *actions, int B, int A, int *fault) {
   for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x) {
     const float *z = logits + (size_t)b * A;
     float lse = nn_logsumexp(z, A);
-    int a = action_index(actions[b], A);
+    int a = action_index(actions[b], A, fault);
     logp[b] = a >= 0 ? z[a] - lse : NAN;
     if (entropy) entropy[b] = nn_categorical_entropy(z, A, lse);
   }
@@ -44,14 +46,15 @@ void cuda_categorical_forward(Backend *backend, float *logp, float *entropy, con
                               int B, int A) {
   CudaContext *ctx = cuda_ctx(backend);
   categorical_forward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(logp, entropy, logits,
-                                                                                            actions, B, A);
+                                                                                            actions, B, A, ctx->fault);
   CUDA_CHECK_LAUNCH();
 }
 
 __global__ static void categorical_backward_kernel(float *dlogits, const float *dlogp, const float *dentropy,
-                                                   const float *logits, const float *actions, int B, int A) {
+                                                   const float *logits, const float *actions, int B, int A,
+                                                   int *fault) {
   for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x)
-    nn_categorical_backward_row(dlogits + (size_t)b * A, logits + (size_t)b * A, A, action_index(actions[b], A),
+    nn_categorical_backward_row(dlogits + (size_t)b * A, logits + (size_t)b * A, A, action_index(actions[b], A, fault),
                                 dlogp[b], dentropy ? dentropy[b] : 0.0f);
 }
 
@@ -59,7 +62,8 @@ void cuda_categorical_backward(Backend *backend, float *dlogits, const float *dl
                                const float *logits, const float *actions, int B, int A) {
   CudaContext *ctx = cuda_ctx(backend);
   categorical_backward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(dlogits, dlogp, dentropy,
-                                                                                             logits, actions, B, A);
+                                                                                             logits, actions, B, A,
+                                                                                             ctx->fault);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -95,6 +95,7 @@ struct Backend {
   size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
   size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
   int recording;       // inside backend_graph_run's fn: calls that cannot be recorded are refused
+  size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
   void *ctx;           // the implementation's own state
 };

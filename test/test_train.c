@@ -167,13 +167,15 @@ Test(train, resume_is_bit_exact_on_cuda_fp16) {
 }
 
 // One iteration of the small config on CUDA and on the CPU from the same seed: the same rollout
-// (the sampled actions agree, so the episode statistics are equal) and parameters that agree to
-// a tolerance per precision. Stated tolerances, on the largest parameter difference after 2 epochs
+// (in fp32 the sampled actions agree, so the episode statistics are equal) and parameters that agree
+// to a tolerance per precision. Stated tolerances, on the largest parameter difference after 2 epochs
 // of Adam steps at lr 3e-4 (a step moves a parameter by up to lr, so a missing or doubled term
-// shows as ~1e-4 or more): fp32 (cuBLAS without TF32 against OpenBLAS/oneDNN, which only reorder
-// sums) 2e-5; fp16 and bf16 (the same roundings of the same values, but products accumulated in
-// another order inside the GEMMs) 2e-4. The losses agree to 1e-4 relative (fp32) and 1e-2 (low
-// precision). To be confirmed on the first GPU run.
+// shows as ~1e-4 per step or more): fp32 (cuBLAS without TF32 against OpenBLAS/oneDNN, which only
+// reorder sums) 2e-5; fp16 and bf16 1e-3 (Adam's first step moves a parameter by +-lr whatever the
+// gradient's size, so a near-zero gradient whose sign flips under another rounding order costs
+// 2 lr = 6e-4). The losses agree to 1e-4 relative (fp32) and 1e-2 (low precision), with an absolute
+// floor of 1e-7 (approx_kl, ~1e-5, sums (r - 1) - log r, which cancels: CUDA's expf is within 2 ulp
+// of glibc's). To be confirmed on the first GPU run.
 static void iteration_parity_case(const char *precision, double param_tol, double loss_rel_tol) {
   skip_without_cuda();
   const char *devices[2] = {"cpu", "cuda"};
@@ -198,10 +200,13 @@ static void iteration_parity_case(const char *precision, double param_tol, doubl
     backend_download(trainer_backend(tr), params[d], pol->params_memory, n * sizeof(float));
     trainer_free(tr);
   }
-  cr_expect_eq(stats[1].episodes, stats[0].episodes, "episodes: cuda %d, cpu %d", stats[1].episodes,
-               stats[0].episodes);
-  cr_expect_eq(stats[1].ep_rew_mean, stats[0].ep_rew_mean, "ep_rew_mean: cuda %.9g, cpu %.9g (a sampled action differs)",
-               stats[1].ep_rew_mean, stats[0].ep_rew_mean);
+  if (strcmp(precision, "fp32") == 0) {  // in fp16 / bf16 a logit rounded the other way may flip an action
+    cr_expect_eq(stats[1].episodes, stats[0].episodes, "episodes: cuda %d, cpu %d", stats[1].episodes,
+                 stats[0].episodes);
+    cr_expect_eq(stats[1].ep_rew_mean, stats[0].ep_rew_mean,
+                 "ep_rew_mean: cuda %.9g, cpu %.9g (a sampled action differs)", stats[1].ep_rew_mean,
+                 stats[0].ep_rew_mean);
+  }
   double worst = 0.0;
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
@@ -215,15 +220,15 @@ static void iteration_parity_case(const char *precision, double param_tol, doubl
                               {stats[1].entropy_loss, stats[0].entropy_loss},
                               {stats[1].approx_kl, stats[0].approx_kl}};
   for (size_t k = 0; k < sizeof losses / sizeof losses[0]; k++)
-    cr_expect(fabs(losses[k][0] - losses[k][1]) <= loss_rel_tol * fmax(fabs(losses[k][1]), 1e-6),
+    cr_expect(fabs(losses[k][0] - losses[k][1]) <= loss_rel_tol * fabs(losses[k][1]) + 1e-7,
               "%s: loss statistic %zu: cuda %.9g, cpu %.9g", precision, k, losses[k][0], losses[k][1]);
   free(params[0]);
   free(params[1]);
 }
 
 Test(train, one_iteration_on_cuda_matches_the_cpu_fp32) { iteration_parity_case("fp32", 2e-5, 1e-4); }
-Test(train, one_iteration_on_cuda_matches_the_cpu_fp16) { iteration_parity_case("fp16", 2e-4, 1e-2); }
-Test(train, one_iteration_on_cuda_matches_the_cpu_bf16) { iteration_parity_case("bf16", 2e-4, 1e-2); }
+Test(train, one_iteration_on_cuda_matches_the_cpu_fp16) { iteration_parity_case("fp16", 1e-3, 1e-2); }
+Test(train, one_iteration_on_cuda_matches_the_cpu_bf16) { iteration_parity_case("bf16", 1e-3, 1e-2); }
 
 // A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.txt.
 Test(train, resume_keeps_a_better_best_h5) {
