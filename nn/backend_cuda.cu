@@ -262,67 +262,70 @@ static void cuda_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype
   CUDA_CHECK_LAUNCH();
 }
 
-// bias_act_backward_kernel's block: TILE x TILE threads over TILE columns; its tile: TILE_ROWS
-// rows of those columns, ROWS_PER_THREAD per thread.
-enum { TILE = 32, TILE_ROWS = 256, ROWS_PER_THREAD = TILE_ROWS / TILE };
+// bias_act_backward in two kernels over a 2-D grid, so that every multiprocessor has work (one
+// block per 32 columns would give the headline's 512-wide layer 16 blocks on 132 SMs):
+//   tiles: one block per TILE_ROWS x TILE_COLS tile, TILE_COLS x TILE_Y threads. Thread (x, y)
+//     takes column h0 + x of rows y, y + TILE_Y, ... of the tile (each warp reads and writes runs of
+//     one row's columns) and loads each element before it stores it (din may be dout). Per element
+//     d = dout act'(out), stored rounded into din and unrounded into shared memory; then warp y = 0
+//     sums its column's rows of the tile in row order into partials (row tile, H), and with din_t
+//     the tile goes out transposed from shared memory (row h of din_t, its columns b0 + x + 32 k:
+//     coalesced both ways).
+//   column sums: one thread per column adds its partials in row-tile order and adds that to dbias.
+// The order is fixed, so dbias repeats its bits run to run; it differs from the CPU's serial sum
+// only by float rounding (test_cuda_core states the tolerance). The partials live in the cuBLAS
+// workspace, which no GEMM uses between its kernels (the stream orders them).
+enum { TILE_COLS = 32, TILE_ROWS = 64, TILE_Y = 8 };
 
-// One block per TILE columns walks all rows, TILE_ROWS at a time. Thread (x, y) takes column
-// h0 + x of rows y, y + TILE, ... of the tile, so each warp reads and writes runs of one row's
-// columns; it loads all its elements before storing any (din may be dout). Per element: d = dout
-// act'(out), stored rounded into din and unrounded into shared memory. The column sums of the
-// unrounded d are formed as the CPU forms them: one float per column, the rows added in order
-// from 0, then added to dbias (the warp y == 0 adds the tile's rows from shared memory). So dbias
-// has the CPU's bits, and a run's bits do not depend on timing. With din_t, the tile goes out
-// transposed from shared memory, rounded again to the same bits (row h0 + y of din_t, its columns
-// b0 + x + TILE k: coalesced too).
-static __global__ void __launch_bounds__(TILE * TILE) bias_act_backward_kernel(void *din, void *din_t, NnDtype din_dtype,
-                                                                              float *dbias,
-                                                const float *dout, const void *out, NnDtype out_dtype, int B, int H,
-                                                int act) {
-  __shared__ float d_tile[TILE_ROWS][TILE + 1];  // 33 KiB; the padding keeps a column's reads off one bank
-  int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE, h = h0 + x;
-  float sum = 0.0f;  // column h's, kept by the threads y == 0
-  for (int b0 = 0; b0 < B; b0 += TILE_ROWS) {
-    float grad[ROWS_PER_THREAD], act_out[ROWS_PER_THREAD];  // dout and out of the thread's elements
-#pragma unroll
-    for (int k = 0; k < ROWS_PER_THREAD; k++) {
-      int b = b0 + y + k * TILE;
-      grad[k] = 0.0f;
-      act_out[k] = 0.0f;
-      if (b < B && h < H) {
-        grad[k] = dout[(size_t)b * H + h];
-        act_out[k] = load_f32(out, out_dtype, (size_t)b * H + h);
-      }
+static __global__ void __launch_bounds__(TILE_COLS * TILE_Y)
+    bias_act_backward_tiles(void *din, void *din_t, NnDtype din_dtype, float *partials, const float *dout,
+                            const void *out, NnDtype out_dtype, int B, int H, int act) {
+  __shared__ float d_tile[TILE_ROWS][TILE_COLS + 1];  // the padding keeps a column's reads off one bank
+  int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * TILE_ROWS, h = h0 + x;
+  int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
+  for (int r = y; r < TILE_ROWS; r += TILE_Y) {
+    float d = 0.0f;
+    if (r < rows && h < H) {
+      size_t i = (size_t)(b0 + r) * H + h;
+      d = nn_act_backward(dout[i], load_f32(out, out_dtype, i), act);
+      store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
     }
-#pragma unroll
-    for (int k = 0; k < ROWS_PER_THREAD; k++) {
-      int b = b0 + y + k * TILE;
-      float d = 0.0f;
-      if (b < B && h < H) {
-        d = nn_act_backward(grad[k], act_out[k], act);
-        store_bits(din, din_dtype, (size_t)b * H + h, rounded_bits(d, din_dtype));
-      }
-      d_tile[y + k * TILE][x] = d;
-    }
-    __syncthreads();
-    int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
-    if (y == 0)
-      for (int r = 0; r < rows; r++) sum += d_tile[r][x];
-    if (din_t && h0 + y < H)
-      for (int r = x; r < rows; r += TILE)
-        store_bits(din_t, din_dtype, (size_t)(h0 + y) * B + (b0 + r), rounded_bits(d_tile[r][y], din_dtype));
-    __syncthreads();  // the tile is refilled next
+    d_tile[r][x] = d;
   }
-  if (y == 0 && h < H) dbias[h] += sum;
+  __syncthreads();
+  if (y == 0 && h < H) {
+    float sum = 0.0f;
+    for (int r = 0; r < rows; r++) sum += d_tile[r][x];
+    partials[(size_t)blockIdx.y * H + h] = sum;
+  }
+  if (din_t)
+    for (int c = y; c < TILE_COLS && h0 + c < H; c += TILE_Y)
+      for (int r = x; r < rows; r += TILE_COLS)
+        store_bits(din_t, din_dtype, (size_t)(h0 + c) * B + (size_t)(b0 + r), rounded_bits(d_tile[r][c], din_dtype));
+}
+
+static __global__ void bias_act_backward_columns(float *dbias, const float *partials, int row_tiles, int H) {
+  int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h >= H) return;
+  float sum = 0.0f;
+  for (int t = 0; t < row_tiles; t++) sum += partials[(size_t)t * H + h];
+  dbias[h] += sum;
 }
 
 static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
                                    const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
   CudaContext *ctx = cuda_ctx(backend);
-  if (H == 0) return;
-  unsigned blocks = (unsigned)((H + TILE - 1) / TILE);
-  bias_act_backward_kernel<<<blocks, dim3(TILE, TILE), 0, ctx->stream>>>(din, din_t, din_dtype, dbias, dout, out,
-                                                                         out_dtype, B, H, act);
+  if (H == 0 || B == 0) return;
+  unsigned col_tiles = (unsigned)((H + TILE_COLS - 1) / TILE_COLS), row_tiles = (unsigned)((B + TILE_ROWS - 1) / TILE_ROWS);
+  CHECK(row_tiles <= 65535u, "bias_act_backward: B above 65535 x 64 rows");
+  CHECK((size_t)row_tiles * H * sizeof(float) <= ctx->workspace_bytes,
+        "bias_act_backward: the column partials exceed the GEMM workspace (backend_reserve_workspace)");
+  float *partials = (float *)ctx->workspace;
+  bias_act_backward_tiles<<<dim3(col_tiles, row_tiles), dim3(TILE_COLS, TILE_Y), 0, ctx->stream>>>(
+      din, din_t, din_dtype, partials, dout, out, out_dtype, B, H, act);
+  CUDA_CHECK_LAUNCH();
+  bias_act_backward_columns<<<(unsigned)((H + CUDA_THREADS - 1) / CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
+      dbias, partials, (int)row_tiles, H);
   CUDA_CHECK_LAUNCH();
 }
 

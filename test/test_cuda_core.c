@@ -3,10 +3,12 @@
 // gathers, the value loss, and the registry's "cuda" and "auto".
 //
 // Tolerances, per op (STYLE rule 11):
-//   - bit-exact: casts, scale, scale_by, gather, bias_act forward and backward (din, din_t and
-//     dbias), mse_backward, GEMM with K = 0. Both backends evaluate the same nn/ops_math.h
-//     functions without fused multiply-adds, and bias_act_backward sums each column in the CPU's
-//     order (rows in order from 0), so the bits must agree.
+//   - bit-exact: casts, scale, scale_by, gather, bias_act forward and backward (din, din_t),
+//     mse_backward, GEMM with K = 0. Both backends evaluate the same nn/ops_math.h functions
+//     without fused multiply-adds, so the bits must agree.
+//   - dbias: the GPU sums each column per 64-row tile, then the tiles in order, the CPU row by row:
+//     |gpu - cpu| <= 1e-5 sum_b |dout| + 2 ulp of dbias (act' <= 1 bounds |d| by |dout|; float
+//     sums of a thousand terms in two orders differ by far less; a lost or doubled tile by far more).
 //   - GEMM: max |gpu - cpu| <= tol max |cpu|: fp32 1e-5 (both accumulate in fp32 in different
 //     orders); fp16 and bf16 1e-3 (the operands are the same rounded bits and their products exact
 //     in fp32, only the accumulation differs, tensor cores truncating some of it); TF32 5e-3 (inputs
@@ -335,15 +337,22 @@ static void check_bias_act_backward(Pair p, BackwardCase c) {
   snprintf(what, sizeof what, "bias_act_backward%s act %d din %s out %s (%d, %d)%s", c.transposed ? "_t" : "", c.act,
            nn_dtype_name(c.din_dtype), nn_dtype_name(c.out_dtype), c.B, c.H, c.in_place ? " in place" : "");
   assert_same_bits(din[1], din[0], n, es, what);
-  assert_same_bits(db[1], db[0], (size_t)c.H, 4, what);
+  const float *g = db[1], *cpu = db[0];
+  for (int h = 0; h < c.H; h++) {
+    double mass = 0.0;
+    for (int b = 0; b < c.B; b++) mass += fabs((double)dout[(size_t)b * c.H + h]);
+    double tol = 1e-5 * mass + 2.4e-7 * fabs((double)cpu[h]);
+    cr_assert(fabs((double)g[h] - (double)cpu[h]) <= tol, "%s: dbias[%d]: cpu %.9g, cuda %.9g (tolerance %.3g)", what,
+              h, cpu[h], g[h], tol);
+  }
   if (c.transposed) assert_same_bits(din_t[1], din_t[0], n, es, what);
   free(dout), free(y), free(dbias), free(ys);
   for (int k = 0; k < 2; k++) free(din[k]), free(din_t[k]), free(db[k]);
 }
 
-Test(cuda_bias_act, backward_matches_cpu_bits) {
+Test(cuda_bias_act, backward_matches_the_cpu) {
   Pair p = open_pair();
-  static const int shapes[][2] = {{70, 45}, {1, 300}, {257, 33}, {1024, 512}};  // 257: a partial 256-row tile
+  static const int shapes[][2] = {{70, 45}, {1, 300}, {257, 33}, {1024, 512}};  // 257, 70: partial 64-row tiles
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int act = 0; act < 3; act++)
       for (int dd = 0; dd < 3; dd++)
