@@ -87,13 +87,19 @@ static float load(const void *x, NnDtype dt, size_t i) {
 }
 
 // Runs C = op(A) op(B) once and compares 64 sampled entries with a double dot product of the same
-// (rounded) inputs. Returns 0 when all agree.
-static int gemm_check(Backend *b, NnDtype dt, const GemmShape *s, const void *A, const void *Bm, float *C) {
-  backend_gemm(b, dt, s->trans_a, s->trans_b, s->M, s->N, s->K, 1.0f, A, Bm, 0.0f, C);
-  backend_sync(b);
+// (rounded) inputs, read back from the backend. Returns 0 when all agree.
+static int gemm_check(Backend *b, NnDtype dt, const GemmShape *s, const void *A_dev, const void *B_dev, float *C_dev) {
+  backend_gemm(b, dt, s->trans_a, s->trans_b, s->M, s->N, s->K, 1.0f, A_dev, B_dev, 0.0f, C_dev);
+  size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N, es = nn_dtype_size(dt);
+  void *A = CHECK_ALLOC(na * es, "bench check"), *Bm = CHECK_ALLOC(nb * es, "bench check");
+  float *C = CHECK_ALLOC(nc * sizeof(float), "bench check");
+  backend_download(b, A, A_dev, na * es);
+  backend_download(b, Bm, B_dev, nb * es);
+  backend_download(b, C, C_dev, nc * sizeof(float));
   Rng rng;
   rng_seed(&rng, 99);
-  for (int t = 0; t < 64; t++) {
+  int rc = 0;
+  for (int t = 0; t < 64 && rc == 0; t++) {
     size_t i = rng_below(&rng, (uint64_t)s->M), j = rng_below(&rng, (uint64_t)s->N);
     double sum = 0, mag = 0;
     for (size_t k = 0; k < (size_t)s->K; k++) {
@@ -105,28 +111,33 @@ static int gemm_check(Backend *b, NnDtype dt, const GemmShape *s, const void *A,
     if (!(fabs(got - sum) <= 1e-5 * sqrt((double)s->K) * mag + 1e-6)) {
       fprintf(stderr, "ppo-bench: %s %s (%dx%dx%d) C[%zu][%zu] = %.9g, expected %.9g\n", s->name, nn_dtype_name(dt),
               s->M, s->N, s->K, i, j, got, sum);
-      return -1;
+      rc = -1;
     }
   }
-  return 0;
+  free(A), free(Bm), free(C);
+  return rc;
 }
 
 // Seconds per call of fn: median, fastest and slowest of `repeats` runs after a warm-up, each run
-// long enough (>= 20 ms) to time.
+// long enough (>= 20 ms) to time. The backend is synchronised before each clock reading, so queued
+// work (a GPU's) is inside the time; fn itself need not wait.
 typedef void (*BenchFn)(void *arg);
 typedef struct {
   double median, fastest, slowest;
 } TimeStats;
-static TimeStats time_stats(BenchFn fn, void *arg, int repeats) {
+static TimeStats time_stats(Backend *b, BenchFn fn, void *arg, int repeats) {
   fn(arg);  // warm-up (library state, caches)
+  backend_sync(b);
   double t0 = timer_now();
   fn(arg);
+  backend_sync(b);
   double one = timer_since(t0);
   int iters = one > 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
   double *samples = CHECK_ALLOC((size_t)repeats * sizeof(double), "bench samples");
   for (int r = 0; r < repeats; r++) {
     t0 = timer_now();
     for (int i = 0; i < iters; i++) fn(arg);
+    backend_sync(b);
     samples[r] = timer_since(t0) / iters;
   }
   qsort(samples, (size_t)repeats, sizeof(double), compare_double);
@@ -146,25 +157,37 @@ typedef struct {
 static void gemm_call(void *p) {
   GemmArg *g = p;
   backend_gemm(g->b, g->dt, g->s->trans_a, g->s->trans_b, g->s->M, g->s->N, g->s->K, 1.0f, g->A, g->B, 0.0f, g->C);
-  backend_sync(g->b);
+}
+
+// n uniforms in [-1, 1), rounded to dt on the host (ops_math.h), uploaded to dst (backend memory).
+static void upload_random(Backend *b, void *dst, NnDtype dt, size_t n, Rng *rng) {
+  size_t es = nn_dtype_size(dt);
+  unsigned char *host = CHECK_ALLOC(n * es, "bench operands");
+  for (size_t i = 0; i < n; i++) {
+    float x = (float)(rng_uniform(rng) * 2 - 1);
+    if (dt == NN_F32)
+      memcpy(host + i * 4, &x, 4);
+    else {
+      uint16_t h = dt == NN_F16 ? nn_f32_to_f16(x) : nn_f32_to_bf16(x);
+      memcpy(host + i * 2, &h, 2);
+    }
+  }
+  backend_upload(b, dst, host, n * es);
+  free(host);
 }
 
 static int bench_gemm(Backend *b, NnDtype dt, const GemmShape *s, int repeats, const char *label) {
   size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, es = nn_dtype_size(dt);
-  float *tmp = CHECK_ALLOC((na > nb ? na : nb) * sizeof(float), "bench operands");
   void *A = backend_alloc(b, na * es), *Bm = backend_alloc(b, nb * es);
   float *C = backend_alloc(b, (size_t)s->M * s->N * sizeof(float));
   Rng rng;
   rng_seed(&rng, 7);
-  for (size_t i = 0; i < na; i++) tmp[i] = (float)(rng_uniform(&rng) * 2 - 1);
-  backend_cast(b, A, dt, tmp, NN_F32, na);
-  for (size_t i = 0; i < nb; i++) tmp[i] = (float)(rng_uniform(&rng) * 2 - 1);
-  backend_cast(b, Bm, dt, tmp, NN_F32, nb);
-  free(tmp);
+  upload_random(b, A, dt, na, &rng);
+  upload_random(b, Bm, dt, nb, &rng);
   int rc = gemm_check(b, dt, s, A, Bm, C);
   if (rc == 0) {
     GemmArg arg = {b, dt, s, A, Bm, C};
-    TimeStats t = time_stats(gemm_call, &arg, repeats);
+    TimeStats t = time_stats(b, gemm_call, &arg, repeats);
     char shape[64];
     snprintf(shape, sizeof shape, "%dx%dx%d%s%s", s->M, s->N, s->K, s->trans_a ? " At" : "", s->trans_b ? " Bt" : "");
     double gflop = 2.0 * s->M * s->N * s->K * 1e-9;
@@ -180,38 +203,50 @@ typedef struct {
   Backend *b;
   Policy *p;
   Optimizer *o;
-  float *obs, *actions, *adv, *ret, *dlogp, *dent, *dval, *dloss, *uniforms;
+  // backend memory: inputs, the loss's seeds (kept: dlogp0, dent0; used: dlogp, dent, scaled in place),
+  // the value loss and its seed
+  float *obs, *actions, *adv, *ret, *dlogp0, *dent0, *dlogp, *dent, *dval, *mse, *dloss, *uniforms;
   int B;
-  float loss;
 } StepArg;
 
+// torch_reference.py's step: the loss -mean(logp adv) - 0.01 mean(entropy) + 0.5 mean((ret - v)^2),
+// backward, clip, Adam. The policy terms' seeds do not depend on the forward (-adv / B and -0.01 / B):
+// made once, copied in each step (the GradScaler scales them in place).
 static void train_step(void *arg) {
   StepArg *s = arg;
   int B = s->B;
   policy_zero_grad(s->p);
   policy_evaluate(s->p, s->obs, s->actions, B);
-  float mse;
-  backend_mse_forward(s->b, &mse, policy_values(s->p), s->ret, B);
-  float loss = 0.5f * mse;
-  for (int i = 0; i < B; i++) {
-    loss += (-s->p->acts.logp[i] * s->adv[i] - 0.01f * s->p->acts.entropy[i]) / (float)B;
-    s->dlogp[i] = -s->adv[i] / (float)B;
-    s->dent[i] = -0.01f / (float)B;
-  }
+  backend_mse_forward(s->b, s->mse, policy_values(s->p), s->ret, B);
+  backend_copy(s->b, s->dlogp, s->dlogp0, (size_t)B * sizeof(float));
+  backend_copy(s->b, s->dent, s->dent0, (size_t)B * sizeof(float));
   backend_mse_backward(s->b, s->dval, s->dloss, policy_values(s->p), s->ret, B);
   grad_scaler_scale_seed(&s->o->scaler, s->dlogp, (size_t)B);
   grad_scaler_scale_seed(&s->o->scaler, s->dent, (size_t)B);
   grad_scaler_scale_seed(&s->o->scaler, s->dval, (size_t)B);
   policy_backward(s->p, s->obs, s->actions, s->dlogp, s->dent, s->dval, B);
   optim_step(s->o, s->p, 1.0);
-  backend_sync(s->b);
-  s->loss = loss;
 }
 
+// One rollout step's inference, waited for: its latency is the measurement.
 static void rollout_step(void *arg) {
   StepArg *s = arg;
   policy_act(s->p, s->actions, s->obs, s->uniforms, s->B);
   backend_sync(s->b);
+}
+
+// The step's loss, read back (for the check only).
+static float step_loss(const StepArg *s) {
+  int B = s->B;
+  float *host = CHECK_ALLOC((size_t)3 * B * sizeof(float), "bench check"), mse;
+  backend_download(s->b, host, s->p->acts.logp, (size_t)B * sizeof(float));
+  backend_download(s->b, host + B, s->p->acts.entropy, (size_t)B * sizeof(float));
+  backend_download(s->b, host + 2 * B, s->adv, (size_t)B * sizeof(float));
+  backend_download(s->b, &mse, s->mse, sizeof mse);
+  float loss = 0.5f * mse;
+  for (int i = 0; i < B; i++) loss += (-host[i] * host[2 * B + i] - 0.01f * host[B + i]) / (float)B;
+  free(host);
+  return loss;
 }
 
 static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
@@ -239,7 +274,8 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
   s.actions = backend_alloc(b, (size_t)B * 4);
   s.adv = backend_alloc(b, (size_t)B * 4), s.ret = backend_alloc(b, (size_t)B * 4);
   s.dlogp = backend_alloc(b, (size_t)B * 4), s.dent = backend_alloc(b, (size_t)B * 4);
-  s.dval = backend_alloc(b, (size_t)B * 4), s.dloss = backend_alloc(b, 4);
+  s.dlogp0 = backend_alloc(b, (size_t)B * 4), s.dent0 = backend_alloc(b, (size_t)B * 4);
+  s.dval = backend_alloc(b, (size_t)B * 4), s.dloss = backend_alloc(b, 4), s.mse = backend_alloc(b, 4);
   s.uniforms = backend_alloc(b, (size_t)B * 4);
   float *host = CHECK_ALLOC((size_t)B * O * 4, "bench inputs");
   Rng rng;
@@ -251,32 +287,38 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
   for (int i = 0; i < B; i++) host[i] = (float)(rng_uniform(&rng) * 2 - 1);
   backend_upload(b, s.adv, host, (size_t)B * 4);
   backend_upload(b, s.ret, host, (size_t)B * 4);
+  for (int i = 0; i < B; i++) host[i] = -host[i] / (float)B;  // d loss / d logp = -adv / B
+  backend_upload(b, s.dlogp0, host, (size_t)B * 4);
+  for (int i = 0; i < B; i++) host[i] = -0.01f / (float)B;
+  backend_upload(b, s.dent0, host, (size_t)B * 4);
   float half = 0.5f;
   backend_upload(b, s.dloss, &half, 4);
   backend_uniform(b, s.uniforms, (size_t)B, 1, 0, 0);
   free(host);
 
   // check: one step changes the parameters, finitely, and is not skipped
-  float first = p->params_memory[0];
+  float first, after;
+  backend_download(b, &first, p->params_memory, sizeof first);
   train_step(&s);
+  float loss = step_loss(&s);
+  backend_download(b, &after, p->params_memory, sizeof after);
   OptimScalars st;
   optim_read_state(o, &st);
   int rc = 0;
-  if (!isfinite(s.loss) || st.found_inf != 0.0f || st.adam_step != 1 || p->params_memory[0] == first ||
-      !isfinite(st.grad_norm)) {
+  if (!isfinite(loss) || st.found_inf != 0.0f || st.adam_step != 1 || after == first || !isfinite(st.grad_norm)) {
     fprintf(stderr, "ppo-bench: %s training step check failed (loss %g, found_inf %g, grad norm %g)\n",
-            nn_dtype_name(dt), s.loss, st.found_inf, st.grad_norm);
+            nn_dtype_name(dt), loss, st.found_inf, st.grad_norm);
     rc = -1;
   }
   if (rc == 0) {
     char shape[64];
     int R = opt->repeats;
-    TimeStats t = time_stats(train_step, &s, R);
+    TimeStats t = time_stats(b, train_step, &s, R);
     snprintf(shape, sizeof shape, "B=1024");
     emit("train_step_fwd_bwd_adam", nn_dtype_name(dt), shape, B / t.median, B / t.slowest, B / t.fastest, "samples/s",
          R);
     s.B = 32;
-    t = time_stats(rollout_step, &s, R);
+    t = time_stats(b, rollout_step, &s, R);
     snprintf(shape, sizeof shape, "B=32");
     emit("rollout_inference", nn_dtype_name(dt), shape, 32 / t.median, 32 / t.slowest, 32 / t.fastest, "samples/s", R);
     emit("rollout_inference_latency", nn_dtype_name(dt), shape, t.median * 1e6, t.fastest * 1e6, t.slowest * 1e6, "us",
@@ -284,7 +326,7 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
   }
   backend_free(b, s.obs), backend_free(b, s.actions), backend_free(b, s.adv), backend_free(b, s.ret);
   backend_free(b, s.dlogp), backend_free(b, s.dent), backend_free(b, s.dval), backend_free(b, s.dloss);
-  backend_free(b, s.uniforms);
+  backend_free(b, s.dlogp0), backend_free(b, s.dent0), backend_free(b, s.mse), backend_free(b, s.uniforms);
   optim_free(o);
   policy_free(p);
   return rc;
