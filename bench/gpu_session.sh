@@ -4,6 +4,8 @@
 #   bash bench/gpu_session.sh tests   # CUDA suites, then under compute-sanitizer (memcheck, racecheck)
 #   bash bench/gpu_session.sh bench   # ppo-bench backend + torch on the same GPU, ppo-bench train on
 #                                     # configs/seed.ini, SB3 on the same GPU when it is importable
+#   bash bench/gpu_session.sh kernels # per-kernel timing table (Nsight Compute, one metric: the
+#                                     # kernel's duration) of a short headline run
 #   bash bench/gpu_session.sh all
 #
 # Run from the repository root with .gpu/ppo-gpu.tar.xz present. Raw output goes to $OUT (the
@@ -81,9 +83,34 @@ run_bench() {
   fi
 }
 
+# One iteration of the headline network with a short rollout (every kernel of the rollout step and
+# of the minibatch update appears), each kernel's duration measured by ncu: the table sums them per
+# kernel name (calls, total, mean).
+run_kernels() {
+  local csv=$out/$stamp-gpu-kernels.csv
+  ncu --metrics gpu__time_duration.sum --launch-count 6000 --csv --print-units base \
+    "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set ppo.n_steps=64 --iterations 1 \
+    >"$csv" 2>"$out/$stamp-gpu-kernels.log"
+  python3 - "$csv" <<'PY' | tee "$out/$stamp-gpu-kernels.txt"
+import csv, sys, collections
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))
+        if r.get("Metric Name") == "gpu__time_duration.sum"]
+agg = collections.defaultdict(lambda: [0, 0.0])
+for r in rows:
+    a = agg[r["Kernel Name"][:90]]
+    a[0] += 1
+    a[1] += float(r["Metric Value"].replace(",", ""))
+total = sum(v[1] for v in agg.values()) or 1.0
+print("%-90s %8s %12s %10s %6s" % ("kernel", "calls", "total us", "mean us", "%"))
+for name, (n, ns) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+    print("%-90s %8d %12.1f %10.2f %6.1f" % (name, n, ns / 1e3, ns / 1e3 / n, 100 * ns / total))
+PY
+}
+
 case $stage in
   tests) run_tests ;;
   bench) run_bench ;;
-  all) run_tests; run_bench ;;
-  *) echo "usage: bash bench/gpu_session.sh tests|bench|all" >&2; exit 2 ;;
+  kernels) run_kernels ;;
+  all) run_tests; run_bench; run_kernels ;;
+  *) echo "usage: bash bench/gpu_session.sh tests|bench|kernels|all" >&2; exit 2 ;;
 esac
