@@ -21,6 +21,12 @@
 // mean approx-KL, the logged statistics) and in every update of the normalisation statistics (the
 // ranks' batch moments merged each step). Counters count the run's steps over all ranks.
 //
+// On the backend: a rollout step's policy (step_obs in, step_actions, log-probs and values out) and
+// every full minibatch of a one-rank run without target_kl are recorded functions
+// (backend_graph_run: one CUDA graph launch each); the minibatch loop makes no host wait then
+// (TrainStats.update_host_syncs counts them; SB3's target_kl check reads one number per minibatch).
+// The per-step host buffers are page-locked on CUDA (backend_host_alloc).
+//
 // Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes a rollout in
 // progress stop at the next step; the trainer then restores its state from the start of that
 // iteration (trainer_iteration returns TRAINER_INTERRUPTED), so a checkpoint written afterwards is
