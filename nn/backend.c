@@ -339,6 +339,12 @@ void backend_clip_coef(Backend *backend, float *total, float *coef, const float 
   backend->ops->clip_coef(backend, total, coef, x, n, max_norm);
 }
 
+void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
+                               float *coef, float max_norm) {
+  CHECK(backend && (n == 0 || x) && scale && found_inf && total && coef, "backend_unscale_clip_coef: NULL pointer");
+  backend->ops->unscale_clip_coef(backend, x, n, scale, found_inf, total, coef, max_norm);
+}
+
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
                        AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
                        NnDtype lp_dtype) {

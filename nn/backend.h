@@ -202,6 +202,12 @@ typedef struct {
 // = min(1, max_norm / (total + 1e-6)); x is not touched (Adam applies coef through grad_scale).
 void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
 
+// GradScaler.unscale_ and clip_coef in one pass over x: the same bits as backend_unscale_check(x,
+// n, scale, found_inf) followed by backend_clip_coef(total, coef, x, n, max_norm) (the norm is
+// formed in the same order from the unscaled values), reading and writing x once instead of twice.
+void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
+                               float *coef, float max_norm);
+
 // One torch.optim.Adam step over n parameters unless found_inf (optional) is nonzero, in which case
 // params, m, v, params_lp and *step are untouched. *step (backend memory) is incremented first, as
 // torch does. The gradient used is grads[i] * *grad_scale when grad_scale (backend memory) is given:

@@ -412,6 +412,48 @@ static double sum_squares(const float *x, size_t n) {
   return total;
 }
 
+// unscale_check's pass and sum_squares_range's accumulation in one: each element is unscaled, then
+// squared into the lane sum_squares_range would use, so the chunks' sums are its bits.
+CPU_VECTOR_CLONES static double unscale_sum_squares_range(float *x, size_t lo, size_t hi, float inv, int *bad) {
+  double lane[CPU_LANES] = {0};
+  int b = 0;
+  size_t i = lo;
+  for (; i + CPU_LANES <= hi; i += CPU_LANES)
+    for (int j = 0; j < CPU_LANES; j++) {
+      b |= !isfinite(x[i + j]);
+      x[i + j] *= inv;
+      lane[j] += (double)x[i + j] * (double)x[i + j];
+    }
+  for (int j = 0; i < hi; i++, j++) {
+    b |= !isfinite(x[i]);
+    x[i] *= inv;
+    lane[j] += (double)x[i] * (double)x[i];
+  }
+  double s = 0.0;
+  for (int j = 0; j < CPU_LANES; j++) s += lane[j];
+  *bad |= b;
+  return s;
+}
+
+static void cpu_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf,
+                                  float *total, float *coef, float max_norm) {
+  float inv = nn_unscale_factor(*scale);
+  double partial[CPU_CHUNKS];
+  size_t chunk = (n + CPU_CHUNKS - 1) / CPU_CHUNKS;
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CPU_PARALLEL_MIN)
+  for (int c = 0; c < CPU_CHUNKS; c++) {
+    size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    partial[c] = lo < hi ? unscale_sum_squares_range(x, lo, hi, inv, &bad) : 0.0;
+  }
+  if (bad) *found_inf = 1.0f;
+  double sum = 0.0;
+  for (int c = 0; c < CPU_CHUNKS; c++) sum += partial[c];
+  float norm = (float)sqrt(sum), cf = max_norm / (norm + 1e-6f);
+  *total = norm;
+  *coef = cf < 1.0f ? cf : 1.0f;
+}
+
 static void cpu_global_norm(Backend *backend, float *total, const float *x, size_t n) {
   *total = (float)sqrt(sum_squares(x, n));
 }
@@ -504,6 +546,7 @@ static const BackendOps cpu_ops = {
     .unscale_check = cpu_unscale_check,
     .grad_scaler_update = cpu_grad_scaler_update,
     .clip_coef = cpu_clip_coef,
+    .unscale_clip_coef = cpu_unscale_clip_coef,
     .adam_step = cpu_adam_step,
     .uniform = cpu_uniform,
     .gae = cpu_gae,

@@ -481,6 +481,7 @@ static const BackendOps cuda_ops = {
     .unscale_check = cuda_unscale_check,
     .grad_scaler_update = cuda_grad_scaler_update,
     .clip_coef = cuda_clip_coef,
+    .unscale_clip_coef = cuda_unscale_clip_coef,
     .adam_step = cuda_adam_step,
     .uniform = cuda_uniform,
     .gae = cuda_gae,

@@ -228,6 +228,36 @@ void cuda_unscale_check(Backend *backend, float *x, size_t n, const float *scale
   CUDA_CHECK_LAUNCH();
 }
 
+// unscale_check_kernel and sum_squares_kernel in one pass, on sum_squares_kernel's grid (so the
+// partials are its bits for the unscaled values); norm_finish_kernel then forms total and coef.
+__global__ static void unscale_sum_squares_kernel(double *partials, float *x, size_t n, const float *scale,
+                                                  float *found_inf) {
+  float inv = nn_unscale_factor(*scale);
+  double acc = 0.0;
+  int bad = 0;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float xi = x[i];
+    bad |= !isfinite(xi);
+    xi *= inv;
+    x[i] = xi;
+    acc += (double)xi * (double)xi;
+  }
+  double block = cuda_block_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = block;
+  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicExch(found_inf, 1.0f);
+}
+
+void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
+                            float *coef, float max_norm) {
+  CudaContext *ctx = cuda_ctx(backend);
+  unscale_sum_squares_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, x, n, scale,
+                                                                                    found_inf);
+  CUDA_CHECK_LAUNCH();
+  norm_finish_kernel<<<1, 1, 0, ctx->stream>>>(total, coef, ctx->partials, max_norm);
+  CUDA_CHECK_LAUNCH();
+}
+
 __global__ static void grad_scaler_update_kernel(float *scale, int32_t *tracker, const float *found_inf,
                                                  float growth_factor, float backoff_factor, int32_t growth_interval) {
   nn_grad_scaler_update(scale, tracker, *found_inf, growth_factor, backoff_factor, growth_interval);

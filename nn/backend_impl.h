@@ -54,6 +54,8 @@ typedef struct {
   void (*grad_scaler_update)(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
                              float growth_factor, float backoff_factor, int32_t growth_interval);
   void (*clip_coef)(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
+  void (*unscale_clip_coef)(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
+                            float *coef, float max_norm);
   void (*adam_step)(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
                     int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype);
   void (*uniform)(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);

@@ -34,6 +34,13 @@ void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n) {
   backend_unscale_check(scaler->backend, grads, n, scaler->scale, scaler->found_inf);
 }
 
+void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, float *total, float *coef,
+                                   float max_norm) {
+  CHECK(scaler->spec.enabled, "grad_scaler_unscale_clip_coef needs an enabled scaler");
+  backend_memset_zero(scaler->backend, scaler->found_inf, sizeof(float));
+  backend_unscale_clip_coef(scaler->backend, grads, n, scaler->scale, scaler->found_inf, total, coef, max_norm);
+}
+
 void grad_scaler_update(GradScaler *scaler) {
   if (!scaler->spec.enabled) return;
   backend_grad_scaler_update(scaler->backend, scaler->scale, scaler->tracker, scaler->found_inf,

@@ -33,8 +33,12 @@ void grad_scaler_init(GradScaler *scaler, Backend *backend, const GradScalerSpec
                       float *found_inf);
 void grad_scaler_scale_seed(GradScaler *scaler, float *seed,
                             size_t n);  // seed (n) *= scale: backward starts from loss * scale
-void grad_scaler_unscale(GradScaler *scaler, float *grads,
-                         size_t n);                            // found_inf = 0, then grads *= 1/scale and flag inf/NaN
+// found_inf = 0, then grads *= 1/scale and flag inf/NaN.
+void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n);
+// The same, fused with clip_grad_norm_'s norm and coefficient of the unscaled grads (one pass over
+// them: backend_unscale_clip_coef). The scaler must be enabled.
+void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, float *total, float *coef,
+                                   float max_norm);
 void grad_scaler_update(GradScaler *scaler);                   // backoff or growth, after the (maybe skipped) step
 const float *grad_scaler_found_inf(const GradScaler *scaler);  // NULL when disabled (Adam never skips)
 

@@ -31,12 +31,17 @@ void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
   policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
   size_t n = policy->param_count;
-  grad_scaler_unscale(&optim->scaler, grads, n);
   const float *clip = NULL;
   if (optim->spec.max_grad_norm > 0.0f) {
-    backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n, optim->spec.max_grad_norm);
+    if (optim->spec.scaler.enabled)  // unscale and the clip norm in one pass over the grads
+      grad_scaler_unscale_clip_coef(&optim->scaler, grads, n, &optim->scalars->grad_norm, &optim->scalars->clip_coef,
+                                    optim->spec.max_grad_norm);
+    else
+      backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n,
+                        optim->spec.max_grad_norm);
     clip = &optim->scalars->clip_coef;
   } else {
+    grad_scaler_unscale(&optim->scaler, grads, n);
     backend_global_norm(b, &optim->scalars->grad_norm, grads, n);
   }
   AdamHyper hyper = optim->spec.adam;

@@ -430,6 +430,36 @@ Test(cuda_unscale, inf_sets_found_inf) { unscale_case(100003, 1024.0f, 99999, IN
 Test(cuda_unscale, nan_sets_found_inf) { unscale_case(100003, 3.0f, 0, NAN, 0.0f); }
 Test(cuda_unscale, found_inf_is_never_cleared) { unscale_case(257, 0.7f, SIZE_MAX, 0.0f, 1.0f); }
 
+// The fused unscale + clip coefficient: grads and found-inf bit-exact (the same float multiply), the
+// norm one float ulp (double sums in two orders), the coefficient one ulp relative to the norm's.
+static void unscale_clip_coef_case(size_t n, float scale, size_t bad_at, float max_norm) {
+  Pair p = pair_open();
+  Rng rng;
+  rng_seed(&rng, 53);
+  float *x = random_floats(n, &rng, -1e4, 1e4), zero = 0.0f;
+  if (bad_at < n) x[bad_at] = INFINITY;
+  Twin g = twin_floats(&p, x, n), s = twin_floats(&p, &scale, 1), fi = twin_floats(&p, &zero, 1);
+  Twin total = twin_floats(&p, NULL, 1), coef = twin_floats(&p, NULL, 1);
+  backend_unscale_clip_coef(p.cpu, g.cpu, n, s.cpu, fi.cpu, total.cpu, coef.cpu, max_norm);
+  backend_unscale_clip_coef(p.gpu, g.gpu, n, s.gpu, fi.gpu, total.gpu, coef.gpu, max_norm);
+  assert_same_floats(&p, g, "unscaled x");
+  assert_same_floats(&p, fi, "found_inf");
+  if (bad_at >= n) {
+    float cn = download_float(p.cpu, total.cpu), gn = download_float(p.gpu, total.gpu);
+    float cc = download_float(p.cpu, coef.cpu), gc = download_float(p.gpu, coef.gpu);
+    cr_assert(fabs((double)gn - (double)cn) <= FLOAT_ULP * fabs((double)cn), "norm: cpu %.9g, cuda %.9g", cn, gn);
+    cr_assert(fabs((double)gc - (double)cc) <= 2 * FLOAT_ULP * fabs((double)cc), "coef: cpu %.9g, cuda %.9g", cc, gc);
+  }
+  free(x);
+  pair_close(&p);
+}
+
+Test(cuda_unscale, fused_with_the_clip_coefficient) {
+  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 0.5f);  // clipped
+  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 1e9f);  // coefficient 1
+  unscale_clip_coef_case(4097, 1024.0f, 17, 0.5f);            // an inf: found_inf set, grads still scaled
+}
+
 // GradScaler.update: pure float/int logic on both sides, compared exactly after every call.
 Test(cuda_grad_scaler, update_sequence_matches) {
   Pair p = pair_open();

@@ -574,6 +574,38 @@ Test(nn_ops, unscale_check_flags_inf_and_nan) {
   backend_close(b);
 }
 
+// The fused unscale + clip coefficient gives exactly the two ops' bits: grads, found-inf, norm and
+// coefficient, for sizes around the parallel threshold, a clipped and an unclipped case, and an inf.
+// (The two-op path itself is checked against torch by test_nn_torch.)
+Test(nn_ops, unscale_clip_coef_is_unscale_then_clip_coef) {
+  Backend *b = cpu();
+  static const size_t sizes[] = {1, 7, 131071, 131072 * 3 + 5};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    for (int with_inf = 0; with_inf < 2; with_inf++)
+      for (int clipped = 0; clipped < 2; clipped++) {
+        size_t n = sizes[k];
+        float *x = backend_alloc(b, n * sizeof(float)), *y = backend_alloc(b, n * sizeof(float));
+        Rng rng;
+        rng_seed(&rng, 17 + k);
+        for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)((rng_uniform(&rng) * 2 - 1) * 1024.0);
+        if (with_inf) x[n / 2] = y[n / 2] = INFINITY;
+        float scale = 2048.0f, max_norm = clipped ? 1e-3f : 1e9f;
+        float found_a = 0.0f, total_a = 0.0f, coef_a = 0.0f, found_b = 0.0f, total_b = 0.0f, coef_b = 0.0f;
+        backend_unscale_check(b, x, n, &scale, &found_a);
+        backend_clip_coef(b, &total_a, &coef_a, x, n, max_norm);
+        backend_unscale_clip_coef(b, y, n, &scale, &found_b, &total_b, &coef_b, max_norm);
+        cr_assert(memcmp(x, y, n * sizeof(float)) == 0, "n %zu: grads differ", n);
+        cr_assert_eq(found_a, found_b, "n %zu: found_inf", n);
+        cr_assert(memcmp(&total_a, &total_b, sizeof(float)) == 0, "n %zu: norm %.9g vs %.9g", n, total_a, total_b);
+        cr_assert(memcmp(&coef_a, &coef_b, sizeof(float)) == 0, "n %zu: coef %.9g vs %.9g", n, coef_a, coef_b);
+        cr_assert_eq(found_b, with_inf ? 1.0f : 0.0f);
+        if (!with_inf) cr_assert(clipped ? coef_b < 1.0f : coef_b == 1.0f, "n %zu: coef %g", n, coef_b);
+        backend_free(b, x);
+        backend_free(b, y);
+      }
+  backend_close(b);
+}
+
 Test(nn_ops, grad_scaler_update_rules) {
   Backend *b = cpu();
   float scale = 65536.0f, found = 0.0f;
