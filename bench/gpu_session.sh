@@ -56,11 +56,12 @@ run_tests() {
   local san=$out/$stamp-gpu-sanitizer.txt
   for tool in memcheck racecheck; do
     for t in test_cuda_core test_cuda_ops; do
-      [ -x "$bin/$t" ] && compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 \
+      # Each under 4 minutes, so a slow tool cannot eat the call's 10 (a timeout shows as status 124).
+      [ -x "$bin/$t" ] && timeout 240 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 \
         "$bin/$t" --jobs 1 2>&1 | tail -n 40 | sed "s|^|[$tool $t] |" | tee -a "$san"
     done
   done
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/ppo-train" configs/cartpole.ini --set run.device=cuda \
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/ppo-train" configs/cartpole.ini --set run.device=cuda \
     --set run.total_timesteps=4096 --run-dir /tmp/san_run --quiet 2>&1 | tail -n 40 |
     sed "s|^|[memcheck ppo-train] |" | tee -a "$san"
 }
