@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu_session.sh: everything a GPU session runs, from the archive bench/gpu_pack.sh made.
 #
-#   bash bench/gpu_session.sh tests   # CUDA suites, then under compute-sanitizer (memcheck, racecheck)
+#   bash bench/gpu_session.sh tests   # the CUDA suites and test_train's CUDA cases
+#   bash bench/gpu_session.sh memcheck | racecheck   # the CUDA suites (and a short ppo-train) under
+#                                     # compute-sanitizer
 #   bash bench/gpu_session.sh bench   # ppo-bench backend + torch on the same GPU, ppo-bench train on
 #                                     # configs/seed.ini, SB3 on the same GPU when it is importable
 #   bash bench/gpu_session.sh kernels # per-kernel timing table (Nsight Compute, one metric: the
@@ -52,18 +54,22 @@ run_tests() {
   done
   "$bin/test_train" --verbose --jobs 4 --filter 'train/*cuda*' 2>&1 | tee -a "$log"
   "$bin/test_train" --verbose --jobs 4 --filter 'train/the_update_makes_no_host_wait*' 2>&1 | tee -a "$log"
-  # compute-sanitizer follows Criterion's forked test processes with --target-processes all.
-  local san=$out/$stamp-gpu-sanitizer.txt
-  for tool in memcheck racecheck; do
-    for t in test_cuda_core test_cuda_ops; do
-      # Each under 4 minutes, so a slow tool cannot eat the call's 10 (a timeout shows as status 124).
-      [ -x "$bin/$t" ] && timeout 240 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 \
-        "$bin/$t" --jobs 1 2>&1 | tail -n 40 | sed "s|^|[$tool $t] |" | tee -a "$san"
-    done
+}
+
+# compute-sanitizer follows Criterion's forked test processes with --target-processes all. Each run
+# is bounded (a timeout shows as status 124) so that a stage fits one 10-minute device call:
+# memcheck (three runs of at most 3 minutes), racecheck (two of at most 4).
+run_sanitizer() {
+  local tool=$1 limit=$2 san=$out/$stamp-gpu-$1.txt
+  for t in test_cuda_core test_cuda_ops; do
+    [ -x "$bin/$t" ] && timeout "$limit" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 \
+      "$bin/$t" --jobs 1 2>&1 | tail -n 40 | sed "s|^|[$tool $t] |" | tee -a "$san"
   done
-  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/ppo-train" configs/cartpole.ini --set run.device=cuda \
-    --set run.total_timesteps=4096 --run-dir /tmp/san_run --quiet 2>&1 | tail -n 40 |
-    sed "s|^|[memcheck ppo-train] |" | tee -a "$san"
+  if [ "$tool" = memcheck ]; then
+    timeout "$limit" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/ppo-train" configs/cartpole.ini \
+      --set run.device=cuda --set run.total_timesteps=4096 --run-dir /tmp/san_run --quiet 2>&1 | tail -n 40 |
+      sed "s|^|[memcheck ppo-train] |" | tee -a "$san"
+  fi
 }
 
 run_bench() {
@@ -110,8 +116,10 @@ PY
 
 case $stage in
   tests) run_tests ;;
+  memcheck) run_sanitizer memcheck 180 ;;
+  racecheck) run_sanitizer racecheck 240 ;;
   bench) run_bench ;;
   kernels) run_kernels ;;
-  all) run_tests; run_bench; run_kernels ;;
-  *) echo "usage: bash bench/gpu_session.sh tests|bench|kernels|all" >&2; exit 2 ;;
+  all) run_tests; run_sanitizer memcheck 180; run_sanitizer racecheck 240; run_bench; run_kernels ;;
+  *) echo "usage: bash bench/gpu_session.sh tests|memcheck|racecheck|bench|kernels|all" >&2; exit 2 ;;
 esac
