@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "common/time_utc.h"
+#include "nn/backend.h"
 #include "ppo/config.h"
 #include "program_util.h"
 
@@ -687,6 +688,22 @@ Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   cr_expect(strstr(out, "; --set"), "%s", out);
   cr_expect(strstr(out, "memory plan"), "%s", out);
   cr_expect(strstr(out, "rollout buffer"), "%s", out);
+}
+
+// device = cuda where no CUDA device is usable (or the build has no CUDA): exit 2 with the reason,
+// before anything is written. Skipped where a device answers.
+Test(config_train, device_cuda_without_a_device_exits_2_with_the_reason) {
+  Backend *cuda = backend_open("cuda");
+  if (cuda) {
+    backend_close(cuda);
+    cr_skip_test("a CUDA device is usable here: the refusal cannot be shown");
+  }
+  char out[65536];
+  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set run.device=cuda --set env.data='"
+                         PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
+                         out, sizeof out);
+  cr_expect_eq(status, 2, "%s", out);
+  cr_expect(strstr(out, "[run] device = cuda: backend 'cuda': "), "%s", out);
 }
 
 Test(config_train, market_data_that_does_not_load_exits_2_naming_the_key) {
