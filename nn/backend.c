@@ -54,6 +54,22 @@ void backend_close(Backend *backend) {
 const char *backend_name(const Backend *backend) { return backend->name; }
 const char *backend_describe(const Backend *backend) { return backend->describe; }
 
+// One call of the table that reads or writes backend memory, with that memory open to it: a backend
+// may keep its memory closed to the host otherwise (the CPU backend with PPO_CPU_STRICT=1, where a
+// direct host access faults at the line that makes it, as it would be wrong on a GPU). Calls nest.
+static void guard_enter(Backend *backend) {
+  if (backend->ops->guard && backend->guard_depth++ == 0) backend->ops->guard(backend, 1);
+}
+static void guard_leave(Backend *backend) {
+  if (backend->ops->guard && --backend->guard_depth == 0) backend->ops->guard(backend, 0);
+}
+#define OP(backend, call)   \
+  do {                      \
+    guard_enter(backend);   \
+    (backend)->ops->call;   \
+    guard_leave(backend);   \
+  } while (0)
+
 // The calls a graph cannot hold (backend_graph_run): a host wait, an upload, an allocation.
 #define CHECK_NOT_RECORDING(backend, what) \
   CHECK(!(backend)->recording, what " inside backend_graph_run: a recorded function may only queue ops")
@@ -94,24 +110,24 @@ size_t backend_sync_count(const Backend *backend) { return backend->sync_count; 
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && host_src)), "backend_upload: NULL pointer");
   CHECK_NOT_RECORDING(backend, "backend_upload");
-  backend->ops->upload(backend, dst, host_src, bytes);
+  OP(backend, upload(backend, dst, host_src, bytes));
 }
 
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (host_dst && src)), "backend_download: NULL pointer");
   CHECK_NOT_RECORDING(backend, "backend_download");
   backend->sync_count++;
-  backend->ops->download(backend, host_dst, src, bytes);
+  OP(backend, download(backend, host_dst, src, bytes));
 }
 
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes) {
   CHECK(backend && (bytes == 0 || dst), "backend_memset_zero: NULL pointer");
-  backend->ops->memset_zero(backend, dst, bytes);
+  OP(backend, memset_zero(backend, dst, bytes));
 }
 
 void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && src)), "backend_copy: NULL pointer");
-  backend->ops->copy(backend, dst, src, bytes);
+  OP(backend, copy(backend, dst, src, bytes));
 }
 
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
@@ -159,13 +175,13 @@ int backend_comm_join(Backend *backend, const void *id, int rank, int size) {
 void backend_allreduce_sum_f32(Backend *backend, float *x, size_t n) {
   CHECK(backend->comm_joined, "backend_allreduce_sum_f32 before backend_comm_join");
   CHECK(n == 0 || x, "backend_allreduce_sum_f32: NULL pointer");
-  if (n) backend->ops->allreduce_sum_f32(backend, x, n);
+  if (n) OP(backend, allreduce_sum_f32(backend, x, n));
 }
 
 void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n) {
   CHECK(backend->comm_joined, "backend_allreduce_sum_f64 before backend_comm_join");
   CHECK(n == 0 || x, "backend_allreduce_sum_f64: NULL pointer");
-  if (n) backend->ops->allreduce_sum_f64(backend, x, n);
+  if (n) OP(backend, allreduce_sum_f64(backend, x, n));
 }
 
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
@@ -207,7 +223,7 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
   CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_gemm: unknown dtype");
   if (M == 0 || N == 0) return;
   CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
-  backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
+  OP(backend, gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C));
 }
 
 static void check_act(int act) {
@@ -219,7 +235,7 @@ void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, co
   CHECK(backend && out && in && bias && B >= 0 && H >= 0, "backend_bias_act_forward: bad argument");
   CHECK(out_dtype <= NN_BF16, "backend_bias_act_forward: unknown dtype");
   check_act(act);
-  backend->ops->bias_act_forward(backend, out, out_dtype, in, bias, B, H, act);
+  OP(backend, bias_act_forward(backend, out, out_dtype, in, bias, B, H, act));
 }
 
 void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
@@ -227,7 +243,7 @@ void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, f
   CHECK(backend && din && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward: bad argument");
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward: unknown dtype");
   check_act(act);
-  backend->ops->bias_act_backward(backend, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+  OP(backend, bias_act_backward(backend, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act));
 }
 
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
@@ -237,32 +253,32 @@ void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDty
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward_t: unknown dtype");
   CHECK(din_t != din && din_t != (const void *)dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
   check_act(act);
-  backend->ops->bias_act_backward(backend, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+  OP(backend, bias_act_backward(backend, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act));
 }
 
 void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
                                  const float *actions, int B, int A) {
   CHECK(backend && logp && logits && actions && B >= 0 && A >= 1, "backend_categorical_forward: bad argument");
-  backend->ops->categorical_forward(backend, logp, entropy, logits, actions, B, A);
+  OP(backend, categorical_forward(backend, logp, entropy, logits, actions, B, A));
 }
 
 void backend_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
                                   const float *logits, const float *actions, int B, int A) {
   CHECK(backend && dlogits && dlogp && logits && actions && B >= 0 && A >= 1,
         "backend_categorical_backward: bad argument");
-  backend->ops->categorical_backward(backend, dlogits, dlogp, dentropy, logits, actions, B, A);
+  OP(backend, categorical_backward(backend, dlogits, dlogp, dentropy, logits, actions, B, A));
 }
 
 void backend_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,
                                 const float *uniforms, int B, int A) {
   CHECK(backend && actions && logits && uniforms && B >= 0 && A >= 1, "backend_categorical_sample: bad argument");
-  backend->ops->categorical_sample(backend, actions, logp, logits, uniforms, B, A);
+  OP(backend, categorical_sample(backend, actions, logp, logits, uniforms, B, A));
 }
 
 void backend_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
                               const float *actions, int B, int A) {
   CHECK(backend && logp && mean && log_std && actions && B >= 0 && A >= 1, "backend_gaussian_forward: bad argument");
-  backend->ops->gaussian_forward(backend, logp, entropy, mean, log_std, actions, B, A);
+  OP(backend, gaussian_forward(backend, logp, entropy, mean, log_std, actions, B, A));
 }
 
 void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
@@ -270,60 +286,60 @@ void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, 
                                int B, int A) {
   CHECK(backend && dmean && dlog_std && dlogp && mean && log_std && actions && B >= 0 && A >= 1,
         "backend_gaussian_backward: bad argument");
-  backend->ops->gaussian_backward(backend, dmean, dlog_std, dlogp, dentropy, mean, log_std, actions, B, A);
+  OP(backend, gaussian_backward(backend, dmean, dlog_std, dlogp, dentropy, mean, log_std, actions, B, A));
 }
 
 void backend_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
                              const float *uniforms, int B, int A) {
   CHECK(backend && actions && mean && log_std && uniforms && B >= 0 && A >= 1, "backend_gaussian_sample: bad argument");
-  backend->ops->gaussian_sample(backend, actions, logp, mean, log_std, uniforms, B, A);
+  OP(backend, gaussian_sample(backend, actions, logp, mean, log_std, uniforms, B, A));
 }
 
 void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
   CHECK(backend && loss && pred && target && B >= 1, "backend_mse_forward: bad argument");
-  backend->ops->mse_forward(backend, loss, pred, target, B);
+  OP(backend, mse_forward(backend, loss, pred, target, B));
 }
 
 void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
                           int B) {
   CHECK(backend && dpred && dloss && pred && target && B >= 1, "backend_mse_backward: bad argument");
-  backend->ops->mse_backward(backend, dpred, dloss, pred, target, B);
+  OP(backend, mse_backward(backend, dpred, dloss, pred, target, B));
 }
 
 void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows) {
   CHECK(backend && out && src && index && B >= 0 && D >= 0 && rows >= 0, "backend_gather_rows: bad argument");
-  backend->ops->gather_rows(backend, out, src, index, B, D, rows);
+  OP(backend, gather_rows(backend, out, src, index, B, D, rows));
 }
 
 void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
   CHECK(backend && (n == 0 || (out && in)), "backend_cast: NULL pointer");
   CHECK(to <= NN_BF16 && from <= NN_BF16, "backend_cast: unknown dtype");
-  backend->ops->cast(backend, out, to, in, from, n);
+  OP(backend, cast(backend, out, to, in, from, n));
 }
 
 void backend_scale(Backend *backend, float *x, float alpha, size_t n) {
   CHECK(backend && (n == 0 || x), "backend_scale: NULL pointer");
-  backend->ops->scale(backend, x, alpha, n);
+  OP(backend, scale(backend, x, alpha, n));
 }
 
 void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n) {
   CHECK(backend && alpha && (n == 0 || x), "backend_scale_by: NULL pointer");
-  backend->ops->scale_by(backend, x, alpha, n);
+  OP(backend, scale_by(backend, x, alpha, n));
 }
 
 void backend_global_norm(Backend *backend, float *total, const float *x, size_t n) {
   CHECK(backend && total && (n == 0 || x), "backend_global_norm: NULL pointer");
-  backend->ops->global_norm(backend, total, x, n);
+  OP(backend, global_norm(backend, total, x, n));
 }
 
 void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm) {
   CHECK(backend && (n == 0 || x) && max_norm > 0.0f, "backend_clip_grad_norm: bad argument");
-  backend->ops->clip_grad_norm(backend, total, x, n, max_norm);
+  OP(backend, clip_grad_norm(backend, total, x, n, max_norm));
 }
 
 void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
   CHECK(backend && (n == 0 || x) && scale && found_inf, "backend_unscale_check: NULL pointer");
-  backend->ops->unscale_check(backend, x, n, scale, found_inf);
+  OP(backend, unscale_check(backend, x, n, scale, found_inf));
 }
 
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
@@ -331,18 +347,18 @@ void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker
   CHECK(backend && scale && tracker && found_inf, "backend_grad_scaler_update: NULL pointer");
   CHECK(growth_factor > 1.0f && backoff_factor > 0.0f && backoff_factor < 1.0f && growth_interval > 0,
         "backend_grad_scaler_update: growth > 1, 0 < backoff < 1, interval > 0");
-  backend->ops->grad_scaler_update(backend, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval);
+  OP(backend, grad_scaler_update(backend, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval));
 }
 
 void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm) {
   CHECK(backend && total && coef && (n == 0 || x) && max_norm > 0.0f, "backend_clip_coef: bad argument");
-  backend->ops->clip_coef(backend, total, coef, x, n, max_norm);
+  OP(backend, clip_coef(backend, total, coef, x, n, max_norm));
 }
 
 void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
                                float *coef, float max_norm) {
   CHECK(backend && (n == 0 || x) && scale && found_inf && total && coef, "backend_unscale_clip_coef: NULL pointer");
-  backend->ops->unscale_clip_coef(backend, x, n, scale, found_inf, total, coef, max_norm);
+  OP(backend, unscale_clip_coef(backend, x, n, scale, found_inf, total, coef, max_norm));
 }
 
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
@@ -352,12 +368,12 @@ void backend_adam_step(Backend *backend, float *params, const float *grads, floa
   CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f && hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f && hyper.eps >= 0.0f,
         "backend_adam_step: betas in [0, 1), eps >= 0");
   CHECK(lp_dtype <= NN_BF16, "backend_adam_step: unknown dtype");
-  backend->ops->adam_step(backend, params, grads, m, v, n, hyper, step, found_inf, grad_scale, params_lp, lp_dtype);
+  OP(backend, adam_step(backend, params, grads, m, v, n, hyper, step, found_inf, grad_scale, params_lp, lp_dtype));
 }
 
 void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
   CHECK(backend && (n == 0 || out), "backend_uniform: NULL pointer");
-  backend->ops->uniform(backend, out, n, seed, subsequence, offset);
+  OP(backend, uniform(backend, out, n, seed, subsequence, offset));
 }
 
 void backend_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
@@ -367,8 +383,8 @@ void backend_gae(Backend *backend, float *advantages, float *returns, const floa
   CHECK((T == 0 || N == 0) || (advantages && returns && rewards && values && episode_starts && last_values && last_dones),
         "backend_gae: NULL pointer");
   CHECK(gamma >= 0.0 && gamma <= 1.0 && lambda >= 0.0 && lambda <= 1.0, "backend_gae: gamma and lambda in [0, 1]");
-  backend->ops->gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma,
-                    lambda);
+  OP(backend, gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma,
+                    lambda));
 }
 
 size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n) {
@@ -380,7 +396,7 @@ void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t 
                          uint64_t subsequence, uint64_t offset) {
   CHECK(backend && (n == 0 || (perm && scratch)), "backend_permutation: NULL pointer");
   CHECK(n < ((size_t)1 << 31), "backend_permutation: n < 2^31");
-  backend->ops->permutation(backend, perm, scratch, n, seed, subsequence, offset);
+  OP(backend, permutation(backend, perm, scratch, n, seed, subsequence, offset));
 }
 
 void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
@@ -391,13 +407,13 @@ void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentr
   CHECK(dlogp && dentropy && dvalues && logp && entropy && values && old_logp && old_values && advantages && returns,
         "backend_ppo_loss: NULL pointer");
   CHECK(hyper.clip_range > 0.0f, "backend_ppo_loss: clip_range > 0");
-  backend->ops->ppo_loss(backend, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values,
-                         advantages, returns, B, hyper, loss_scale);
+  OP(backend, ppo_loss(backend, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values,
+                         advantages, returns, B, hyper, loss_scale));
 }
 
 void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
   CHECK(backend && out && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
-  backend->ops->explained_variance(backend, out, pred, target, n);
+  OP(backend, explained_variance(backend, out, pred, target, n));
 }
 
 // The multi-rank advantage ops are optional in a backend's table: a backend without them cannot
@@ -412,19 +428,19 @@ static void check_advantage_ops(const Backend *backend, const void *op, const ch
 void backend_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B) {
   CHECK(backend && count_sum && advantages && B >= 1, "backend_advantage_count_sum: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_count_sum, "backend_advantage_count_sum");
-  backend->ops->advantage_count_sum(backend, count_sum, advantages, B);
+  OP(backend, advantage_count_sum(backend, count_sum, advantages, B));
 }
 
 void backend_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B,
                               const double *count_sum) {
   CHECK(backend && sq_dev && advantages && count_sum && B >= 1, "backend_advantage_sq_dev: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_sq_dev, "backend_advantage_sq_dev");
-  backend->ops->advantage_sq_dev(backend, sq_dev, advantages, B, count_sum);
+  OP(backend, advantage_sq_dev(backend, sq_dev, advantages, B, count_sum));
 }
 
 void backend_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
                                  const double *sq_dev) {
   CHECK(backend && advantages && count_sum && sq_dev && B >= 1, "backend_advantage_normalize: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_normalize, "backend_advantage_normalize");
-  backend->ops->advantage_normalize(backend, advantages, B, count_sum, sq_dev);
+  OP(backend, advantage_normalize(backend, advantages, B, count_sum, sq_dev));
 }

@@ -13,9 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
 #include <sys/mman.h>
-#endif
+#include <unistd.h>
 
 #include "common/check.h"
 #include "common/rng.h"
@@ -35,10 +34,12 @@
 #define CPU_VECTOR_CLONES
 #endif
 
+static void cpu_free(Backend *backend, void *ptr);
+
 static void cpu_close(Backend *backend) {
   CpuContext *ctx = backend->ctx;
   cpu_gemm_close(ctx);
-  free(ctx->workspace);
+  if (ctx->workspace) cpu_free(backend, ctx->workspace);
   free(ctx);
   free(backend);
 }
@@ -51,7 +52,39 @@ static void cpu_close(Backend *backend) {
 // offset modulo 2 MiB, the rollout's few-row GEMMs lost 30 % to cache-set conflicts.
 #define CPU_HUGE_PAGE ((size_t)2 << 20)
 
+// Strict mode's allocations: whole pages from mmap (zeroed), closed until a call opens them, or
+// open when made inside a call (the GEMM growing its workspace).
+static void *strict_alloc(CpuContext *ctx, size_t bytes, int open) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (bytes + page - 1) / page * page;
+  if (len == 0) len = page;
+  CHECK(ctx->n_regions < CPU_STRICT_REGIONS, "PPO_CPU_STRICT: too many live backend allocations");
+  void *ptr = mmap(NULL, len, open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK_ERRNO(ptr != MAP_FAILED, "out of host memory (PPO_CPU_STRICT)");
+  ctx->regions[ctx->n_regions++] = (CpuRegion){ptr, len};
+  return ptr;
+}
+
+static void strict_free(CpuContext *ctx, void *ptr) {
+  for (int i = 0; i < ctx->n_regions; i++)
+    if (ctx->regions[i].ptr == ptr) {
+      CHECK_ERRNO(munmap(ptr, ctx->regions[i].bytes) == 0, "munmap");
+      ctx->regions[i] = ctx->regions[--ctx->n_regions];
+      return;
+    }
+  CHECK(0, "PPO_CPU_STRICT: backend_free of memory this backend did not allocate");
+}
+
+// Outside strict mode there are no regions: a loop of nothing per call.
+static void cpu_guard(Backend *backend, int open) {
+  CpuContext *ctx = backend->ctx;
+  for (int i = 0; i < ctx->n_regions; i++)
+    CHECK_ERRNO(mprotect(ctx->regions[i].ptr, ctx->regions[i].bytes, open ? PROT_READ | PROT_WRITE : PROT_NONE) == 0,
+                "mprotect (PPO_CPU_STRICT)");
+}
+
 static void *cpu_alloc(Backend *backend, size_t bytes) {
+  CpuContext *ctx = backend->ctx;
+  if (ctx->strict) return strict_alloc(ctx, bytes, backend->guard_depth > 0);
   size_t rounded = (bytes + 63) / 64 * 64;
   void *ptr = aligned_alloc(64, rounded ? rounded : 64);
   CHECK(ptr, "out of host memory: reduce the batch or the network");
@@ -65,7 +98,13 @@ static void *cpu_alloc(Backend *backend, size_t bytes) {
   return ptr;
 }
 
-static void cpu_free(Backend *backend, void *ptr) { free(ptr); }
+static void cpu_free(Backend *backend, void *ptr) {
+  CpuContext *ctx = backend->ctx;
+  if (ctx->strict)
+    strict_free(ctx, ptr);
+  else
+    free(ptr);
+}
 
 static void cpu_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
   if (bytes) memmove(dst, src, bytes);
@@ -97,7 +136,7 @@ static int cpu_memory_info(Backend *backend, size_t *free_bytes, size_t *total_b
 static void cpu_reserve_workspace(Backend *backend, size_t bytes) {
   CpuContext *ctx = backend->ctx;
   if (bytes <= ctx->workspace_bytes) return;
-  free(ctx->workspace);
+  if (ctx->workspace) cpu_free(backend, ctx->workspace);
   ctx->workspace = NULL;
   ctx->workspace_bytes = 0;
   ctx->workspace = cpu_alloc(backend, bytes);
@@ -526,6 +565,7 @@ static const BackendOps cpu_ops = {
     .sync = cpu_sync,
     .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,
+    .guard = cpu_guard,
     .gemm = cpu_gemm,
     .bias_act_forward = cpu_bias_act_forward,
     .bias_act_backward = cpu_bias_act_backward,
@@ -565,6 +605,8 @@ Backend *backend_cpu_open(void) {
   CpuContext *ctx = CHECK_ALLOC(sizeof *ctx, "cpu backend context");
   memset(ctx, 0, sizeof *ctx);
   backend->name = "cpu";
+  const char *strict = getenv("PPO_CPU_STRICT");
+  ctx->strict = strict && strcmp(strict, "1") == 0;
   backend->ops = &cpu_ops;
   backend->ctx = ctx;
   cpu_gemm_open(backend);

@@ -8,10 +8,22 @@
 
 typedef struct CpuGemm CpuGemm;  // the GEMM library's state (oneDNN engine, stream, primitive cache)
 
+// PPO_CPU_STRICT=1, a test mode: backend memory is mapped page by page and kept PROT_NONE outside
+// the backend's own calls, so host code that touches it directly (which a GPU backend would not
+// survive) faults at the line. At most CPU_STRICT_REGIONS live allocations.
+enum { CPU_STRICT_REGIONS = 256 };
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} CpuRegion;
+
 typedef struct {
   void *workspace;  // fp32 copies of fp16 (and, without oneDNN, bf16) GEMM operands
   size_t workspace_bytes;
   CpuGemm *gemm;
+  int strict;  // PPO_CPU_STRICT=1 at open
+  int n_regions;
+  CpuRegion regions[CPU_STRICT_REGIONS];
 } CpuContext;
 
 void cpu_gemm_open(Backend *backend);  // picks the library, fills backend->describe; exits on failure

@@ -82,6 +82,9 @@ typedef struct {
   // Optional (NULL: aligned_alloc and free): page-locked host memory.
   void *(*host_alloc)(Backend *backend, size_t bytes);
   void (*host_free)(Backend *backend, void *ptr);
+  // Optional (NULL: memory always open): open (1) or close (0) the backend's memory to host access
+  // around the calls that use it (nn/backend.c's OP; the CPU backend's strict test mode).
+  void (*guard)(Backend *backend, int open);
   // Optional (NULL: no device-side collectives): the communicator and the all-reduce across ranks.
   size_t (*comm_id_bytes)(const Backend *backend);
   int (*comm_make_id)(Backend *backend, void *id);
@@ -98,6 +101,7 @@ struct Backend {
   size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
   int recording;       // inside backend_graph_run's fn: calls that cannot be recorded are refused
   size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
+  int guard_depth;     // calls in progress that hold the memory open (ops->guard)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
   void *ctx;           // the implementation's own state
 };

@@ -6,6 +6,7 @@
 // naive double triple loop on the same (rounded) inputs. Casts against the compiler's _Float16.
 // Distributions against closed forms. Optimiser pieces against torch's formulas written out.
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,36 @@ Test(nn_backend, graph_run_refuses_a_host_wait, .exit_code = 1) {
   BackendGraph graph = {0};
   GraphArg arg = {b, x, 0, 1};
   backend_graph_run(b, &graph, graph_body, &arg);
+}
+
+// --- strict mode (PPO_CPU_STRICT=1): backend memory closed to the host outside the backend's calls ----------
+
+Test(nn_backend, strict_mode_runs_ops_and_moves_data) {
+  cr_assert_eq(setenv("PPO_CPU_STRICT", "1", 1), 0);
+  Backend *b = backend_open("cpu");
+  float host[5] = {1, 2, 3, 4, 5}, back[5];
+  float *x = backend_alloc(b, sizeof host);
+  backend_upload(b, x, host, sizeof host);
+  backend_scale(b, x, 2.0f, 5);
+  backend_reserve_workspace(b, 1 << 20);  // a fresh region made outside a call stays closed, and works in one
+  uint16_t halves[2] = {0x3C00, 0x4000};  // fp16 1 and 2
+  uint16_t *ab = backend_alloc(b, sizeof halves);
+  backend_upload(b, ab, halves, sizeof halves);
+  backend_gemm(b, NN_F16, 0, 0, 1, 1, 1, 1.0f, ab, ab + 1, 0.0f, x);  // x[0] = 1 * 2
+  backend_download(b, back, x, sizeof back);
+  cr_assert(back[0] == 2.0f && back[4] == 10.0f, "%g %g", back[0], back[4]);
+  backend_free(b, ab);
+  backend_free(b, x);
+  backend_close(b);
+}
+
+// A direct host read of backend memory, what a GPU backend would not survive, faults where it is made.
+Test(nn_backend, strict_mode_faults_on_a_host_access, .signal = SIGSEGV) {
+  cr_assert_eq(setenv("PPO_CPU_STRICT", "1", 1), 0);
+  Backend *b = backend_open("cpu");
+  float *x = backend_alloc(b, 64);
+  volatile float v = x[0];
+  (void)v;
 }
 
 // --- collectives -------------------------------------------------------------------------------------------
