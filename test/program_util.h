@@ -1,12 +1,15 @@
 // test/program_util.h: helpers for the suites that run the programs (header-only, static functions):
-// run one with shell-quoted arguments and capture its output, and read or write small text files.
+// run one with shell-quoted arguments and capture its output, read or write small text files, wait
+// for a running one's log, and stop one with SIGTERM.
 #ifndef PPO_TEST_PROGRAM_UTIL_H
 #define PPO_TEST_PROGRAM_UTIL_H
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 
 // Runs `bin` with `args` (shell words), stdout and stderr together in `out`; returns the exit status.
 static inline int run_program(const char *bin, const char *args, char *out, size_t capacity) {
@@ -42,6 +45,29 @@ static inline char *read_text(const char *path, size_t *length) {
   fclose(f);
   if (length) *length = got;
   return buf;
+}
+
+// Waits, polling every 50 ms for at most `seconds`, until the text file `path` holds `lines` lines
+// (a run that has logged two metrics rows has its signal handlers installed). Returns either way:
+// the caller's next assertion says what did not happen.
+static inline void wait_for_lines(const char *path, int lines, int seconds) {
+  for (int tries = 0; tries < 20 * seconds; tries++) {
+    char *text = read_text(path, NULL);
+    int n = 0;
+    for (const char *c = text; c && *c; c++) n += *c == '\n';
+    free(text);
+    if (n >= lines) return;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+}
+
+// SIGTERM to `pid`, then its end: it must exit, with status 0 (ppo-train checkpoints and returns 0).
+static inline void terminate_expect_exit_0(pid_t pid) {
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed instead of exiting");
+  cr_expect_eq(WEXITSTATUS(status), 0);
 }
 
 #endif

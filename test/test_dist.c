@@ -220,14 +220,7 @@ Test(dist, a_signal_to_one_rank_stops_every_rank) {
           (char *)NULL);
     _exit(127);
   }
-  for (int tries = 0; tries < 1200; tries++) {  // two iterations logged: both ranks run the loop
-    char *text = read_text(metrics, NULL);
-    int lines = 0;
-    for (const char *c = text; c && *c; c++) lines += *c == '\n';
-    free(text);
-    if (lines >= 3) break;
-    nanosleep(&(struct timespec){0, 50000000}, NULL);
-  }
+  wait_for_lines(metrics, 3, 60);  // two iterations logged: both ranks run the loop
   pid_t rank = newest_child(mpirun_pid);
   cr_assert_gt(rank, 0, "no rank under mpirun %d", (int)mpirun_pid);
   cr_assert_eq(kill(rank, SIGTERM), 0);

@@ -24,6 +24,7 @@
 #include "ppo/train_run.h"
 #include "ppo/trainer.h"
 #include "test/h5_test_util.h"
+#include "test/program_util.h"
 
 // A small synthetic-market run that touches every part of the state: trading env states (with
 // their context pointer), both normalisations, Gaussian-free categorical head, eval + best.h5.
@@ -47,13 +48,6 @@ static void teardown(void) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
   cr_expect_eq(system(cmd), 0);
-}
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "%s", path);
-  fputs(text, f);
-  fclose(f);
 }
 
 static const char *config_file(const char *name) {
@@ -357,23 +351,8 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
     const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0"};
     _exit(run(cfg, NULL, dir, 0, 2, sets));
   }
-  // Wait until two iterations are logged, then ask it to stop.
-  for (int tries = 0; tries < 600; tries++) {
-    FILE *f = fopen(metrics, "r");
-    int lines = 0;
-    char line[8192];
-    if (f) {
-      while (fgets(line, sizeof line, f)) lines++;
-      fclose(f);
-    }
-    if (lines >= 3) break;
-    nanosleep(&(struct timespec){0, 50000000}, NULL);
-  }
-  cr_assert_eq(kill(pid, SIGTERM), 0);
-  int status = 0;
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_assert(WIFEXITED(status), "killed instead of exiting");
-  cr_expect_eq(WEXITSTATUS(status), 0);
+  wait_for_lines(metrics, 3, 30);  // two iterations logged, then ask it to stop
+  terminate_expect_exit_0(pid);
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   Config stored;
   cr_assert_eq(checkpoint_read_config(ckpt, &stored, NULL, 0, NULL), 0, "%s", error_message());

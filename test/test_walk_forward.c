@@ -332,19 +332,8 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
           "run.total_timesteps=100_000_000", (char *)NULL);
     _exit(98);
   }
-  // Two iterations logged: the run's signal handlers are installed by then.
-  for (int tries = 0; tries < 600; tries++) {
-    char *m = read_text(metrics, NULL);
-    int lines = m ? count_of(m, "\n") : 0;
-    free(m);
-    if (lines >= 3) break;
-    nanosleep(&(struct timespec){0, 50000000}, NULL);
-  }
-  cr_assert_eq(kill(pid, SIGTERM), 0);
-  int status = 0;
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_assert(WIFEXITED(status), "killed instead of exiting");
-  cr_expect_eq(WEXITSTATUS(status), 0);
+  wait_for_lines(metrics, 3, 30);  // two iterations logged: the run's signal handlers are installed
+  terminate_expect_exit_0(pid);
   char *err = read_text(log_path, NULL);
   cr_assert_not_null(err);
   cr_expect(strstr(err, "stopped in fold 0") && strstr(err, "run the same ppo-train --walk-forward command again"),
