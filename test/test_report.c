@@ -164,6 +164,20 @@ Test(report, hand_made_curve) {
 
 // --- PSR and DSR in closed form ---------------------------------------------------------------------
 
+// An equity curve alone: every position, flow and cost series is `zero` (n + 1 values).
+static ReportInput curve_input(int64_t n, const int64_t *ts, const double *equity, const double *zero) {
+  return (ReportInput){.n = n,
+                       .ts = ts,
+                       .equity = equity,
+                       .position = zero,
+                       .turnover = zero,
+                       .notional = zero,
+                       .cost_spread = zero,
+                       .cost_slippage = zero,
+                       .cost_commission = zero,
+                       .cost_financing = zero};
+}
+
 // r = 0.01 + {0.02, -0.02, 0, 0, 0, 0}: symmetric (g3 = 0) and m4/m2^2 = (2 a^4/6)/(2 a^2/6)^2 = 6/2 = 3,
 // so the PSR denominator is the normal one, 1 + SR^2/2. std (ddof 1) = sqrt(2 (0.02)^2 / 5) =
 // sqrt(0.00016), SR_p = 0.01/sqrt(0.00016) = sqrt(0.625).
@@ -178,16 +192,7 @@ static void normal_moments_case(Report *r, int64_t n_trials) {
   int64_t ts[7];
   for (int i = 0; i <= 6; i++) ts[i] = (int64_t)i * DAY;
   for (int i = 1; i <= 6; i++) e[i] = e[i - 1] * (1.0 + 0.01 + shocks[i - 1]);
-  ReportInput in = {.n = 6,
-                    .ts = ts,
-                    .equity = e,
-                    .position = zero,
-                    .turnover = zero,
-                    .notional = zero,
-                    .cost_spread = zero,
-                    .cost_slippage = zero,
-                    .cost_commission = zero,
-                    .cost_financing = zero};
+  ReportInput in = curve_input(6, ts, e, zero);
   ReportOptions o = report_options_default();
   o.bootstrap_samples = 0;
   o.n_trials = n_trials;
@@ -437,16 +442,7 @@ Test(report, bootstrap_replays_the_documented_draws) {
   const double e[] = {1.0, 1.05, 0.98, 1.01};
   const int64_t ts[] = {0, DAY, 2 * DAY, 3 * DAY};
   const double zero[4] = {0};
-  ReportInput in = {.n = 3,
-                    .ts = ts,
-                    .equity = e,
-                    .position = zero,
-                    .turnover = zero,
-                    .notional = zero,
-                    .cost_spread = zero,
-                    .cost_slippage = zero,
-                    .cost_commission = zero,
-                    .cost_financing = zero};
+  ReportInput in = curve_input(3, ts, e, zero);
   ReportOptions o = report_options_default();
   o.bootstrap_samples = 5;
   o.block_mean = 2;
