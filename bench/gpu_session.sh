@@ -6,8 +6,8 @@
 #                                     # compute-sanitizer
 #   bash bench/gpu_session.sh bench   # ppo-bench backend + torch on the same GPU, ppo-bench train on
 #                                     # configs/seed.ini, SB3 on the same GPU when it is importable
-#   bash bench/gpu_session.sh kernels # per-kernel timing table (Nsight Compute, one metric: the
-#                                     # kernel's duration) of a short headline run
+#   bash bench/gpu_session.sh kernels # per-op table (PPO_PROFILE=1) and per-kernel table (Nsight
+#                                     # Compute, the kernel's duration) of a short headline run
 #   bash bench/gpu_session.sh all
 #
 # Run from the repository root with .gpu/ppo-gpu.tar.xz present. Raw output goes to $OUT (the
@@ -95,6 +95,9 @@ run_bench() {
 # kernel name (calls, total, mean).
 run_kernels() {
   local csv=$out/$stamp-gpu-kernels.csv
+  # The seam's own per-op table (each op waited for; no ncu needed), same run.
+  PPO_PROFILE=1 "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set ppo.n_steps=64 \
+    --iterations 1 2>&1 | tee "$out/$stamp-gpu-ops-profile.txt"
   ncu --metrics gpu__time_duration.sum --launch-count 6000 --csv --print-units base \
     "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set ppo.n_steps=64 --iterations 1 \
     >"$csv" 2>"$out/$stamp-gpu-kernels.log"

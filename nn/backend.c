@@ -1,10 +1,12 @@
 // nn/backend.c: the registry (the one place besides CMake that knows whether CUDA was built) and
 // the public wrappers, which check arguments and dispatch through the backend's table.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/timer.h"
 #include "nn/backend_impl.h"
 
 size_t nn_dtype_size(NnDtype dtype) { return dtype == NN_F32 ? 4 : 2; }
@@ -30,7 +32,7 @@ static Backend *open_cuda(void) {
 #endif
 }
 
-Backend *backend_open(const char *name) {
+static Backend *open_by_name(const char *name) {
   if (!name) {
     error_set("backend: no name given (allowed: cpu, cuda, auto)");
     return NULL;
@@ -47,10 +49,6 @@ Backend *backend_open(const char *name) {
   return NULL;
 }
 
-void backend_close(Backend *backend) {
-  if (backend) backend->ops->close(backend);
-}
-
 const char *backend_name(const Backend *backend) { return backend->name; }
 const char *backend_describe(const Backend *backend) { return backend->describe; }
 
@@ -63,12 +61,106 @@ static void guard_enter(Backend *backend) {
 static void guard_leave(Backend *backend) {
   if (backend->ops->guard && --backend->guard_depth == 0) backend->ops->guard(backend, 0);
 }
-#define OP(backend, call)   \
-  do {                      \
-    guard_enter(backend);   \
-    (backend)->ops->call;   \
-    guard_leave(backend);   \
+// PPO_PROFILE=1 in the environment: every op call below is timed per call site and backend_close
+// prints the table (op_profile_*). On an asynchronous backend the profiler waits after each op so
+// that the time is the op's own, and backend_graph_run calls its function directly instead of
+// replaying a graph: a profiled run is slower than a plain one, and its totals say where time goes,
+// not how fast the product runs. Off, it costs one predictable branch per call.
+typedef struct OpSite {
+  const char *call;  // the call's text, "gemm(backend, ...)"; the name is up to the '('
+  double seconds;
+  unsigned long long count;
+  struct OpSite *next;
+  int listed;
+} OpSite;
+
+static OpSite *op_sites;  // every site that ran while profiling, newest first
+
+static double op_profile_begin(Backend *backend) {
+  if (!backend->profile) return 0.0;
+  backend->ops->sync(backend);  // earlier work is not this op's (no graph is captured while profiling)
+  return timer_now();
+}
+
+static void op_profile_end(Backend *backend, OpSite *site, double t0) {
+  if (!backend->profile) return;
+  backend->ops->sync(backend);
+  site->seconds += timer_now() - t0;
+  site->count++;
+  if (!site->listed) {
+    site->listed = 1;
+    site->next = op_sites;
+    op_sites = site;
+  }
+}
+
+#define OP(backend, call)                           \
+  do {                                              \
+    static OpSite site_ = {#call, 0.0, 0, NULL, 0}; \
+    guard_enter(backend);                           \
+    double t0_ = op_profile_begin(backend);         \
+    (backend)->ops->call;                           \
+    op_profile_end(backend, &site_, t0_);           \
+    guard_leave(backend);                           \
   } while (0)
+
+// The table, one row per op name (call sites of the same op added together), largest total first.
+static void op_profile_report(const Backend *backend) {
+  enum { MAX_ROWS = 64 };
+  struct {
+    char name[48];
+    double seconds;
+    unsigned long long count;
+  } rows[MAX_ROWS];
+  int n = 0;
+  double total = 0.0;
+  for (OpSite *site = op_sites; site; site = site->next) {
+    char name[48];
+    size_t len = strcspn(site->call, "(");
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, site->call, len);
+    name[len] = '\0';
+    int row = 0;
+    while (row < n && strcmp(rows[row].name, name) != 0) row++;
+    if (row == n) {
+      if (n == MAX_ROWS) continue;
+      memcpy(rows[n].name, name, len + 1);
+      rows[n].seconds = 0.0;
+      rows[n].count = 0;
+      n++;
+    }
+    rows[row].seconds += site->seconds;
+    rows[row].count += site->count;
+    total += site->seconds;
+    site->seconds = 0.0;
+    site->count = 0;
+  }
+  for (int i = 1; i < n; i++)  // insertion sort, largest first: a few dozen rows
+    for (int j = i; j > 0 && rows[j].seconds > rows[j - 1].seconds; j--) {
+      __typeof__(rows[0]) tmp = rows[j];
+      rows[j] = rows[j - 1];
+      rows[j - 1] = tmp;
+    }
+  fprintf(stderr, "PPO_PROFILE: backend %s, %.3f s in ops (each timed from a wait to a wait)\n", backend->name, total);
+  fprintf(stderr, "  %-24s %12s %10s %12s %7s\n", "op", "calls", "seconds", "us/call", "share");
+  for (int i = 0; i < n; i++)
+    fprintf(stderr, "  %-24s %12llu %10.3f %12.2f %6.1f%%\n", rows[i].name, rows[i].count, rows[i].seconds,
+            rows[i].count ? 1e6 * rows[i].seconds / (double)rows[i].count : 0.0,
+            total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
+}
+
+Backend *backend_open(const char *name) {
+  Backend *backend = open_by_name(name);
+  const char *profile = getenv("PPO_PROFILE");
+  if (backend) backend->profile = profile && *profile && strcmp(profile, "0") != 0;
+  return backend;
+}
+
+void backend_close(Backend *backend) {
+  if (!backend) return;
+  if (backend->profile) op_profile_report(backend);
+  backend->ops->close(backend);
+}
 
 // The calls a graph cannot hold (backend_graph_run): a host wait, an upload, an allocation.
 #define CHECK_NOT_RECORDING(backend, what) \
@@ -188,7 +280,8 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
   CHECK(backend && graph && fn, "backend_graph_run: NULL argument");
   CHECK_NOT_RECORDING(backend, "backend_graph_run");
   const BackendOps *ops = backend->ops;
-  if (!ops->graph_record) {  // the CPU: every call is a recording, so every call checks the contract
+  if (!ops->graph_record || backend->profile) {  // the CPU: every call is a recording, so every call
+                                                 // checks the contract (and PPO_PROFILE times each op)
     backend->recording = 1;
     fn(arg);
     backend->recording = 0;
@@ -380,11 +473,12 @@ void backend_gae(Backend *backend, float *advantages, float *returns, const floa
                  const float *episode_starts, const float *last_values, const float *last_dones, int T, int N,
                  double gamma, double lambda) {
   CHECK(backend && T >= 0 && N >= 0, "backend_gae: bad argument");
-  CHECK((T == 0 || N == 0) || (advantages && returns && rewards && values && episode_starts && last_values && last_dones),
-        "backend_gae: NULL pointer");
+  CHECK(
+      (T == 0 || N == 0) || (advantages && returns && rewards && values && episode_starts && last_values && last_dones),
+      "backend_gae: NULL pointer");
   CHECK(gamma >= 0.0 && gamma <= 1.0 && lambda >= 0.0 && lambda <= 1.0, "backend_gae: gamma and lambda in [0, 1]");
-  OP(backend, gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma,
-                    lambda));
+  OP(backend,
+     gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma, lambda));
 }
 
 size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n) {
@@ -392,8 +486,8 @@ size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n) {
   return backend->ops->permutation_scratch_bytes(backend, n);
 }
 
-void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed,
-                         uint64_t subsequence, uint64_t offset) {
+void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed, uint64_t subsequence,
+                         uint64_t offset) {
   CHECK(backend && (n == 0 || (perm && scratch)), "backend_permutation: NULL pointer");
   CHECK(n < ((size_t)1 << 31), "backend_permutation: n < 2^31");
   OP(backend, permutation(backend, perm, scratch, n, seed, subsequence, offset));
@@ -408,7 +502,7 @@ void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentr
         "backend_ppo_loss: NULL pointer");
   CHECK(hyper.clip_range > 0.0f, "backend_ppo_loss: clip_range > 0");
   OP(backend, ppo_loss(backend, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values,
-                         advantages, returns, B, hyper, loss_scale));
+                       advantages, returns, B, hyper, loss_scale));
 }
 
 void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {

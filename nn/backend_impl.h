@@ -103,6 +103,7 @@ struct Backend {
   size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
   int guard_depth;     // calls in progress that hold the memory open (ops->guard)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
+  int profile;         // PPO_PROFILE set: ops are timed and backend_close prints the table
   void *ctx;           // the implementation's own state
 };
 

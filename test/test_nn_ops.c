@@ -6,8 +6,10 @@
 // naive double triple loop on the same (rounded) inputs. Casts against the compiler's _Float16.
 // Distributions against closed forms. Optimiser pieces against torch's formulas written out.
 #include <criterion/criterion.h>
-#include <signal.h>
+#include <criterion/redirect.h>
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +146,26 @@ Test(nn_backend, strict_mode_faults_on_a_host_access, .signal = SIGSEGV) {
   float *x = backend_alloc(b, 64);
   volatile float v = x[0];
   (void)v;
+}
+
+// PPO_PROFILE=1: backend_close prints one row per op with its call count (sites of one op added).
+Test(nn_backend, profile_counts_every_op_call, .init = cr_redirect_stderr) {
+  cr_assert_eq(setenv("PPO_PROFILE", "1", 1), 0);
+  Backend *b = backend_open("cpu");
+  float *x = backend_alloc(b, 4 * sizeof(float));
+  for (int i = 0; i < 3; i++) backend_scale(b, x, 2.0f, 4);
+  backend_gemm(b, NN_F32, 0, 0, 2, 2, 1, 1.0f, x, x + 2, 0.0f, x);
+  backend_free(b, x);
+  backend_close(b);
+  fflush(stderr);
+  char text[4096] = {0};
+  size_t got = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+  cr_assert(got > 0 && strstr(text, "PPO_PROFILE: backend cpu"), "stderr: %s", text);
+  unsigned long long scale_calls = 0, gemm_calls = 0;
+  const char *row = strstr(text, "\n  scale ");
+  cr_assert(row && sscanf(row, " scale %llu", &scale_calls) == 1 && scale_calls == 3, "stderr: %s", text);
+  row = strstr(text, "\n  gemm ");
+  cr_assert(row && sscanf(row, " gemm %llu", &gemm_calls) == 1 && gemm_calls == 1, "stderr: %s", text);
 }
 
 // --- collectives -------------------------------------------------------------------------------------------
