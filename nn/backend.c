@@ -82,16 +82,71 @@ static double op_profile_begin(Backend *backend) {
   return timer_now();
 }
 
-static void op_profile_end(Backend *backend, OpSite *site, double t0) {
-  if (!backend->profile) return;
+// Returns the op's seconds (0 when not profiling).
+static double op_profile_end(Backend *backend, OpSite *site, double t0) {
+  if (!backend->profile) return 0.0;
   backend->ops->sync(backend);
-  site->seconds += timer_now() - t0;
+  double seconds = timer_now() - t0;
+  site->seconds += seconds;
   site->count++;
   if (!site->listed) {
     site->listed = 1;
     site->next = op_sites;
     op_sites = site;
   }
+  return seconds;
+}
+
+// GEMMs also by shape, with the rate each reached: which products are slow, not only how much
+// time GEMM takes in all.
+enum { GEMM_SHAPES_MAX = 96 };
+typedef struct {
+  NnDtype dtype;
+  int trans_a, trans_b, M, N, K;
+  double seconds;
+  unsigned long long count;
+} GemmShape;
+static GemmShape gemm_shapes[GEMM_SHAPES_MAX];
+static int gemm_shapes_used, gemm_shapes_dropped;
+
+static void gemm_profile_add(NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, double seconds) {
+  int i = 0;
+  while (i < gemm_shapes_used &&
+         !(gemm_shapes[i].dtype == dtype && gemm_shapes[i].trans_a == trans_a && gemm_shapes[i].trans_b == trans_b &&
+           gemm_shapes[i].M == M && gemm_shapes[i].N == N && gemm_shapes[i].K == K))
+    i++;
+  if (i == gemm_shapes_used) {
+    if (i == GEMM_SHAPES_MAX) {
+      gemm_shapes_dropped++;
+      return;
+    }
+    gemm_shapes[i] = (GemmShape){dtype, trans_a, trans_b, M, N, K, 0.0, 0};
+    gemm_shapes_used++;
+  }
+  gemm_shapes[i].seconds += seconds;
+  gemm_shapes[i].count++;
+}
+
+static void gemm_profile_report(void) {
+  if (!gemm_shapes_used) return;
+  for (int i = 1; i < gemm_shapes_used; i++)  // largest total first
+    for (int j = i; j > 0 && gemm_shapes[j].seconds > gemm_shapes[j - 1].seconds; j--) {
+      GemmShape tmp = gemm_shapes[j];
+      gemm_shapes[j] = gemm_shapes[j - 1];
+      gemm_shapes[j - 1] = tmp;
+    }
+  fprintf(stderr, "  gemm by shape (C[M x N] = op(A)[M x K] op(B)[K x N]; t = transposed operand):\n");
+  fprintf(stderr, "  %-6s %-24s %12s %10s %12s %10s\n", "dtype", "M x N x K", "calls", "seconds", "us/call", "GFLOP/s");
+  for (int i = 0; i < gemm_shapes_used; i++) {
+    const GemmShape *g = &gemm_shapes[i];
+    char shape[40];
+    snprintf(shape, sizeof shape, "%dx%dx%d%s%s", g->M, g->N, g->K, g->trans_a ? " At" : "", g->trans_b ? " Bt" : "");
+    double flops = 2.0 * g->M * g->N * g->K * (double)g->count;
+    fprintf(stderr, "  %-6s %-24s %12llu %10.3f %12.2f %10.1f\n", nn_dtype_name(g->dtype), shape, g->count, g->seconds,
+            1e6 * g->seconds / (double)g->count, g->seconds > 0 ? flops / g->seconds / 1e9 : 0.0);
+  }
+  if (gemm_shapes_dropped) fprintf(stderr, "  (%d calls of further shapes not listed)\n", gemm_shapes_dropped);
+  gemm_shapes_used = gemm_shapes_dropped = 0;
 }
 
 #define OP(backend, call)                           \
@@ -100,7 +155,7 @@ static void op_profile_end(Backend *backend, OpSite *site, double t0) {
     guard_enter(backend);                           \
     double t0_ = op_profile_begin(backend);         \
     (backend)->ops->call;                           \
-    op_profile_end(backend, &site_, t0_);           \
+    (void)op_profile_end(backend, &site_, t0_);     \
     guard_leave(backend);                           \
   } while (0)
 
@@ -147,6 +202,7 @@ static void op_profile_report(const Backend *backend) {
     fprintf(stderr, "  %-24s %12llu %10.3f %12.2f %6.1f%%\n", rows[i].name, rows[i].count, rows[i].seconds,
             rows[i].count ? 1e6 * rows[i].seconds / (double)rows[i].count : 0.0,
             total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
+  gemm_profile_report();
 }
 
 Backend *backend_open(const char *name) {
@@ -316,7 +372,13 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
   CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_gemm: unknown dtype");
   if (M == 0 || N == 0) return;
   CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
-  OP(backend, gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C));
+  static OpSite site = {"gemm", 0.0, 0, NULL, 0};  // OP written out: the time also goes to its shape's row
+  guard_enter(backend);
+  double t0 = op_profile_begin(backend);
+  backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
+  double seconds = op_profile_end(backend, &site, t0);
+  guard_leave(backend);
+  if (backend->profile) gemm_profile_add(dtype, trans_a != 0, trans_b != 0, M, N, K, seconds);
 }
 
 static void check_act(int act) {
@@ -341,8 +403,7 @@ void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, f
 
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
                                  const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
-  CHECK(backend && din && din_t && dbias && dout && out && B >= 0 && H >= 0,
-        "backend_bias_act_backward_t: bad argument");
+  CHECK(backend && din_t && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward_t: bad argument");
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward_t: unknown dtype");
   CHECK(din_t != din && din_t != (const void *)dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
   check_act(act);

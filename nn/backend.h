@@ -127,7 +127,8 @@ void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, f
 // The same, and din_t (H, B) receives din's transpose (the same rounded values): the weight
 // gradient dW = din^T x then reads a plain (H, B) operand, which the GEMM libraries run faster than
 // a transposed one (bf16 (1024, 2048, 1024): 3.0 against 4.2 ms on the 2-core AMX machine).
-// din_t must not overlap din or dout.
+// din_t must not overlap din or dout. din may be NULL: only din_t and dbias are written (the first
+// layer, whose input gets no gradient: its dpre feeds the weight gradient alone).
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
                                  const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act);
 

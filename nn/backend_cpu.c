@@ -270,7 +270,7 @@ static void cpu_bias_act_backward(Backend *backend, void *din, void *din_t, NnDt
           widen_row(y, (const uint16_t *)out + at, out_dtype, n);
           yrow = y;
         }
-        float *drow = din_dtype == NN_F32 ? (float *)din + at : d;
+        float *drow = din_dtype == NN_F32 && din ? (float *)din + at : d;
         act_backward_row(drow, sum, dout + at, yrow, n, act);
         if (!din_t) {
           if (din_dtype != NN_F32) store_lp_row(din, din_dtype, at, d, n);
@@ -281,7 +281,7 @@ static void cpu_bias_act_backward(Backend *backend, void *din, void *din_t, NnDt
           store_lp_row(trow, din_dtype, 0, d, n);
         else
           memcpy(trow, drow, (size_t)n * 4);
-        if (din_dtype != NN_F32) memcpy((unsigned char *)din + at * es, trow, (size_t)n * es);
+        if (din_dtype != NN_F32 && din) memcpy((unsigned char *)din + at * es, trow, (size_t)n * es);
       }
       if (din_t) transpose_tile(din_t, tile, es, B, b0, b1 - b0, h0, n);
     }

@@ -288,7 +288,7 @@ static __global__ void __launch_bounds__(TILE_COLS * TILE_Y)
     if (r < rows && h < H) {
       size_t i = (size_t)(b0 + r) * H + h;
       d = nn_act_backward(dout[i], load_f32(out, out_dtype, i), act);
-      store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
+      if (din) store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
     }
     d_tile[r][x] = d;
   }

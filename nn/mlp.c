@@ -72,8 +72,8 @@ void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout
     // dpre (B, O) = dy * act'(y), stored in the GEMMs' dtype; db += its column sums
     void *dpre = dtype == NN_F32 ? (void *)dy : acts->dh_lp;
     if (!accumulate) backend_memset_zero(backend, grads->b[l], (size_t)O * sizeof(float));
-    if (acts->dh_t)
-      backend_bias_act_backward_t(backend, dpre, acts->dh_t, dtype, grads->b[l], dy, y, out_dtype, B, O,
+    if (acts->dh_t)  // the first layer's dpre is read only through dh_t (no dx): not written
+      backend_bias_act_backward_t(backend, l == 0 ? NULL : dpre, acts->dh_t, dtype, grads->b[l], dy, y, out_dtype, B, O,
                                   last ? NN_ACT_NONE : shape->act);
     else
       backend_bias_act_backward(backend, dpre, dtype, grads->b[l], dy, y, out_dtype, B, O,

@@ -381,6 +381,7 @@ Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
   rng_seed(&rng, 12);
   float *dout = malloc(B * H * sizeof(float)), *y = malloc(B * H * sizeof(float)), *in = malloc(B * H * sizeof(float));
   float *d1 = malloc(B * H * sizeof(float)), *d2 = malloc(B * H * sizeof(float)), *dt = malloc(B * H * sizeof(float));
+  float *dt2 = malloc(B * H * sizeof(float));
   float bias[H] = {0}, db1[H], db2[H];
   fill(in, B * H, &rng, -2, 2);
   fill(dout, B * H, &rng, -1, 1);
@@ -396,8 +397,17 @@ Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
       for (int h = 0; h < H; h++)
         cr_assert(memcmp((char *)dt + ((size_t)h * B + i) * es, (char *)d2 + ((size_t)i * H + h) * es, es) == 0,
                   "%s: din_t[%d][%d] is not din[%d][%d]", nn_dtype_name((NnDtype)dtype), h, i, i, h);
+    // without din (the first layer): the same din_t and dbias, and dout untouched
+    float db3[H];
+    for (int h = 0; h < H; h++) db3[h] = 0.5f;
+    memset(dt2, 0xFF, B * H * sizeof(float));
+    memcpy(d1, dout, B * H * sizeof(float));
+    backend_bias_act_backward_t(b, NULL, dt2, (NnDtype)dtype, db3, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    cr_assert(memcmp(dt2, dt, B * H * es) == 0, "%s: din_t without din differs", nn_dtype_name((NnDtype)dtype));
+    cr_assert(memcmp(db3, db2, sizeof db3) == 0, "%s: dbias without din differs", nn_dtype_name((NnDtype)dtype));
+    cr_assert(memcmp(d1, dout, B * H * sizeof(float)) == 0, "%s: dout was written", nn_dtype_name((NnDtype)dtype));
   }
-  free(dout), free(y), free(in), free(d1), free(d2), free(dt);
+  free(dout), free(y), free(in), free(d1), free(d2), free(dt), free(dt2);
   backend_close(b);
 }
 
