@@ -287,7 +287,9 @@ def run_sb3_isolated(args, threads: int) -> dict:
            "--threads", str(threads), "--vec", args.vec, "--device", args.device, "--_sb3_child", out]
     for s in args.set:
         cmd += ["--set", s]
-    subprocess.run(cmd, check=True)
+    if subprocess.run(cmd).returncode != 0:  # the child printed why
+        os.unlink(out)
+        sys.exit(2)
     with open(out) as f:
         res = json.load(f)
     os.unlink(out)

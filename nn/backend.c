@@ -278,6 +278,17 @@ void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
   OP(backend, copy(backend, dst, src, bytes));
 }
 
+void backend_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                       size_t row_bytes, size_t rows) {
+  CHECK(backend && dst_pitch >= row_bytes && src_pitch >= row_bytes, "backend_copy_rows: a pitch below row_bytes");
+  if (row_bytes == 0 || rows == 0) return;
+  CHECK(dst && src, "backend_copy_rows: NULL pointer");
+  uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+  uintptr_t d_end = d + (rows - 1) * dst_pitch + row_bytes, s_end = s + (rows - 1) * src_pitch + row_bytes;
+  CHECK(d_end <= s || s_end <= d, "backend_copy_rows: source and destination overlap");
+  OP(backend, copy_rows(backend, dst, dst_pitch, src, src_pitch, row_bytes, rows));
+}
+
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
   CHECK(backend && free_bytes && total_bytes, "backend_memory_info: NULL pointer");
   CHECK_NOT_RECORDING(backend, "backend_memory_info");

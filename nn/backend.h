@@ -55,6 +55,10 @@ void backend_upload(Backend *backend, void *dst, const void *host_src, size_t by
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes);  // backend -> host
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes);
 void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes);  // backend -> backend; may overlap
+// rows rows of row_bytes each, row r from src + r * src_pitch to dst + r * dst_pitch (both pitches
+// at least row_bytes); the bytes between rows of dst are left as they are. No overlap.
+void backend_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                       size_t row_bytes, size_t rows);
 // Free and total bytes of the memory backend_alloc draws from (host RAM: MemAvailable and MemTotal
 // of /proc/meminfo; a GPU: cudaMemGetInfo). 0, or -1 when unknown.
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes);

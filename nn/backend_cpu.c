@@ -110,6 +110,12 @@ static void cpu_copy(Backend *backend, void *dst, const void *src, size_t bytes)
   if (bytes) memmove(dst, src, bytes);
 }
 
+static void cpu_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                          size_t row_bytes, size_t rows) {
+#pragma omp parallel for schedule(static) if (rows * row_bytes >= 4 * CPU_PARALLEL_MIN)
+  for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch, row_bytes);
+}
+
 static void cpu_memset_zero(Backend *backend, void *dst, size_t bytes) {
   if (bytes) memset(dst, 0, bytes);
 }
@@ -562,6 +568,7 @@ static const BackendOps cpu_ops = {
     .download = cpu_copy,
     .memset_zero = cpu_memset_zero,
     .copy = cpu_copy,
+    .copy_rows = cpu_copy_rows,
     .sync = cpu_sync,
     .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,

@@ -136,6 +136,12 @@ static void cuda_copy(Backend *backend, void *dst, const void *src, size_t bytes
   }
 }
 
+static void cuda_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                           size_t row_bytes, size_t rows) {
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice,
+                               cuda_ctx(backend)->stream));
+}
+
 // Counted as a host wait by the seam: it waits for the queued work too, so a fault is seen here as at
 // any other wait.
 static int cuda_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
@@ -457,6 +463,7 @@ static const BackendOps cuda_ops = {
     .download = cuda_download,
     .memset_zero = cuda_memset_zero,
     .copy = cuda_copy,
+    .copy_rows = cuda_copy_rows,
     .sync = cuda_sync,
     .memory_info = cuda_memory_info,
     .reserve_workspace = cuda_reserve_workspace,

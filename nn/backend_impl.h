@@ -17,6 +17,8 @@ typedef struct {
   void (*download)(Backend *backend, void *dst, const void *src, size_t bytes);
   void (*memset_zero)(Backend *backend, void *dst, size_t bytes);
   void (*copy)(Backend *backend, void *dst, const void *src, size_t bytes);  // within backend memory
+  void (*copy_rows)(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                    size_t rows);
   void (*sync)(Backend *backend);
   int (*memory_info)(Backend *backend, size_t *free_bytes, size_t *total_bytes);
   void (*reserve_workspace)(Backend *backend, size_t bytes);

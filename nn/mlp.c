@@ -36,14 +36,14 @@ void mlp_forward(Backend *backend, MlpActs *acts, const MlpShape *shape, const M
   const void *x = in;  // (B, dims[l]) of dtype
   size_t es = nn_dtype_size(dtype);
   for (int l = 0; l < shape->n_linear; l++) {
-    int I = shape->dims[l], O = shape->dims[l + 1];
+    int I = l == 0 ? lowp->in_dim : shape->dims[l], O = shape->dims[l + 1];
+    const void *w = l == 0 ? lowp->w_in : lowp->w[l];
     int last = l == shape->n_linear - 1;
     int rows = slice_rows(B, O, dtype, last);
     if (rows < B) {
       for (int r0 = 0; r0 < B; r0 += rows) {
         int n = B - r0 < rows ? B - r0 : rows;
-        backend_gemm(backend, dtype, 0, 1, n, O, I, 1.0f, (const char *)x + (size_t)r0 * I * es, lowp->w[l], 0.0f,
-                     acts->h[l]);
+        backend_gemm(backend, dtype, 0, 1, n, O, I, 1.0f, (const char *)x + (size_t)r0 * I * es, w, 0.0f, acts->h[l]);
         backend_bias_act_forward(backend, (char *)acts->h_lp[l] + (size_t)r0 * O * es, dtype, acts->h[l], params->b[l],
                                  n, O, shape->act);
       }
@@ -52,7 +52,7 @@ void mlp_forward(Backend *backend, MlpActs *acts, const MlpShape *shape, const M
     }
     // h (B, O) = x (B, I) W^T in fp32, then bias and activation, stored in the dtype (hidden layers
     // of low-precision runs: h_lp) or fp32 (fp32 runs, and the head's output always)
-    backend_gemm(backend, dtype, 0, 1, B, O, I, 1.0f, x, lowp->w[l], 0.0f, acts->h[l]);
+    backend_gemm(backend, dtype, 0, 1, B, O, I, 1.0f, x, w, 0.0f, acts->h[l]);
     NnDtype out_dtype = last ? NN_F32 : dtype;
     void *out = out_dtype == NN_F32 ? (void *)acts->h[l] : acts->h_lp[l];
     backend_bias_act_forward(backend, out, out_dtype, acts->h[l], params->b[l], B, O, last ? NN_ACT_NONE : shape->act);

@@ -33,6 +33,11 @@ typedef struct {
 
 typedef struct {
   void *w[NN_MAX_LINEAR];  // (dims[l + 1], dims[l]) in the run's dtype; the fp32 weights in fp32 runs
+  // The first layer's forward GEMM reads w_in (dims[1], in_dim) and an input of in_dim columns:
+  // w[0] and dims[0], or (nn/policy.c, low precision) copies padded with zero columns to a width the
+  // GEMM kernels run faster on. Zero columns add exact zeros: the product is the unpadded one.
+  const void *w_in;
+  int in_dim;
 } MlpLowp;
 
 typedef struct {
@@ -49,12 +54,13 @@ typedef struct {
 size_t mlp_param_count(const MlpShape *shape);  // weights and biases
 int mlp_max_dim(const MlpShape *shape);         // largest dims[l], l >= 1
 
-// acts.h (B, dims[l + 1]) for every layer from in (B, dims[0]) of type dtype.
+// acts.h (B, dims[l + 1]) for every layer from in (B, lowp->in_dim) of type dtype.
 void mlp_forward(Backend *backend, MlpActs *acts, const MlpShape *shape, const MlpParams *params, const MlpLowp *lowp,
                  const void *in, int B, NnDtype dtype);
 // grads += d(loss)/d(params) given dout (B, dims[n_linear]) (overwritten: it is the last layer's
 // pre-activation gradient) and the activations of the last mlp_forward on the same `in`; with
 // accumulate 0, grads = d(loss)/d(params) instead (whatever grads held is overwritten, not read).
+// `in` is the forward's input unpadded: (B, dims[0]).
 void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout, const MlpShape *shape,
                   const MlpLowp *lowp, const void *in, int B, NnDtype dtype, int accumulate);
 

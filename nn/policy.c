@@ -32,7 +32,19 @@ int policy_spec_check(const PolicySpec *spec) {
   if (spec->dtype != NN_F32 && spec->dtype != NN_F16 && spec->dtype != NN_BF16)
     return error_set("policy: precision must be fp32, fp16 or bf16"), -1;
   if (spec->max_batch < 1) return error_set("policy: max_batch %d must be >= 1", spec->max_batch), -1;
+  if (spec->obs_pad < 0 || spec->obs_pad > 256)
+    return error_set("policy: obs_pad %d, allowed 0 (the precision's choice) .. 256", spec->obs_pad), -1;
   return 0;
+}
+
+int policy_obs_pad_multiple(const PolicySpec *spec) {
+  if (spec->obs_pad > 0) return spec->obs_pad;
+  return spec->dtype == NN_BF16 ? 32 : spec->dtype == NN_F16 ? 8 : 1;
+}
+
+int policy_padded_obs_dim(const PolicySpec *spec) {
+  int k = policy_obs_pad_multiple(spec);
+  return (spec->obs_dim + k - 1) / k * k;
 }
 
 static MlpShape net_shape(const PolicySpec *spec, int vf) {
@@ -58,6 +70,16 @@ typedef struct {
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
+// Padding applies to low-precision runs only: fp32 GEMMs read the observations and weights directly.
+static int padded(const PolicySpec *spec) {
+  return spec->dtype != NN_F32 && policy_padded_obs_dim(spec) > spec->obs_dim;
+}
+
+// Bytes of one network's padded first-layer weights (dims[1], padded O) in the low precision.
+static size_t padded_w_bytes(const PolicySpec *spec, const MlpShape *s) {
+  return padded(spec) ? align64((size_t)s->dims[1] * policy_padded_obs_dim(spec) * nn_dtype_size(spec->dtype)) : 0;
+}
+
 // Parameter tensors of `p` (floats, packed without padding so the slab is one flat vector).
 static int param_table(SlabEntry *e, PolicyParams *p, const MlpShape *pi, const MlpShape *vf, const PolicySpec *spec) {
   int n = 0;
@@ -80,6 +102,8 @@ static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const Mlp
   size_t B = (size_t)spec->max_batch, lp = nn_dtype_size(spec->dtype);
   int low = spec->dtype != NN_F32;
   if (low) e[n++] = (SlabEntry){&a->obs_lp, align64(B * spec->obs_dim * lp)};
+  a->obs_pad = NULL;
+  if (padded(spec)) e[n++] = (SlabEntry){&a->obs_pad, align64(B * policy_padded_obs_dim(spec) * lp)};
   const MlpShape *shapes[2] = {pi, vf};
   MlpActs *nets[2] = {&a->pi, &a->vf};
   for (int net = 0; net < 2; net++) {
@@ -125,6 +149,7 @@ PolicyMemoryPlan policy_plan(const PolicySpec *spec) {
   plan.params = align64(table_bytes(e, param_table(e, &p, &pi, &vf, spec)));
   size_t count = table_bytes(e, param_table(e, &p, &pi, &vf, spec)) / sizeof(float);
   plan.lowp = spec->dtype == NN_F32 ? 0 : align64(count * nn_dtype_size(spec->dtype));
+  plan.lowp += padded_w_bytes(spec, &pi) + padded_w_bytes(spec, &vf);  // after the packed copy
   plan.acts = table_bytes(e, acts_table(e, &a, &pi, &vf, spec));
   plan.total = 4 * plan.params + plan.lowp + plan.acts;
   return plan;
@@ -250,10 +275,16 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
       policy->lowp.pi.w[l] = base + (size_t)(policy->params.pi.w[l] - policy->params_memory) * es;
     for (int l = 0; l < policy->vf_shape.n_linear; l++)
       policy->lowp.vf.w[l] = base + (size_t)(policy->params.vf.w[l] - policy->params_memory) * es;
+    char *pad = base + align64(policy->param_count * es);  // the padded first layers, zero columns from the alloc
+    policy->lowp.pi.w_in = padded(spec) ? pad : policy->lowp.pi.w[0];
+    policy->lowp.vf.w_in = padded(spec) ? pad + padded_w_bytes(spec, &policy->pi_shape) : policy->lowp.vf.w[0];
   } else {
     for (int l = 0; l < policy->pi_shape.n_linear; l++) policy->lowp.pi.w[l] = policy->params.pi.w[l];
     for (int l = 0; l < policy->vf_shape.n_linear; l++) policy->lowp.vf.w[l] = policy->params.vf.w[l];
+    policy->lowp.pi.w_in = policy->lowp.pi.w[0];
+    policy->lowp.vf.w_in = policy->lowp.vf.w[0];
   }
+  policy->lowp.pi.in_dim = policy->lowp.vf.in_dim = padded(spec) ? policy_padded_obs_dim(spec) : spec->obs_dim;
   n = acts_table(e, &policy->acts, &policy->pi_shape, &policy->vf_shape, spec);
   policy->acts_memory = backend_alloc(backend, policy->plan.acts);
   table_point(e, n, policy->acts_memory);
@@ -278,7 +309,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   for (int net = 0; net < 2; net++) {
     const MlpShape *s = net ? &policy->vf_shape : &policy->pi_shape;
     for (int l = 0; l < s->n_linear; l++) {
-      size_t I = (size_t)s->dims[l], O = (size_t)s->dims[l + 1];
+      size_t I = (size_t)(l == 0 ? policy->lowp.pi.in_dim : s->dims[l]), O = (size_t)s->dims[l + 1];
       size_t fwd = B * I + O * I, dw = B * O + B * I, dx = B * O + O * I;
       size_t m = spec->dtype == NN_F32 ? 0 : (fwd > dw ? fwd : dw);
       m = spec->dtype == NN_F32 ? 0 : (m > dx ? m : dx);
@@ -314,6 +345,18 @@ void policy_refresh_lowp(Policy *policy) {
   if (policy->spec.dtype == NN_F32) return;
   backend_cast(policy->backend, policy->lowp_memory, policy->spec.dtype, policy->params_memory, NN_F32,
                policy->param_count);
+  policy_refresh_padded(policy);
+}
+
+void policy_refresh_padded(Policy *policy) {
+  if (!padded(&policy->spec)) return;
+  size_t es = nn_dtype_size(policy->spec.dtype), O = (size_t)policy->spec.obs_dim;
+  size_t pitch = (size_t)policy_padded_obs_dim(&policy->spec) * es;
+  MlpLowp *nets[2] = {&policy->lowp.pi, &policy->lowp.vf};
+  const MlpShape *shapes[2] = {&policy->pi_shape, &policy->vf_shape};
+  for (int net = 0; net < 2; net++)
+    backend_copy_rows(policy->backend, (void *)nets[net]->w_in, pitch, nets[net]->w[0], O * es, O * es,
+                      (size_t)shapes[net]->dims[1]);
 }
 
 // --- forward, backward, sampling
@@ -323,12 +366,25 @@ static const void *net_input(Policy *policy, const float *obs) {
   return policy->spec.dtype == NN_F32 ? (const void *)obs : policy->acts.obs_lp;
 }
 
+// The observations rounded to the dtype (and padded): the first layer's forward input.
+static const void *forward_input(Policy *policy, const float *obs, int B) {
+  NnDtype dt = policy->spec.dtype;
+  if (dt == NN_F32) return obs;
+  Backend *b = policy->backend;
+  size_t O = (size_t)policy->spec.obs_dim;
+  backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * O);
+  if (!policy->acts.obs_pad) return policy->acts.obs_lp;
+  size_t es = nn_dtype_size(dt);
+  backend_copy_rows(b, policy->acts.obs_pad, (size_t)policy_padded_obs_dim(&policy->spec) * es, policy->acts.obs_lp,
+                    O * es, O * es, (size_t)B);
+  return policy->acts.obs_pad;
+}
+
 void policy_forward(Policy *policy, const float *obs, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_forward: batch must be in 1..max_batch");
   Backend *b = policy->backend;
   NnDtype dt = policy->spec.dtype;
-  if (dt != NN_F32) backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * policy->spec.obs_dim);
-  const void *in = net_input(policy, obs);
+  const void *in = forward_input(policy, obs, B);
   mlp_forward(b, &policy->acts.pi, &policy->pi_shape, &policy->params.pi, &policy->lowp.pi, in, B, dt);
   mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, in, B, dt);
 }
@@ -337,9 +393,8 @@ void policy_value_forward(Policy *policy, const float *obs, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_value_forward: batch must be in 1..max_batch");
   Backend *b = policy->backend;
   NnDtype dt = policy->spec.dtype;
-  if (dt != NN_F32) backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * policy->spec.obs_dim);
-  mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, net_input(policy, obs), B,
-              dt);
+  mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf,
+              forward_input(policy, obs, B), B, dt);
 }
 
 const float *policy_head_out(const Policy *policy) { return policy->acts.pi.h[policy->pi_shape.n_linear - 1]; }

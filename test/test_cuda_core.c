@@ -194,6 +194,34 @@ Test(cuda_memory, copy_handles_overlap_both_ways) {
   backend_close(b);
 }
 
+// Rows into a wider pitch and back (the policy's padded first layer): the gaps keep their bytes.
+Test(cuda_memory, copy_rows_leaves_the_gaps) {
+  Pair p = open_pair();
+  static const size_t cases[][4] = {{1034, 1088, 1034, 2048}, {74, 80, 74, 37}, {1088, 1034, 1034, 300}, {2, 2, 2, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t src_pitch = cases[c][0], dst_pitch = cases[c][1], row = cases[c][2], rows = cases[c][3];
+    size_t src_bytes = src_pitch * rows, dst_bytes = dst_pitch * rows;
+    unsigned char *src = malloc(src_bytes), *dst = malloc(dst_bytes);
+    for (size_t i = 0; i < src_bytes; i++) src[i] = (unsigned char)(i * 13 + 5);
+    for (size_t i = 0; i < dst_bytes; i++) dst[i] = (unsigned char)(i * 3 + 1);
+    unsigned char *out[2];
+    Backend *bk[2] = {p.cpu, p.gpu};
+    for (int k = 0; k < 2; k++) {
+      void *d_src = put(bk[k], src, src_bytes), *d_dst = put(bk[k], dst, dst_bytes);
+      backend_copy_rows(bk[k], d_dst, dst_pitch, d_src, src_pitch, row, rows);
+      out[k] = get(bk[k], d_dst, dst_bytes);
+    }
+    for (size_t r = 0; r < rows; r++)  // the CPU's result is checked against the definition, then CUDA against it
+      for (size_t i = 0; i < dst_pitch; i++) {
+        unsigned char want = i < row ? src[r * src_pitch + i] : dst[r * dst_pitch + i];
+        cr_assert_eq(out[0][r * dst_pitch + i], want, "cpu case %zu: row %zu byte %zu", c, r, i);
+      }
+    assert_same_bits(out[1], out[0], dst_bytes, 1, "copy_rows");
+    free(src), free(dst), free(out[0]), free(out[1]);
+  }
+  close_pair(p);
+}
+
 // --- GEMM ----------------------------------------------------------------------------------------------------------
 
 static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int K, float alpha, float beta,

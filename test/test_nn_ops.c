@@ -574,6 +574,27 @@ Test(nn_fd, mse_backward) {
 
 // --- data movement, reductions, scaling, optimiser ------------------------------------------------------------
 
+Test(nn_ops, copy_rows_into_a_wider_pitch_and_back) {
+  Backend *b = cpu();
+  enum { ROWS = 300, NARROW = 74, WIDE = 80 };  // 37 fp16 values per row, padded to 40
+  unsigned char narrow[ROWS * NARROW], wide[ROWS * WIDE], back[ROWS * NARROW];
+  for (size_t i = 0; i < sizeof narrow; i++) narrow[i] = (unsigned char)(i * 13 + 5);
+  memset(wide, 0xAB, sizeof wide);
+  backend_copy_rows(b, wide, WIDE, narrow, NARROW, NARROW, ROWS);
+  for (int r = 0; r < ROWS; r++)
+    for (int i = 0; i < WIDE; i++)
+      cr_assert_eq(wide[r * WIDE + i], i < NARROW ? narrow[r * NARROW + i] : 0xAB, "row %d byte %d", r, i);
+  backend_copy_rows(b, back, NARROW, wide, WIDE, NARROW, ROWS);
+  cr_assert(memcmp(back, narrow, sizeof back) == 0);
+  backend_close(b);
+}
+
+Test(nn_ops, copy_rows_refuses_overlap, .exit_code = 1) {
+  Backend *b = cpu();
+  unsigned char buf[256];
+  backend_copy_rows(b, buf + 8, 16, buf, 16, 16, 4);
+}
+
 Test(nn_ops, gather_rows) {
   Backend *b = cpu();
   float src[4 * 3], out[5 * 3];

@@ -215,6 +215,72 @@ Test(nn_policy, low_precision_gradients_follow_fp32) {
   backend_close(b);
 }
 
+// The first layer's padded operands (policy_padded_obs_dim): the weights' copy is lowp's first
+// layer row by row with zero columns after it, also after an optimiser step rewrote lowp; the
+// observations likewise; and the outputs are those of the same policy unpadded (obs_pad = 1: zero
+// columns add exact zeros, only the GEMM's summation order may change with K).
+static void check_padded_rows(const void *padded, const void *plain, int rows, int O, int O_pad, size_t es,
+                              const char *what) {
+  for (int r = 0; r < rows; r++) {
+    const char *row = (const char *)padded + (size_t)r * O_pad * es;
+    cr_assert(memcmp(row, (const char *)plain + (size_t)r * O * es, (size_t)O * es) == 0, "%s row %d differs", what, r);
+    for (size_t i = (size_t)O * es; i < (size_t)O_pad * es; i++)
+      cr_assert(row[i] == 0, "%s row %d: padding byte %zu is not zero", what, r, i);
+  }
+}
+
+Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
+  Backend *b = cpu();
+  enum { O = 37, B = 8 };
+  for (int dt = NN_F16; dt <= NN_BF16; dt++) {
+    PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, (NnDtype)dt), plain = spec;
+    spec.obs_dim = plain.obs_dim = O;
+    plain.obs_pad = 1;
+    int O_pad = policy_padded_obs_dim(&spec);
+    cr_assert_eq(O_pad, dt == NN_BF16 ? 64 : 40, "%s pads %d to %d", nn_dtype_name((NnDtype)dt), O, O_pad);
+    cr_assert_eq(policy_padded_obs_dim(&plain), O);
+    Policy *p = policy_init(b, &spec), *q = policy_init(b, &plain);
+    cr_assert(p && q, "%s", error_message());
+    cr_assert(p->acts.obs_pad && !q->acts.obs_pad && q->lowp.pi.w_in == q->lowp.pi.w[0]);
+    cr_assert(p->plan.lowp > q->plan.lowp && p->plan.acts > q->plan.acts, "the plan counts the padded copies");
+    size_t es = nn_dtype_size((NnDtype)dt);
+    float obs[B * O], actions[B];
+    Rng rng;
+    rng_seed(&rng, 41);
+    fill(obs, B * O, &rng, -1.5, 1.5);
+    for (int i = 0; i < B; i++) actions[i] = (float)rng_below(&rng, 3);
+    OptimSpec os = {.adam = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
+                    .max_grad_norm = 0.5f,
+                    .scaler = grad_scaler_defaults(0)};
+    Optimizer *o = optim_init(b, &os);
+    for (int step = 0; step < 3; step++) {
+      check_padded_rows(p->lowp.pi.w_in, p->lowp.pi.w[0], p->pi_shape.dims[1], O, O_pad, es, "pi weights");
+      check_padded_rows(p->lowp.vf.w_in, p->lowp.vf.w[0], p->vf_shape.dims[1], O, O_pad, es, "vf weights");
+      policy_evaluate(p, obs, actions, B);
+      policy_evaluate(q, obs, actions, B);
+      check_padded_rows(p->acts.obs_pad, p->acts.obs_lp, B, O, O_pad, es, "observations");
+      for (int i = 0; i < B; i++) {
+        cr_assert(fabsf(p->acts.logp[i] - q->acts.logp[i]) <= 1e-5f * (1 + fabsf(q->acts.logp[i])),
+                  "%s step %d logp[%d]: padded %.9g, plain %.9g", nn_dtype_name((NnDtype)dt), step, i, p->acts.logp[i],
+                  q->acts.logp[i]);
+        cr_assert(fabsf(policy_values(p)[i] - policy_values(q)[i]) <= 1e-5f * (1 + fabsf(policy_values(q)[i])),
+                  "%s step %d value[%d]", nn_dtype_name((NnDtype)dt), step, i);
+      }
+      // one Adam step on the padded policy, from its own gradients (q keeps its init)
+      float dlogp[B], dvalues[B];
+      for (int i = 0; i < B; i++) dlogp[i] = -1.0f / B, dvalues[i] = policy_values(p)[i] / B;
+      policy_zero_grad(p);
+      policy_backward(p, obs, actions, dlogp, NULL, dvalues, B);
+      optim_step(o, p, 1.0);
+      memcpy(q->params_memory, p->params_memory, p->param_count * sizeof(float));  // q follows p's weights
+      policy_refresh_lowp(q);
+    }
+    optim_free(o);
+    policy_free(p), policy_free(q);
+  }
+  backend_close(b);
+}
+
 Test(nn_policy, act_samples_from_the_head) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F32);
