@@ -75,6 +75,13 @@ static void case_load(Case *c, const char *group) {
   h5io_close(f);
 }
 
+static void case_free(Case *c) {
+  void *arrays[] = {c->reset_obs,   c->reset_obs_norm, c->obs,       c->obs_norm,    c->final_obs,  c->final_norm,
+                    c->rewards,     c->rewards_norm,   c->dones,     c->training,    c->obs_mean_t, c->obs_var_t,
+                    c->obs_count_t, c->ret_mean_t,     c->ret_var_t, c->ret_count_t, c->returns_t};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
+}
+
 static void case_init(VecNormalize *vn, const Case *c) {
   cr_assert_eq(vecnorm_init(vn, (int)c->N, (int)c->O, c->norm_obs, c->norm_reward, c->clip_obs, c->clip_reward,
                             c->epsilon, c->gamma),
@@ -154,6 +161,7 @@ static void replay_case(const char *group) {
   vecnorm_free(&vn);
   free(obs);
   free(rew);
+  case_free(&c);
 }
 
 Test(normalize, sb3_case_a_n4_o5) { replay_case("a"); }
@@ -199,6 +207,7 @@ Test(normalize, frozen_statistics_do_not_move) {
   cr_assert(rmean == vn.ret_rms.mean[0] && rvar == vn.ret_rms.var[0]);
   cr_assert(ocount == vn.obs_rms.count && rcount == vn.ret_rms.count);
   vecnorm_free(&vn);
+  case_free(&c);
 }
 
 Test(normalize, norm_off_passes_values_but_tracks_returns) {
@@ -261,6 +270,7 @@ Test(normalize, save_load_round_trip_is_exact) {
   }
   vecnorm_free(&a);
   vecnorm_free(&b);
+  case_free(&c);
 }
 
 Test(normalize, load_rejects_other_shapes_and_bad_values) {
