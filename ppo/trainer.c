@@ -22,6 +22,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/timer.h"
 #include "envs/cartpole.h"
@@ -37,15 +38,15 @@ void trainer_clear_stop(void) { stop_flag = 0; }
 // Host memory of the trainer, one allocation (STYLE rule 3): the step's buffers and the snapshot of
 // the state at the start of the iteration (restored when a rollout is interrupted).
 typedef struct {
-  float *obs;            // (N, O) the observation to act on next (normalised when [normalize] obs)
-  float *final_obs;      // (N, O) rows of envs whose episode ended this step
-  float *bootstrap_obs;  // (N, O) the truncated envs' final observations, packed
-  float *actions;        // (N, A) as sampled
-  float *actions_env;    // (N, A) clipped to the action bounds (Gaussian) or int32 (N) indices
-  float *rewards;        // (N)
-  float *episode_starts; // (N) 0 or 1
-  float *terminated_f, *truncated_f;  // (N) the flags as floats for the buffer
-  float *values;         // (N) bootstrap values
+  float *obs;                               // (N, O) the observation to act on next (normalised when [normalize] obs)
+  float *final_obs;                         // (N, O) rows of envs whose episode ended this step
+  float *bootstrap_obs;                     // (N, O) the truncated envs' final observations, packed
+  float *actions;                           // (N, A) as sampled
+  float *actions_env;                       // (N, A) clipped to the action bounds (Gaussian) or int32 (N) indices
+  float *rewards;                           // (N)
+  float *episode_starts;                    // (N) 0 or 1
+  float *terminated_f, *truncated_f;        // (N) the flags as floats for the buffer
+  float *values;                            // (N) bootstrap values
   uint8_t *terminated, *truncated, *dones;  // (N)
   int32_t *bootstrap_env;                   // (N) env of each packed bootstrap row
   float *stats;                             // (max_minibatches, PPO_STAT_COUNT)
@@ -54,7 +55,7 @@ typedef struct {
   float *snap_obs, *snap_episode_starts;
   unsigned char *snap_env_states;
   float *snap_ring;
-  double *snap_norm;  // obs mean, var (O each), ret mean, var, returns (N), counts (2)
+  double *snap_norm;    // obs mean, var (O each), ret mean, var, returns (N), counts (2)
   double *moments_all;  // (R, O, 3) every rank's normalisation batch moments (several ranks only)
 } HostBuffers;
 
@@ -180,10 +181,10 @@ static size_t host_layout(Trainer *tr, char *base) {
   VecEnvStateInfo info = vecenv_state_info(tr->vec);
   size_t off = 0;
   HostBuffers *h = &tr->h;
-#define TAKE(field, count, type)                         \
-  do {                                                   \
-    if (base) h->field = (type *)(void *)(base + off);   \
-    off += align64((size_t)(count) * sizeof(type));      \
+#define TAKE(field, count, type)                       \
+  do {                                                 \
+    if (base) h->field = (type *)(void *)(base + off); \
+    off += align64((size_t)(count) * sizeof(type));    \
   } while (0)
   TAKE(obs, N * O, float);
   TAKE(final_obs, N * O, float);
@@ -296,6 +297,11 @@ Trainer *trainer_open(const Config *cfg) {
     return NULL;
   }
   backend_set_tf32(tr->backend, cfg->run.tf32);
+  if (tr->rank == 0 && cfg->run.precision == CONFIG_PRECISION_FP16 && strcmp(backend_name(tr->backend), "cpu") == 0)
+    log_warn(
+        "[run] precision = fp16 on the CPU backend (device = %s): the CPU emulates fp16 (operands widened to "
+        "fp32), slower than fp32; bf16 is the CPU's fast low precision",
+        device_name(cfg->run.device));
   if (dist_attach_backend(tr->backend) != 0) {  // several ranks: their communicator (NCCL on CUDA)
     error_prepend("[run] device = %s, %d ranks: ", device_name(cfg->run.device), tr->ranks);
     trainer_free(tr);
@@ -417,9 +423,11 @@ bool trainer_replicas_agree(Trainer *tr) {
 }
 
 TrainerState trainer_state(Trainer *tr) {
-  return (TrainerState){
-      .counters = tr->counters, .obs = tr->h.obs, .episode_starts = tr->h.episode_starts, .norm = &tr->norm,
-      .vec = tr->vec};
+  return (TrainerState){.counters = tr->counters,
+                        .obs = tr->h.obs,
+                        .episode_starts = tr->h.episode_starts,
+                        .norm = &tr->norm,
+                        .vec = tr->vec};
 }
 
 void trainer_state_loaded(Trainer *tr, const TrainCounters *counters) {
@@ -433,7 +441,7 @@ void trainer_state_loaded(Trainer *tr, const TrainCounters *counters) {
 // var (1 each), returns (N), then the two counts.
 static void norm_snapshot(VecNormalize *vn, double *snap, bool save) {
   size_t O = (size_t)vn->obs_dim, N = (size_t)vn->num_envs;
-  double *fields[] = {vn->obs_rms.mean, vn->obs_rms.var, vn->ret_rms.mean,  vn->ret_rms.var,
+  double *fields[] = {vn->obs_rms.mean, vn->obs_rms.var,    vn->ret_rms.mean,  vn->ret_rms.var,
                       vn->returns,      &vn->obs_rms.count, &vn->ret_rms.count};
   size_t counts[] = {O, O, 1, 1, N, 1, 1};
   for (int k = 0; k < 7; k++) {
@@ -634,8 +642,8 @@ static void minibatch_loss(Minibatch *mb) {
   PpoLossHyper hyper = mb->hyper;
   if (tr->ranks > 1) dist_normalize_advantages(tr, mb->B, &hyper);
   backend_ppo_loss(tr->backend, rb->mb_stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp,
-                   pol->acts.entropy, policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages,
-                   rb->mb_returns, mb->B, hyper, mb->loss_scale);
+                   pol->acts.entropy, policy_values(pol), rb->mb_logp, rb->mb_values, rb->mb_advantages, rb->mb_returns,
+                   mb->B, hyper, mb->loss_scale);
 }
 
 // Backward, then the optimiser step (unscale, clip, Adam, scaler update); found-inf and the grad

@@ -70,7 +70,9 @@ static char *write_ini(const Config *cfg, size_t *length) {
 }
 
 // Runs ppo-train with `args` (shell words), stdout and stderr together in `out`; returns the exit status.
-static int run_train(const char *args, char *out, size_t capacity) { return run_program(TRAIN_BIN, args, out, capacity); }
+static int run_train(const char *args, char *out, size_t capacity) {
+  return run_program(TRAIN_BIN, args, out, capacity);
+}
 
 static int run_train_stdout(const char *args, char *out, size_t capacity) {
   char command[4096];
@@ -359,8 +361,9 @@ Test(config_ini, comments_indentation_crlf_and_bom) {
 }
 
 Test(config_ini, each_error_class_with_location) {
-  expect_error("[ppo]\n[bogus]\n",
-               "t.ini:2: [bogus]: unknown section (allowed: run, env, ppo, policy, normalize, amp, eval, walk_forward)");
+  expect_error(
+      "[ppo]\n[bogus]\n",
+      "t.ini:2: [bogus]: unknown section (allowed: run, env, ppo, policy, normalize, amp, eval, walk_forward)");
   expect_error("[PPO]\ngamma = 0.9\n", "t.ini:1: [PPO]: unknown section (did you mean [ppo]?)");
   expect_error("[]\n", "t.ini:1: []: unknown section");
   expect_error("[ppo]\ngama = 0.9\n", "t.ini:2: [ppo] gama = 0.9: unknown key (did you mean 'gamma'?)");
@@ -673,9 +676,10 @@ Test(config_train, bad_config_corpus) {
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
   // Relative paths in a config are relative to the working directory; ctest runs elsewhere.
-  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.gamma=0.98 --set env.data='"
-                         PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
-                         out, sizeof out);
+  int status =
+      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.gamma=0.98 --set env.data='" PPO_SOURCE_DIR
+                "/data/XAUUSD_1H.h5'",
+                out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out, "market " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
   // The default split of TRADING_ENV.md section 2, with the bar counts of the data README's table.
@@ -699,9 +703,10 @@ Test(config_train, device_cuda_without_a_device_exits_2_with_the_reason) {
     cr_skip_test("a CUDA device is usable here: the refusal cannot be shown");
   }
   char out[65536];
-  int status = run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set run.device=cuda --set env.data='"
-                         PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
-                         out, sizeof out);
+  int status =
+      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set run.device=cuda --set env.data='" PPO_SOURCE_DIR
+                "/data/XAUUSD_1H.h5'",
+                out, sizeof out);
   cr_expect_eq(status, 2, "%s", out);
   cr_expect(strstr(out, "[run] device = cuda: backend 'cuda': "), "%s", out);
 }
@@ -805,16 +810,33 @@ Test(config_train, help_and_help_config_exit_0) {
 
 Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
   char out[65536];
-  int status =
-      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.batch_size=100 --set env.data='"
-                PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
-                out, sizeof out);
+  int status = run_train("'" PPO_SOURCE_DIR
+                         "/configs/default.ini' --plan --set ppo.batch_size=100 --set env.data='" PPO_SOURCE_DIR
+                         "/data/XAUUSD_1H.h5'",
+                         out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out,
                    "[warn] command line: --set ppo.batch_size=100: [ppo] batch_size = 100 (set by --set "
                    "ppo.batch_size=100) does not divide [ppo] n_steps = 256"),
             "%s", out);
   cr_expect(strstr(out, "minibatch of 92"), "%s", out);  // 8192 = 81 x 100 + 92
+}
+
+Test(config_train, warns_when_fp16_lands_on_the_cpu) {
+  char out[65536];
+  int status = run_train("'" PPO_SOURCE_DIR
+                         "/configs/default.ini' --plan --set run.device=cpu --set run.precision=fp16 "
+                         "--set env.data='" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
+                         out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "[warn] [run] precision = fp16 on the CPU backend (device = cpu): the CPU emulates fp16"), "%s",
+            out);
+  status = run_train("'" PPO_SOURCE_DIR
+                     "/configs/default.ini' --plan --set run.device=cpu --set run.precision=bf16 "
+                     "--set env.data='" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
+                     out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(!strstr(out, "emulates fp16"), "%s", out);
 }
 
 // --- robustness ---------------------------------------------------------------------------------
