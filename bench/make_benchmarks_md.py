@@ -301,8 +301,9 @@ def sb3_rows(files, docs_dir):
         net = cv.get("policy", {}).get("pi_layers", "64,64")
         precision = cv.get("run", {}).get("precision", "fp32")
         speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
+        reused = f", from {os.path.basename(s['sb3_source'])}" if s.get("sb3_source") else ""
         body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", cfg, net, precision,
-                     str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr)",
+                     str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr{reused})",
                      fmt(eng.get("sps")), f"{speedup:.2f}x" if speedup else "-",
                      f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
     return body

@@ -25,6 +25,8 @@ Usage:
   python bench/sb3_compare.py --config configs/cartpole.ini [--timesteps N] [--engine build/bin/ppo-bench]
                               [--json OUT.json] [--threads 1,2] [--vec dummy|subproc] [--set sec.key=value ...]
 --set overrides a config key for both sides (and is passed to the engine as --set).
+--sb3-from EARLIER.json reruns only the engine (e.g. --set run.precision=bf16) against the SB3 runs
+stored in an earlier --json of the same training; the new JSON names that file in "sb3_source".
 """
 
 from __future__ import annotations
@@ -364,6 +366,33 @@ def table(sb3: dict, eng: dict) -> str:
     return "\n".join(lines)
 
 
+def fail(message: str) -> None:
+    print(f"sb3_compare.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def reused_sb3(path: str, hp: dict, timesteps: int) -> list:
+    """The SB3 runs of an earlier --json, after checking that it measured the same training: every
+    config value equal except [run] precision and threads (engine-only settings), same timesteps."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"--sb3-from {path}: cannot read it ({e})")
+    def strip(v):
+        return {s: {k: x for k, x in kv.items() if not (s == "run" and k in ("precision", "threads"))}
+                for s, kv in v.items()}
+    if old.get("timesteps") != timesteps:
+        fail(f"--sb3-from {path}: measured {old.get('timesteps')} timesteps, this run asks {timesteps}")
+    if strip(old.get("config_values", {})) != strip(hp):
+        fail(f"--sb3-from {path}: its configuration differs from this one (beyond [run] precision and threads)")
+    if not old.get("sb3_runs"):
+        fail(f"--sb3-from {path}: it holds no SB3 runs")
+    for r in old["sb3_runs"]:
+        r.setdefault("utc", old.get("host", {}).get("utc", "?"))
+    return old["sb3_runs"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="SB3 PPO vs ppo-engine on the same config")
     ap.add_argument("--config", required=True)
@@ -376,6 +405,10 @@ def main() -> None:
                     help="SB3's torch device (cuda: the GPU rows; SB3 runs fp32, as its users do by default)")
     ap.add_argument("--set", action="append", default=[], help="section.key=value, for both sides")
     ap.add_argument("--no-engine", action="store_true", help="SB3's side only")
+    ap.add_argument("--sb3-from", default=None, metavar="JSON",
+                    help="reuse the SB3 side of an earlier --json of this script (same config apart from "
+                         "[run] precision and threads, same timesteps) and run only the engine: the engine at "
+                         "another precision against one SB3 measurement")
     ap.add_argument("--_sb3_child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -394,8 +427,12 @@ def main() -> None:
           f"n_steps {cfg.int('ppo', 'n_steps')}, batch {cfg.int('ppo', 'batch_size')}, "
           f"epochs {cfg.int('ppo', 'n_epochs')}, pi {cfg.layers('pi_layers')} vf {cfg.layers('vf_layers')} "
           f"{cfg.raw('policy', 'activation')}, timesteps {args.timesteps_eff}, cpus {os.cpu_count()}", flush=True)
-    sb3_runs = []
-    for k in threads:
+    sb3_runs, sb3_source = [], None
+    if args.sb3_from:
+        sb3_runs, sb3_source = reused_sb3(args.sb3_from, hp, args.timesteps_eff), args.sb3_from
+        threads = [r["threads"] for r in sb3_runs]
+        print(f"SB3: reusing the measurement in {args.sb3_from} (measured {sb3_runs[0].get('utc', 'earlier')})")
+    for k in ([] if args.sb3_from else threads):
         r = run_sb3_isolated(args, k)
         print(f"SB3 threads={k} vec={args.vec}: sps {r['sps']:.1f}, rollout {r['rollout_sps']:.1f} steps/s, "
               f"update {r['update_samples_per_s']:.1f} samples/s, peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB, "
@@ -413,7 +450,7 @@ def main() -> None:
             json.dump({"config": args.config, "config_values": hp, "timesteps": args.timesteps_eff,
                        "host": {"cpus": os.cpu_count(), "machine": platform.machine(),
                                 "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-                       "sb3": best, "sb3_runs": sb3_runs, "engine": eng}, f, indent=1)
+                       "sb3": best, "sb3_runs": sb3_runs, "sb3_source": sb3_source, "engine": eng}, f, indent=1)
         print(f"wrote {args.json}")
 
 
