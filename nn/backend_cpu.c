@@ -112,8 +112,8 @@ static void cpu_copy(Backend *backend, void *dst, const void *src, size_t bytes)
 
 static void cpu_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                           size_t row_bytes, size_t rows) {
-#pragma omp parallel for schedule(static) if (rows * row_bytes >= 4 * CPU_PARALLEL_MIN)
-  for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch, row_bytes);
+  CPU_FOR(rows * row_bytes >= 4 * CPU_PARALLEL_MIN, (size_t r = 0; r < rows; r++),
+          memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch, row_bytes););
 }
 
 static void cpu_memset_zero(Backend *backend, void *dst, size_t bytes) {
@@ -179,8 +179,7 @@ CPU_VECTOR_CLONES static void bias_act_row(float *out, const float *in, const fl
 
 static void cpu_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias,
                                  int B, int H, int act) {
-#pragma omp parallel for schedule(static) if ((size_t)B * H >= CPU_PARALLEL_MIN)
-  for (int b = 0; b < B; b++) {
+  CPU_FOR((size_t)B * H >= CPU_PARALLEL_MIN, (int b = 0; b < B; b++), {
     size_t row = (size_t)b * H;
     if (out_dtype == NN_F32) {
       bias_act_row((float *)out + row, in + row, bias, H, act);
@@ -192,7 +191,7 @@ static void cpu_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype,
       bias_act_row(tmp, in + row + h0, bias + h0, n, act);
       store_lp_row(out, out_dtype, row + h0, tmp, n);
     }
-  }
+  });
 }
 
 // d[i] = dout[i] * act'(y[i]); sum[i] += d[i].
@@ -261,8 +260,7 @@ static void cpu_bias_act_backward(Backend *backend, void *din, void *din_t, NnDt
                                   const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
   int blocks = (H + CPU_COLUMN_BLOCK - 1) / CPU_COLUMN_BLOCK;
   size_t es = nn_dtype_size(din_dtype);
-#pragma omp parallel for schedule(static) if ((size_t)B * H >= CPU_PARALLEL_MIN && blocks > 1)
-  for (int blk = 0; blk < blocks; blk++) {
+  CPU_FOR((size_t)B * H >= CPU_PARALLEL_MIN && blocks > 1, (int blk = 0; blk < blocks; blk++), {
     int h0 = blk * CPU_COLUMN_BLOCK, n = H - h0 < CPU_COLUMN_BLOCK ? H - h0 : CPU_COLUMN_BLOCK;
     float sum[CPU_COLUMN_BLOCK] = {0}, y[CPU_COLUMN_BLOCK], d[CPU_COLUMN_BLOCK];
     _Alignas(64) unsigned char tile[CPU_ROW_TILE * CPU_TILE_STRIDE];  // 34 KiB; used with din_t only
@@ -292,7 +290,7 @@ static void cpu_bias_act_backward(Backend *backend, void *din, void *din_t, NnDt
       if (din_t) transpose_tile(din_t, tile, es, B, b0, b1 - b0, h0, n);
     }
     for (int h = 0; h < n; h++) dbias[h0 + h] += sum[h];
-  }
+  });
 }
 
 static int action_index(float a, int A) {
@@ -382,8 +380,8 @@ static void cpu_mse_backward(Backend *backend, float *dpred, const float *dloss,
 static void cpu_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D,
                             int rows) {
   for (int b = 0; b < B; b++) CHECK(index[b] >= 0 && index[b] < rows, "backend_gather_rows: index out of range");
-#pragma omp parallel for schedule(static) if ((size_t)B * D >= CPU_PARALLEL_MIN)
-  for (int b = 0; b < B; b++) memcpy(out + (size_t)b * D, src + (size_t)index[b] * D, (size_t)D * sizeof(float));
+  CPU_FOR((size_t)B * D >= CPU_PARALLEL_MIN, (int b = 0; b < B; b++),
+          memcpy(out + (size_t)b * D, src + (size_t)index[b] * D, (size_t)D * sizeof(float)););
 }
 
 static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
@@ -392,8 +390,7 @@ static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, Nn
     return;
   }
   size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
-#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
-  for (size_t blk = 0; blk < blocks; blk++) {
+  CPU_FOR(n >= CPU_PARALLEL_MIN, (size_t blk = 0; blk < blocks; blk++), {
     size_t lo = blk * CPU_CAST_BLOCK, len = lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo;
     if (from == NN_F32) {
       store_lp_row(out, to, lo, (const float *)in + lo, (int)len);
@@ -406,7 +403,7 @@ static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, Nn
         for (size_t i = 0; i < len; i++) tmp[i] = nn_bf16_to_f32(src[i]);
       store_lp_row(out, to, lo, tmp, (int)len);
     }
-  }
+  });
 }
 
 CPU_VECTOR_CLONES static void scale_block(float *x, float alpha, size_t n) {
@@ -415,11 +412,10 @@ CPU_VECTOR_CLONES static void scale_block(float *x, float alpha, size_t n) {
 
 static void cpu_scale(Backend *backend, float *x, float alpha, size_t n) {
   size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
-#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
-  for (size_t blk = 0; blk < blocks; blk++) {
+  CPU_FOR(n >= CPU_PARALLEL_MIN, (size_t blk = 0; blk < blocks; blk++), {
     size_t lo = blk * CPU_CAST_BLOCK;
     scale_block(x + lo, alpha, lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo);
-  }
+  });
 }
 
 static void cpu_scale_by(Backend *backend, float *x, const float *alpha, size_t n) { cpu_scale(backend, x, *alpha, n); }
@@ -447,11 +443,10 @@ CPU_VECTOR_CLONES static double sum_squares_range(const float *x, size_t lo, siz
 static double sum_squares(const float *x, size_t n) {
   double partial[CPU_CHUNKS];
   size_t chunk = (n + CPU_CHUNKS - 1) / CPU_CHUNKS;
-#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
-  for (int c = 0; c < CPU_CHUNKS; c++) {
+  CPU_FOR(n >= CPU_PARALLEL_MIN, (int c = 0; c < CPU_CHUNKS; c++), {
     size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
     partial[c] = lo < hi ? sum_squares_range(x, lo, hi) : 0.0;
-  }
+  });
   double total = 0.0;
   for (int c = 0; c < CPU_CHUNKS; c++) total += partial[c];
   return total;
@@ -486,11 +481,10 @@ static void cpu_unscale_clip_coef(Backend *backend, float *x, size_t n, const fl
   double partial[CPU_CHUNKS];
   size_t chunk = (n + CPU_CHUNKS - 1) / CPU_CHUNKS;
   int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CPU_PARALLEL_MIN)
-  for (int c = 0; c < CPU_CHUNKS; c++) {
+  CPU_FOR_OR(n >= CPU_PARALLEL_MIN, bad, (int c = 0; c < CPU_CHUNKS; c++), {
     size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
     partial[c] = lo < hi ? unscale_sum_squares_range(x, lo, hi, inv, &bad) : 0.0;
-  }
+  });
   if (bad) *found_inf = 1.0f;
   double sum = 0.0;
   for (int c = 0; c < CPU_CHUNKS; c++) sum += partial[c];
@@ -513,11 +507,10 @@ static void cpu_clip_grad_norm(Backend *backend, float *total, float *x, size_t 
 static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
   float inv = nn_unscale_factor(*scale);
   int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CPU_PARALLEL_MIN)
-  for (size_t i = 0; i < n; i++) {
+  CPU_FOR_OR(n >= CPU_PARALLEL_MIN, bad, (size_t i = 0; i < n; i++), {
     bad |= !isfinite(x[i]);
     x[i] *= inv;
-  }
+  });
   if (bad) *found_inf = 1.0f;
 }
 
@@ -547,13 +540,12 @@ static void cpu_adam_step(Backend *backend, float *params, const float *grads, f
   NnAdamScalars s = nn_adam_scalars(hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, ++*step);
   float gscale = grad_scale ? *grad_scale : 1.0f;
   size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
-#pragma omp parallel for schedule(static) if (n >= CPU_PARALLEL_MIN)
-  for (size_t blk = 0; blk < blocks; blk++) {
+  CPU_FOR(n >= CPU_PARALLEL_MIN, (size_t blk = 0; blk < blocks; blk++), {
     size_t lo = blk * CPU_CAST_BLOCK, len = lo + CPU_CAST_BLOCK < n ? CPU_CAST_BLOCK : n - lo;
     adam_block(params + lo, grads + lo, m + lo, v + lo, len, gscale, s.weight1, s.beta2, s.one_minus_beta2,
                s.neg_step_size, s.bc2_sqrt, s.eps);
     if (params_lp) store_lp_row(params_lp, lp_dtype, lo, params + lo, (int)len);
-  }
+  });
 }
 
 static void cpu_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {

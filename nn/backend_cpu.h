@@ -6,6 +6,31 @@
 
 #include "nn/backend_impl.h"
 
+// CPU_FOR(cond, (loop header), body): the loop on OpenMP's threads (static schedule) when
+// `cond` is true, else on the calling thread without entering OpenMP. A parallel region whose
+// if() clause is false still costs about 0.2 us (GOMP_parallel with a team of one: 218 against 35
+// ns for a 64-element loop, measured on the 2-core machine), which small networks pay on every op:
+// a CartPole run makes about half a million such calls. CPU_FOR_OR also ORs `var` over the threads.
+#define CPU_STRINGIFY(x) #x
+#define CPU_FOR(cond, header, ...)                                        \
+  do {                                                                    \
+    if (cond) {                                                           \
+      _Pragma("omp parallel for schedule(static)") for header __VA_ARGS__ \
+    } else {                                                              \
+      for                                                                 \
+        header __VA_ARGS__                                                \
+    }                                                                     \
+  } while (0)
+#define CPU_FOR_OR(cond, var, header, ...)                                                                \
+  do {                                                                                                    \
+    if (cond) {                                                                                           \
+      _Pragma(CPU_STRINGIFY(omp parallel for schedule(static) reduction(| : var))) for header __VA_ARGS__ \
+    } else {                                                                                              \
+      for                                                                                                 \
+        header __VA_ARGS__                                                                                \
+    }                                                                                                     \
+  } while (0)
+
 typedef struct CpuGemm CpuGemm;  // the GEMM library's state (oneDNN engine, stream, primitive cache)
 
 // PPO_CPU_STRICT=1, a test mode: backend memory is mapped page by page and kept PROT_NONE outside

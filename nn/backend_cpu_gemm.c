@@ -23,9 +23,9 @@
 // OpenBLAS products it splits over its own threads; the headline network's are all above 2^24.
 // oneDNN primitives are created once per shape and cached; the cache is the only state.
 #include <cblas.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <omp.h>
 #include <string.h>
 #include <strings.h>
 
@@ -201,12 +201,11 @@ static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b
 // L1 while each row of C gets one whole cache line at a time (rows of C are N floats apart, often a
 // multiple of 4 KiB, so row-by-row column walks would thrash one L1 set).
 static void transpose_into(float *restrict C, const float *restrict S, int M, int N) {
-#pragma omp parallel for schedule(static) if ((size_t)M * N >= 65536)
-  for (int j0 = 0; j0 < N; j0 += 16) {
+  CPU_FOR((size_t)M * N >= 65536, (int j0 = 0; j0 < N; j0 += 16), {
     int j1 = j0 + 16 < N ? j0 + 16 : N;
     for (int i = 0; i < M; i++)
       for (int j = j0; j < j1; j++) C[(size_t)i * N + j] = S[(size_t)j * M + i];
-  }
+  });
 }
 
 // Only with trans_b, where the swapped product's src op(B)^T is B's own (N, K) rows: the few-row
@@ -231,8 +230,8 @@ static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int
 #endif
 
 static void widen(float *out, const uint16_t *in, size_t n, NnDtype dtype) {
-#pragma omp parallel for schedule(static) if (n >= 16384)
-  for (size_t i = 0; i < n; i++) out[i] = dtype == NN_F16 ? nn_f16_to_f32(in[i]) : nn_bf16_to_f32(in[i]);
+  CPU_FOR(n >= 16384, (size_t i = 0; i < n; i++),
+          out[i] = dtype == NN_F16 ? nn_f16_to_f32(in[i]) : nn_bf16_to_f32(in[i]););
 }
 
 static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
