@@ -10,7 +10,8 @@
 //   backend   `ppo-bench backend` (every GEMM of the headline network, the update step, rollout
 //             inference, the machine's best square GEMM), through bench_backend_main
 //   envs      `ppo-bench envs` (CartPole serial and VecEnv, trading VecEnv; 1 and 2 threads)
-//   train     whole runs of configs/default.ini (each precision) and configs/cartpole.ini (fp32)
+//   train     whole runs of configs/default.ini (each precision), configs/cartpole.ini (fp32) and,
+//             without --quick, configs/seed.ini (bf16, fp32; also fp16 on a GPU)
 //             through ppo/train_run.c, as ppo-train runs them: SPS, rollout SPS, update samples/s,
 //             the rollout / GAE / update shares of the time, peak RSS
 //   scaling   the same runs of configs/default.ini (n_steps 128) against n_envs (8-256, also the
@@ -503,12 +504,18 @@ static int run_train_group(const Machine *m, bool quick, int repeats) {
     setting_add(&s, device);
     snprintf(params, sizeof params, "config=configs/cartpole.ini,iterations=%lld", (long long)s.iterations);
     rc |= train_measure(&s, "train", m->backends[b], "fp32", params, repeats, 0) != 0;
-    if (!quick) {  // the headline network (seed.ini), with a shorter rollout so a run takes seconds
+    // The headline network (seed.ini), with a shorter rollout so a run takes seconds: in its own
+    // precision (fp16) on a GPU, and in bf16 and fp32 everywhere (the CPU emulates fp16: ppo-bench
+    // backend measures that; a whole headline run in it took over a minute per repeat).
+    static const char *const headline_precisions[3] = {"fp16", "bf16", "fp32"};
+    int on_cpu = strcmp(m->backends[b], "cpu") == 0;
+    for (int p = on_cpu; p < 3 && !quick; p++) {
       TrainSetting h = {.config = "configs/seed.ini", .iterations = 2};
       QUIET_SETS(&h);
-      setting_add(&h, device), setting_add(&h, "ppo.n_steps=256");
+      snprintf(precision, sizeof precision, "run.precision=%s", headline_precisions[p]);
+      setting_add(&h, device), setting_add(&h, precision), setting_add(&h, "ppo.n_steps=256");
       snprintf(params, sizeof params, "config=configs/seed.ini,n_steps=256,iterations=2");
-      rc |= train_measure(&h, "train", m->backends[b], "fp16", params, repeats, 0) != 0;
+      rc |= train_measure(&h, "train", m->backends[b], headline_precisions[p], params, repeats, 0) != 0;
     }
   }
   return rc;
