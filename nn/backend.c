@@ -61,20 +61,34 @@ static void guard_enter(Backend *backend) {
 static void guard_leave(Backend *backend) {
   if (backend->ops->guard && --backend->guard_depth == 0) backend->ops->guard(backend, 0);
 }
-// PPO_PROFILE=1 in the environment: every op call below is timed per call site and backend_close
-// prints the table (op_profile_*). On an asynchronous backend the profiler waits after each op so
-// that the time is the op's own, and backend_graph_run calls its function directly instead of
-// replaying a graph: a profiled run is slower than a plain one, and its totals say where time goes,
-// not how fast the product runs. Off, it costs one predictable branch per call.
-typedef struct OpSite {
-  const char *call;  // the call's text, "gemm(backend, ...)"; the name is up to the '('
+// PPO_PROFILE=1 in the environment: every op call below is timed, and backend_close prints the
+// backend's table: one row per op, then one per GEMM shape with its rate (op_profile_*). On an
+// asynchronous backend the profiler waits before and after each op so that the time is the op's
+// own, and backend_graph_run calls its function directly instead of replaying a graph: a profiled
+// run is slower than a plain one, and its totals say where time goes, not how fast the product
+// runs. Each backend keeps its own counts (Backend.profile); off, the cost is one predictable
+// branch per call.
+enum { OP_ROWS_MAX = 64, GEMM_SHAPES_MAX = 96, OP_NAME_MAX = 40 };
+
+typedef struct {
+  char name[OP_NAME_MAX];  // the op: the call's text up to its '('
   double seconds;
   unsigned long long count;
-  struct OpSite *next;
-  int listed;
-} OpSite;
+} OpRow;
 
-static OpSite *op_sites;  // every site that ran while profiling, newest first
+typedef struct {
+  NnDtype dtype;
+  int trans_a, trans_b, M, N, K;
+  double seconds;
+  unsigned long long count;
+} GemmShape;
+
+struct OpProfile {
+  OpRow ops[OP_ROWS_MAX];
+  GemmShape gemms[GEMM_SHAPES_MAX];
+  int n_ops, n_gemms;
+  unsigned long long ops_dropped, gemms_dropped;  // calls of ops / shapes past the tables' room
+};
 
 static double op_profile_begin(Backend *backend) {
   if (!backend->profile) return 0.0;
@@ -82,140 +96,113 @@ static double op_profile_begin(Backend *backend) {
   return timer_now();
 }
 
-// Returns the op's seconds (0 when not profiling).
-static double op_profile_end(Backend *backend, OpSite *site, double t0) {
-  if (!backend->profile) return 0.0;
+// Adds the op's time to its row; returns the seconds (0 when not profiling).
+static double op_profile_end(Backend *backend, const char *call, double t0) {
+  OpProfile *prof = backend->profile;
+  if (!prof) return 0.0;
   backend->ops->sync(backend);
   double seconds = timer_now() - t0;
-  site->seconds += seconds;
-  site->count++;
-  if (!site->listed) {
-    site->listed = 1;
-    site->next = op_sites;
-    op_sites = site;
+  size_t len = strcspn(call, "(");
+  if (len >= OP_NAME_MAX) len = OP_NAME_MAX - 1;
+  int i = 0;
+  while (i < prof->n_ops && !(strncmp(prof->ops[i].name, call, len) == 0 && prof->ops[i].name[len] == '\0')) i++;
+  if (i == prof->n_ops) {
+    if (i == OP_ROWS_MAX) {
+      prof->ops_dropped++;
+      return seconds;
+    }
+    memcpy(prof->ops[i].name, call, len);
+    prof->ops[i].name[len] = '\0';
+    prof->n_ops++;
   }
+  prof->ops[i].seconds += seconds;
+  prof->ops[i].count++;
   return seconds;
 }
 
-// GEMMs also by shape, with the rate each reached: which products are slow, not only how much
-// time GEMM takes in all.
-enum { GEMM_SHAPES_MAX = 96 };
-typedef struct {
-  NnDtype dtype;
-  int trans_a, trans_b, M, N, K;
-  double seconds;
-  unsigned long long count;
-} GemmShape;
-static GemmShape gemm_shapes[GEMM_SHAPES_MAX];
-static int gemm_shapes_used, gemm_shapes_dropped;
+#define OP(backend, call)                      \
+  do {                                         \
+    guard_enter(backend);                      \
+    double t0_ = op_profile_begin(backend);    \
+    (backend)->ops->call;                      \
+    (void)op_profile_end(backend, #call, t0_); \
+    guard_leave(backend);                      \
+  } while (0)
 
-static void gemm_profile_add(NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, double seconds) {
+static void gemm_profile_add(OpProfile *prof, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K,
+                             double seconds) {
   int i = 0;
-  while (i < gemm_shapes_used &&
-         !(gemm_shapes[i].dtype == dtype && gemm_shapes[i].trans_a == trans_a && gemm_shapes[i].trans_b == trans_b &&
-           gemm_shapes[i].M == M && gemm_shapes[i].N == N && gemm_shapes[i].K == K))
+  while (i < prof->n_gemms) {
+    const GemmShape *g = &prof->gemms[i];
+    if (g->dtype == dtype && g->trans_a == trans_a && g->trans_b == trans_b && g->M == M && g->N == N && g->K == K)
+      break;
     i++;
-  if (i == gemm_shapes_used) {
+  }
+  if (i == prof->n_gemms) {
     if (i == GEMM_SHAPES_MAX) {
-      gemm_shapes_dropped++;
+      prof->gemms_dropped++;
       return;
     }
-    gemm_shapes[i] = (GemmShape){dtype, trans_a, trans_b, M, N, K, 0.0, 0};
-    gemm_shapes_used++;
+    prof->gemms[i] = (GemmShape){dtype, trans_a, trans_b, M, N, K, 0.0, 0};
+    prof->n_gemms++;
   }
-  gemm_shapes[i].seconds += seconds;
-  gemm_shapes[i].count++;
+  prof->gemms[i].seconds += seconds;
+  prof->gemms[i].count++;
 }
 
-static void gemm_profile_report(void) {
-  if (!gemm_shapes_used) return;
-  for (int i = 1; i < gemm_shapes_used; i++)  // largest total first
-    for (int j = i; j > 0 && gemm_shapes[j].seconds > gemm_shapes[j - 1].seconds; j--) {
-      GemmShape tmp = gemm_shapes[j];
-      gemm_shapes[j] = gemm_shapes[j - 1];
-      gemm_shapes[j - 1] = tmp;
-    }
+static int by_op_seconds(const void *a, const void *b) {
+  double x = ((const OpRow *)a)->seconds, y = ((const OpRow *)b)->seconds;
+  return (x < y) - (x > y);  // largest first
+}
+
+static int by_gemm_seconds(const void *a, const void *b) {
+  double x = ((const GemmShape *)a)->seconds, y = ((const GemmShape *)b)->seconds;
+  return (x < y) - (x > y);
+}
+
+static void op_profile_report(const Backend *backend) {
+  OpProfile *prof = backend->profile;
+  qsort(prof->ops, (size_t)prof->n_ops, sizeof prof->ops[0], by_op_seconds);
+  qsort(prof->gemms, (size_t)prof->n_gemms, sizeof prof->gemms[0], by_gemm_seconds);
+  double total = 0.0;
+  for (int i = 0; i < prof->n_ops; i++) total += prof->ops[i].seconds;
+  fprintf(stderr, "PPO_PROFILE: backend %s, %.3f s in ops (each timed from a wait to a wait)\n", backend->name, total);
+  fprintf(stderr, "  %-24s %12s %10s %12s %7s\n", "op", "calls", "seconds", "us/call", "share");
+  for (int i = 0; i < prof->n_ops; i++) {
+    const OpRow *r = &prof->ops[i];
+    fprintf(stderr, "  %-24s %12llu %10.3f %12.2f %6.1f%%\n", r->name, r->count, r->seconds,
+            1e6 * r->seconds / (double)r->count, total > 0 ? 100.0 * r->seconds / total : 0.0);
+  }
+  if (prof->ops_dropped) fprintf(stderr, "  (%llu calls of further ops not listed)\n", prof->ops_dropped);
+  if (!prof->n_gemms) return;
   fprintf(stderr, "  gemm by shape (C[M x N] = op(A)[M x K] op(B)[K x N]; t = transposed operand):\n");
   fprintf(stderr, "  %-6s %-24s %12s %10s %12s %10s\n", "dtype", "M x N x K", "calls", "seconds", "us/call", "GFLOP/s");
-  for (int i = 0; i < gemm_shapes_used; i++) {
-    const GemmShape *g = &gemm_shapes[i];
-    char shape[40];
+  for (int i = 0; i < prof->n_gemms; i++) {
+    const GemmShape *g = &prof->gemms[i];
+    char shape[48];
     snprintf(shape, sizeof shape, "%dx%dx%d%s%s", g->M, g->N, g->K, g->trans_a ? " At" : "", g->trans_b ? " Bt" : "");
     double flops = 2.0 * g->M * g->N * g->K * (double)g->count;
     fprintf(stderr, "  %-6s %-24s %12llu %10.3f %12.2f %10.1f\n", nn_dtype_name(g->dtype), shape, g->count, g->seconds,
             1e6 * g->seconds / (double)g->count, g->seconds > 0 ? flops / g->seconds / 1e9 : 0.0);
   }
-  if (gemm_shapes_dropped) fprintf(stderr, "  (%d calls of further shapes not listed)\n", gemm_shapes_dropped);
-  gemm_shapes_used = gemm_shapes_dropped = 0;
-}
-
-#define OP(backend, call)                           \
-  do {                                              \
-    static OpSite site_ = {#call, 0.0, 0, NULL, 0}; \
-    guard_enter(backend);                           \
-    double t0_ = op_profile_begin(backend);         \
-    (backend)->ops->call;                           \
-    (void)op_profile_end(backend, &site_, t0_);     \
-    guard_leave(backend);                           \
-  } while (0)
-
-// The table, one row per op name (call sites of the same op added together), largest total first.
-static void op_profile_report(const Backend *backend) {
-  enum { MAX_ROWS = 64 };
-  struct {
-    char name[48];
-    double seconds;
-    unsigned long long count;
-  } rows[MAX_ROWS];
-  int n = 0;
-  double total = 0.0;
-  for (OpSite *site = op_sites; site; site = site->next) {
-    char name[48];
-    size_t len = strcspn(site->call, "(");
-    if (len >= sizeof name) len = sizeof name - 1;
-    memcpy(name, site->call, len);
-    name[len] = '\0';
-    int row = 0;
-    while (row < n && strcmp(rows[row].name, name) != 0) row++;
-    if (row == n) {
-      if (n == MAX_ROWS) continue;
-      memcpy(rows[n].name, name, len + 1);
-      rows[n].seconds = 0.0;
-      rows[n].count = 0;
-      n++;
-    }
-    rows[row].seconds += site->seconds;
-    rows[row].count += site->count;
-    total += site->seconds;
-    site->seconds = 0.0;
-    site->count = 0;
-  }
-  for (int i = 1; i < n; i++)  // insertion sort, largest first: a few dozen rows
-    for (int j = i; j > 0 && rows[j].seconds > rows[j - 1].seconds; j--) {
-      __typeof__(rows[0]) tmp = rows[j];
-      rows[j] = rows[j - 1];
-      rows[j - 1] = tmp;
-    }
-  fprintf(stderr, "PPO_PROFILE: backend %s, %.3f s in ops (each timed from a wait to a wait)\n", backend->name, total);
-  fprintf(stderr, "  %-24s %12s %10s %12s %7s\n", "op", "calls", "seconds", "us/call", "share");
-  for (int i = 0; i < n; i++)
-    fprintf(stderr, "  %-24s %12llu %10.3f %12.2f %6.1f%%\n", rows[i].name, rows[i].count, rows[i].seconds,
-            rows[i].count ? 1e6 * rows[i].seconds / (double)rows[i].count : 0.0,
-            total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
-  gemm_profile_report();
+  if (prof->gemms_dropped) fprintf(stderr, "  (%llu calls of further shapes not listed)\n", prof->gemms_dropped);
 }
 
 Backend *backend_open(const char *name) {
   Backend *backend = open_by_name(name);
   const char *profile = getenv("PPO_PROFILE");
-  if (backend) backend->profile = profile && *profile && strcmp(profile, "0") != 0;
+  if (backend && profile && *profile && strcmp(profile, "0") != 0)
+    backend->profile = CHECK_ALLOC(sizeof *backend->profile, "PPO_PROFILE's tables");
+  if (backend && backend->profile) memset(backend->profile, 0, sizeof *backend->profile);
   return backend;
 }
 
 void backend_close(Backend *backend) {
   if (!backend) return;
-  if (backend->profile) op_profile_report(backend);
+  OpProfile *prof = backend->profile;
+  if (prof) op_profile_report(backend);
   backend->ops->close(backend);
+  free(prof);
 }
 
 // The calls a graph cannot hold (backend_graph_run): a host wait, an upload, an allocation.
@@ -383,13 +370,12 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
   CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_gemm: unknown dtype");
   if (M == 0 || N == 0) return;
   CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
-  static OpSite site = {"gemm", 0.0, 0, NULL, 0};  // OP written out: the time also goes to its shape's row
-  guard_enter(backend);
+  guard_enter(backend);  // OP written out: the time also goes to its shape's row
   double t0 = op_profile_begin(backend);
   backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
-  double seconds = op_profile_end(backend, &site, t0);
+  double seconds = op_profile_end(backend, "gemm", t0);
   guard_leave(backend);
-  if (backend->profile) gemm_profile_add(dtype, trans_a != 0, trans_b != 0, M, N, K, seconds);
+  if (backend->profile) gemm_profile_add(backend->profile, dtype, trans_a != 0, trans_b != 0, M, N, K, seconds);
 }
 
 static void check_act(int act) {

@@ -95,6 +95,8 @@ typedef struct {
   void (*allreduce_sum_f64)(Backend *backend, double *x, size_t n);
 } BackendOps;
 
+typedef struct OpProfile OpProfile;
+
 struct Backend {
   const char *name;    // "cpu", "cuda"
   char describe[256];  // GEMM library, core, threads
@@ -105,7 +107,7 @@ struct Backend {
   size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
   int guard_depth;     // calls in progress that hold the memory open (ops->guard)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
-  int profile;         // PPO_PROFILE set: ops are timed and backend_close prints the table
+  OpProfile *profile;  // PPO_PROFILE set: each op's time (nn/backend.c); backend_close prints them
   void *ctx;           // the implementation's own state
 };
 

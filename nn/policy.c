@@ -38,8 +38,9 @@ int policy_spec_check(const PolicySpec *spec) {
 }
 
 int policy_obs_pad_multiple(const PolicySpec *spec) {
+  if (spec->dtype == NN_F32) return 1;  // fp32 GEMMs read the observations and weights themselves
   if (spec->obs_pad > 0) return spec->obs_pad;
-  return spec->dtype == NN_BF16 ? 32 : spec->dtype == NN_F16 ? 8 : 1;
+  return spec->dtype == NN_BF16 ? 32 : 8;
 }
 
 int policy_padded_obs_dim(const PolicySpec *spec) {
@@ -70,10 +71,7 @@ typedef struct {
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
-// Padding applies to low-precision runs only: fp32 GEMMs read the observations and weights directly.
-static int padded(const PolicySpec *spec) {
-  return spec->dtype != NN_F32 && policy_padded_obs_dim(spec) > spec->obs_dim;
-}
+static int padded(const PolicySpec *spec) { return policy_padded_obs_dim(spec) > spec->obs_dim; }
 
 // Bytes of one network's padded first-layer weights (dims[1], padded O) in the low precision.
 static size_t padded_w_bytes(const PolicySpec *spec, const MlpShape *s) {

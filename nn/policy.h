@@ -86,10 +86,11 @@ typedef struct {
   int grads_zero_pending;  // policy_zero_grad was called: the next backward writes grads instead of adding
 } Policy;
 
-// The width the first layer's forward GEMM uses for O observations: O rounded up to
-// spec->obs_pad, or by default to 32 in bf16 (the CPU's AMX tiles take 32 bf16 per row: obs 517
+// The width the first layer's forward GEMM uses for O observations: in fp16 and bf16, O rounded up
+// to spec->obs_pad, or by default to 32 in bf16 (the CPU's AMX tiles take 32 bf16 per row: obs 517
 // padded to 544 made the headline bf16 step 8 % and rollout inference 20 % faster on the 2-core
-// machine), 8 in fp16 (a GPU's tensor-core GEMMs want 16-byte rows), none in fp32 (no gain measured).
+// machine) and 8 in fp16 (a GPU's tensor-core GEMMs want 16-byte rows); O itself in fp32 (padding
+// measured no gain there; obs_pad is ignored).
 int policy_obs_pad_multiple(const PolicySpec *spec);
 int policy_padded_obs_dim(const PolicySpec *spec);
 // Checks the spec; on bad values returns -1 and sets error_message() naming the field and what is allowed.

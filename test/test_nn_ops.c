@@ -149,23 +149,33 @@ Test(nn_backend, strict_mode_faults_on_a_host_access, .signal = SIGSEGV) {
 }
 
 // PPO_PROFILE=1: backend_close prints one row per op with its call count (sites of one op added).
+// Each backend keeps its own counts: two open at once report their own calls, in close order.
 Test(nn_backend, profile_counts_every_op_call, .init = cr_redirect_stderr) {
   cr_assert_eq(setenv("PPO_PROFILE", "1", 1), 0);
-  Backend *b = backend_open("cpu");
-  float *x = backend_alloc(b, 4 * sizeof(float));
+  Backend *b = backend_open("cpu"), *c = backend_open("cpu");
+  float *x = backend_alloc(b, 8 * sizeof(float)), *y = backend_alloc(c, 4 * sizeof(float));
   for (int i = 0; i < 3; i++) backend_scale(b, x, 2.0f, 4);
-  backend_gemm(b, NN_F32, 0, 0, 2, 2, 1, 1.0f, x, x + 2, 0.0f, x);
+  for (int i = 0; i < 5; i++) backend_scale(c, y, 2.0f, 4);
+  backend_gemm(b, NN_F32, 0, 0, 2, 2, 1, 1.0f, x, x + 2, 0.0f, x + 4);
   backend_free(b, x);
+  backend_free(c, y);
   backend_close(b);
+  backend_close(c);
   fflush(stderr);
-  char text[4096] = {0};
+  char text[8192] = {0};
   size_t got = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
-  cr_assert(got > 0 && strstr(text, "PPO_PROFILE: backend cpu"), "stderr: %s", text);
-  unsigned long long scale_calls = 0, gemm_calls = 0;
-  const char *row = strstr(text, "\n  scale ");
-  cr_assert(row && sscanf(row, " scale %llu", &scale_calls) == 1 && scale_calls == 3, "stderr: %s", text);
-  row = strstr(text, "\n  gemm ");
-  cr_assert(row && sscanf(row, " gemm %llu", &gemm_calls) == 1 && gemm_calls == 1, "stderr: %s", text);
+  const char *first = strstr(text, "PPO_PROFILE: backend cpu");
+  const char *second = first ? strstr(first + 1, "PPO_PROFILE: backend cpu") : NULL;
+  cr_assert(got > 0 && first && second, "two tables expected; stderr: %s", text);
+  unsigned long long calls = 0;
+  const char *row = strstr(first, "\n  scale ");
+  cr_assert(row && row < second && sscanf(row, " scale %llu", &calls) == 1 && calls == 3, "stderr: %s", text);
+  row = strstr(first, "\n  gemm ");
+  cr_assert(row && row < second && sscanf(row, " gemm %llu", &calls) == 1 && calls == 1, "stderr: %s", text);
+  cr_assert(strstr(first, "2x2x1") && strstr(first, "2x2x1") < second, "the gemm's shape row; stderr: %s", text);
+  row = strstr(second, "\n  scale ");
+  cr_assert(row && sscanf(row, " scale %llu", &calls) == 1 && calls == 5, "stderr: %s", text);
+  cr_assert(!strstr(second, "\n  gemm "), "the second backend ran no gemm; stderr: %s", text);
 }
 
 // --- collectives -------------------------------------------------------------------------------------------
@@ -374,40 +384,44 @@ Test(nn_fd, bias_act_backward) {
 
 // The transposing variant: din and dbias the same bits as the plain op, din_t din's transpose;
 // sizes that cross the CPU backend's column blocks (256) and row tiles (32) with partial ones.
-Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
-  Backend *b = cpu();
-  enum { B = 37, H = 300 };
+// (37, 300) runs on the calling thread, (512, 512) on OpenMP's threads (two column blocks).
+static void check_backward_t(Backend *b, int B, int H) {
   Rng rng;
   rng_seed(&rng, 12);
-  float *dout = malloc(B * H * sizeof(float)), *y = malloc(B * H * sizeof(float)), *in = malloc(B * H * sizeof(float));
-  float *d1 = malloc(B * H * sizeof(float)), *d2 = malloc(B * H * sizeof(float)), *dt = malloc(B * H * sizeof(float));
-  float *dt2 = malloc(B * H * sizeof(float));
-  float bias[H] = {0}, db1[H], db2[H];
-  fill(in, B * H, &rng, -2, 2);
-  fill(dout, B * H, &rng, -1, 1);
+  size_t n = (size_t)B * H, hb = (size_t)H * sizeof(float);
+  float *dout = malloc(n * 4), *y = malloc(n * 4), *in = malloc(n * 4), *d1 = malloc(n * 4), *d2 = malloc(n * 4);
+  float *dt = malloc(n * 4), *dt2 = malloc(n * 4), *bias = calloc((size_t)H, 4), *db1 = malloc(hb), *db2 = malloc(hb);
+  float *db3 = malloc(hb);
+  fill(in, n, &rng, -2, 2);
+  fill(dout, n, &rng, -1, 1);
   for (int dtype = NN_F32; dtype <= NN_BF16; dtype++) {
+    const char *name = nn_dtype_name((NnDtype)dtype);
     size_t es = nn_dtype_size((NnDtype)dtype);
     backend_bias_act_forward(b, y, (NnDtype)dtype, in, bias, B, H, NN_ACT_TANH);
-    for (int h = 0; h < H; h++) db1[h] = db2[h] = 0.5f;
+    for (int h = 0; h < H; h++) db1[h] = db2[h] = db3[h] = 0.5f;
     backend_bias_act_backward(b, d1, (NnDtype)dtype, db1, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
     backend_bias_act_backward_t(b, d2, dt, (NnDtype)dtype, db2, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
-    cr_assert(memcmp(d1, d2, B * H * es) == 0, "%s: din differs", nn_dtype_name((NnDtype)dtype));
-    cr_assert(memcmp(db1, db2, sizeof db1) == 0, "%s: dbias differs", nn_dtype_name((NnDtype)dtype));
+    cr_assert(memcmp(d1, d2, n * es) == 0, "(%d, %d) %s: din differs", B, H, name);
+    cr_assert(memcmp(db1, db2, hb) == 0, "(%d, %d) %s: dbias differs", B, H, name);
     for (int i = 0; i < B; i++)
       for (int h = 0; h < H; h++)
         cr_assert(memcmp((char *)dt + ((size_t)h * B + i) * es, (char *)d2 + ((size_t)i * H + h) * es, es) == 0,
-                  "%s: din_t[%d][%d] is not din[%d][%d]", nn_dtype_name((NnDtype)dtype), h, i, i, h);
+                  "(%d, %d) %s: din_t[%d][%d] is not din[%d][%d]", B, H, name, h, i, i, h);
     // without din (the first layer): the same din_t and dbias, and dout untouched
-    float db3[H];
-    for (int h = 0; h < H; h++) db3[h] = 0.5f;
-    memset(dt2, 0xFF, B * H * sizeof(float));
-    memcpy(d1, dout, B * H * sizeof(float));
+    memset(dt2, 0xFF, n * 4);
+    memcpy(d1, dout, n * 4);
     backend_bias_act_backward_t(b, NULL, dt2, (NnDtype)dtype, db3, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
-    cr_assert(memcmp(dt2, dt, B * H * es) == 0, "%s: din_t without din differs", nn_dtype_name((NnDtype)dtype));
-    cr_assert(memcmp(db3, db2, sizeof db3) == 0, "%s: dbias without din differs", nn_dtype_name((NnDtype)dtype));
-    cr_assert(memcmp(d1, dout, B * H * sizeof(float)) == 0, "%s: dout was written", nn_dtype_name((NnDtype)dtype));
+    cr_assert(memcmp(dt2, dt, n * es) == 0, "(%d, %d) %s: din_t without din differs", B, H, name);
+    cr_assert(memcmp(db3, db2, hb) == 0, "(%d, %d) %s: dbias without din differs", B, H, name);
+    cr_assert(memcmp(d1, dout, n * 4) == 0, "(%d, %d) %s: dout was written", B, H, name);
   }
-  free(dout), free(y), free(in), free(d1), free(d2), free(dt), free(dt2);
+  free(dout), free(y), free(in), free(d1), free(d2), free(dt), free(dt2), free(bias), free(db1), free(db2), free(db3);
+}
+
+Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
+  Backend *b = cpu();
+  check_backward_t(b, 37, 300);
+  check_backward_t(b, 512, 512);
   backend_close(b);
 }
 
@@ -574,18 +588,26 @@ Test(nn_fd, mse_backward) {
 
 // --- data movement, reductions, scaling, optimiser ------------------------------------------------------------
 
+// 300 rows run on the calling thread, 8000 (592,000 bytes) on OpenMP's threads.
 Test(nn_ops, copy_rows_into_a_wider_pitch_and_back) {
   Backend *b = cpu();
-  enum { ROWS = 300, NARROW = 74, WIDE = 80 };  // 37 fp16 values per row, padded to 40
-  unsigned char narrow[ROWS * NARROW], wide[ROWS * WIDE], back[ROWS * NARROW];
-  for (size_t i = 0; i < sizeof narrow; i++) narrow[i] = (unsigned char)(i * 13 + 5);
-  memset(wide, 0xAB, sizeof wide);
-  backend_copy_rows(b, wide, WIDE, narrow, NARROW, NARROW, ROWS);
-  for (int r = 0; r < ROWS; r++)
-    for (int i = 0; i < WIDE; i++)
-      cr_assert_eq(wide[r * WIDE + i], i < NARROW ? narrow[r * NARROW + i] : 0xAB, "row %d byte %d", r, i);
-  backend_copy_rows(b, back, NARROW, wide, WIDE, NARROW, ROWS);
-  cr_assert(memcmp(back, narrow, sizeof back) == 0);
+  enum { NARROW = 74, WIDE = 80 };  // 37 fp16 values per row, padded to 40
+  static const int row_counts[] = {300, 8000};
+  for (int c = 0; c < 2; c++) {
+    int rows = row_counts[c];
+    unsigned char *narrow = malloc((size_t)rows * NARROW), *wide = malloc((size_t)rows * WIDE);
+    unsigned char *back = malloc((size_t)rows * NARROW);
+    for (size_t i = 0; i < (size_t)rows * NARROW; i++) narrow[i] = (unsigned char)(i * 13 + 5);
+    memset(wide, 0xAB, (size_t)rows * WIDE);
+    backend_copy_rows(b, wide, WIDE, narrow, NARROW, NARROW, (size_t)rows);
+    for (int r = 0; r < rows; r++)
+      for (int i = 0; i < WIDE; i++)
+        cr_assert_eq(wide[r * WIDE + i], i < NARROW ? narrow[r * NARROW + i] : 0xAB, "%d rows: row %d byte %d", rows, r,
+                     i);
+    backend_copy_rows(b, back, NARROW, wide, WIDE, NARROW, (size_t)rows);
+    cr_assert(memcmp(back, narrow, (size_t)rows * NARROW) == 0, "%d rows: the copy back differs", rows);
+    free(narrow), free(wide), free(back);
+  }
   backend_close(b);
 }
 

@@ -239,9 +239,14 @@ Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
     int O_pad = policy_padded_obs_dim(&spec);
     cr_assert_eq(O_pad, dt == NN_BF16 ? 64 : 40, "%s pads %d to %d", nn_dtype_name((NnDtype)dt), O, O_pad);
     cr_assert_eq(policy_padded_obs_dim(&plain), O);
+    PolicySpec fp32 = spec;
+    fp32.dtype = NN_F32, fp32.obs_pad = 8;
+    cr_assert_eq(policy_padded_obs_dim(&fp32), O, "fp32 is never padded");
     Policy *p = policy_init(b, &spec), *q = policy_init(b, &plain);
     cr_assert(p && q, "%s", error_message());
     cr_assert(p->acts.obs_pad && !q->acts.obs_pad && q->lowp.pi.w_in == q->lowp.pi.w[0]);
+    cr_assert(p->lowp.pi.in_dim == O_pad && p->lowp.vf.in_dim == O_pad && q->lowp.pi.in_dim == O);
+    cr_assert(p->lowp.pi.w_in != p->lowp.pi.w[0] && p->lowp.vf.w_in != p->lowp.vf.w[0]);
     cr_assert(p->plan.lowp > q->plan.lowp && p->plan.acts > q->plan.acts, "the plan counts the padded copies");
     size_t es = nn_dtype_size((NnDtype)dt);
     float obs[B * O], actions[B];
@@ -275,6 +280,15 @@ Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
       memcpy(q->params_memory, p->params_memory, p->param_count * sizeof(float));  // q follows p's weights
       policy_refresh_lowp(q);
     }
+    // the forward reads the padded copies: spoiling the packed first layers changes no output
+    float logp[B], values[B];
+    policy_evaluate(p, obs, actions, B);
+    memcpy(logp, p->acts.logp, sizeof logp), memcpy(values, policy_values(p), sizeof values);
+    memset(p->lowp.pi.w[0], 0x7F, (size_t)p->pi_shape.dims[1] * O * es);
+    memset(p->lowp.vf.w[0], 0x7F, (size_t)p->vf_shape.dims[1] * O * es);
+    policy_evaluate(p, obs, actions, B);
+    cr_assert(memcmp(logp, p->acts.logp, sizeof logp) == 0 && memcmp(values, policy_values(p), sizeof values) == 0,
+              "%s: the forward read the packed first-layer weights", nn_dtype_name((NnDtype)dt));
     optim_free(o);
     policy_free(p), policy_free(q);
   }
