@@ -74,6 +74,9 @@ run_sanitizer() {
 
 run_bench() {
   local j=$out/$stamp-gpu-backend.jsonl
+  # The JSON docs/BENCHMARKS.md's GPU part is made from (make_benchmarks_md.py --gpu), CPU and CUDA rows.
+  "$bin/ppo-bench" all --quick --only backend,train --json "$out/$stamp-gpu-all.json" 2>&1 |
+    tee "$out/$stamp-gpu-all.txt"
   "$bin/ppo-bench" backend --backend cuda --json "$j" 2>&1 | tee "$out/$stamp-gpu-backend.txt"
   python3 bench/torch_reference.py --device cuda --ours "$j" --json "$out/$stamp-gpu-torch.jsonl" 2>&1 |
     tee "$out/$stamp-gpu-torch.txt"

@@ -113,7 +113,7 @@ def machine_section(out, d):
     table(out, ["", "value"], rows, ["---", "---"])
 
 
-def reproduce_section(out, d, json_rel, out_rel, extra_sb3=()):
+def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None):
     command = d["command"]
     binary = command.split()[0]
     build_dir = os.path.dirname(os.path.dirname(binary)) or "build"
@@ -124,6 +124,7 @@ def reproduce_section(out, d, json_rel, out_rel, extra_sb3=()):
     out.append(f"cmake --build {build_dir} -j\"$(nproc)\" --target ppo-bench")
     out.append(command)
     extra = "".join(f" --sb3 {os.path.relpath(os.path.abspath(f), ROOT)}" for f in extra_sb3)
+    extra += f" --gpu {gpu_rel}" if gpu_rel else ""
     out.append(f"python3 bench/make_benchmarks_md.py {json_rel} --out {out_rel}{extra}")
     out.append("```\n")
     out.append(f"`ppo-bench all` writes `{json_rel}`, the Markdown tables next to it (`.md`) and the "
@@ -347,7 +348,8 @@ def raw_files_section(out, json_path, docs_dir):
     out.append("")
 
 
-def render(d, json_path, out_path, extra_sb3=()):
+def render(d, json_path, out_path, extra_sb3=(), gpu=None):
+    """gpu: (path, JSON) of a `ppo-bench all` run on a GPU machine, rendered as a part of its own."""
     docs_dir = os.path.dirname(os.path.abspath(out_path))
     json_dir = os.path.dirname(os.path.abspath(json_path))
     res = Results(d["results"])
@@ -363,7 +365,8 @@ def render(d, json_path, out_path, extra_sb3=()):
         "",
     ]
     machine_section(out, d)
-    reproduce_section(out, d, json_rel, out_rel, extra_sb3)
+    reproduce_section(out, d, json_rel, out_rel, extra_sb3,
+                      os.path.relpath(os.path.abspath(gpu[0]), ROOT) if gpu else None)
     headline_section(out, res)
     backend_section(out, res)
     envs_section(out, res)
@@ -372,6 +375,19 @@ def render(d, json_path, out_path, extra_sb3=()):
     memory_section(out, d, res, docs_dir, json_dir)
     sb3_section(out, d, json_dir, docs_dir, [os.path.abspath(f) for f in extra_sb3])
     raw_files_section(out, os.path.abspath(json_path), docs_dir)
+    if gpu:
+        gpu_path, g = gpu
+        gpu_rel = os.path.relpath(os.path.abspath(gpu_path), ROOT)
+        out += ["# On a GPU", "",
+                f"Measured {g['date']} at commit `{g['commit']}` with `{g['command']}` ({g.get('mode', '?')} mode) on "
+                f"the machine below; every number in this part comes from `{gpu_rel}` (bench/gpu_session.sh bench).",
+                ""]
+        gres = Results(g["results"])
+        machine_section(out, g)
+        headline_section(out, gres)
+        backend_section(out, gres)
+        train_section(out, gres)
+        raw_files_section(out, os.path.abspath(gpu_path), docs_dir)
     return "\n".join(line for line in out) + "\n"
 
 
@@ -385,6 +401,7 @@ def main(argv=None):
     ap.add_argument("json", nargs="?", default=None, help="default: the newest bench/results/*-all*.json")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
     ap.add_argument("--sb3", action="append", default=[], help="another bench/sb3_compare.py JSON to list (repeatable)")
+    ap.add_argument("--gpu", default=None, help="the JSON of a `ppo-bench all` run on a GPU machine (its own part)")
     args = ap.parse_args(argv)
     path = args.json or newest_json()
     if not path:
@@ -397,11 +414,20 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"make_benchmarks_md.py: {path}: {e}", file=sys.stderr)
         return 2
-    for key in ("machine", "commit", "date", "command", "results"):
-        if key not in d:
-            print(f"make_benchmarks_md.py: {path}: no '{key}' (not the JSON of ppo-bench all?)", file=sys.stderr)
+    gpu = None
+    if args.gpu:
+        try:
+            with open(args.gpu) as f:
+                gpu = (args.gpu, json.load(f))
+        except (OSError, ValueError) as e:
+            print(f"make_benchmarks_md.py: --gpu {args.gpu}: {e}", file=sys.stderr)
             return 2
-    text = render(d, path, args.out, args.sb3)
+    for p, doc in [(path, d)] + ([gpu] if gpu else []):
+        for key in ("machine", "commit", "date", "command", "results"):
+            if key not in doc:
+                print(f"make_benchmarks_md.py: {p}: no '{key}' (not the JSON of ppo-bench all?)", file=sys.stderr)
+                return 2
+    text = render(d, path, args.out, args.sb3, gpu)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
