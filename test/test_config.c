@@ -74,6 +74,15 @@ static int run_train(const char *args, char *out, size_t capacity) {
   return run_program(TRAIN_BIN, args, out, capacity);
 }
 
+// ppo-train configs/default.ini --plan with the shipped data's absolute path (ctest runs elsewhere)
+// and the given --set options.
+static int run_default_plan(const char *sets, char *out, size_t capacity) {
+  char args[1024];
+  snprintf(args, sizeof args, "'%s/configs/default.ini' --plan %s --set env.data='%s/data/XAUUSD_1H.h5'",
+           PPO_SOURCE_DIR, sets, PPO_SOURCE_DIR);
+  return run_train(args, out, capacity);
+}
+
 static int run_train_stdout(const char *args, char *out, size_t capacity) {
   char command[4096];
   snprintf(command, sizeof command, "'%s' %s 2>/dev/null", TRAIN_BIN, args);
@@ -675,11 +684,7 @@ Test(config_train, bad_config_corpus) {
 
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
-  // Relative paths in a config are relative to the working directory; ctest runs elsewhere.
-  int status =
-      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set ppo.gamma=0.98 --set env.data='" PPO_SOURCE_DIR
-                "/data/XAUUSD_1H.h5'",
-                out, sizeof out);
+  int status = run_default_plan("--set ppo.gamma=0.98", out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out, "market " PPO_SOURCE_DIR "/data/XAUUSD_1H.h5: XAUUSD, 76499 bars"), "%s", out);
   // The default split of TRADING_ENV.md section 2, with the bar counts of the data README's table.
@@ -703,10 +708,7 @@ Test(config_train, device_cuda_without_a_device_exits_2_with_the_reason) {
     cr_skip_test("a CUDA device is usable here: the refusal cannot be shown");
   }
   char out[65536];
-  int status =
-      run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --plan --set run.device=cuda --set env.data='" PPO_SOURCE_DIR
-                "/data/XAUUSD_1H.h5'",
-                out, sizeof out);
+  int status = run_default_plan("--set run.device=cuda", out, sizeof out);
   cr_expect_eq(status, 2, "%s", out);
   cr_expect(strstr(out, "[run] device = cuda: backend 'cuda': "), "%s", out);
 }
@@ -810,10 +812,7 @@ Test(config_train, help_and_help_config_exit_0) {
 
 Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
   char out[65536];
-  int status = run_train("'" PPO_SOURCE_DIR
-                         "/configs/default.ini' --plan --set ppo.batch_size=100 --set env.data='" PPO_SOURCE_DIR
-                         "/data/XAUUSD_1H.h5'",
-                         out, sizeof out);
+  int status = run_default_plan("--set ppo.batch_size=100", out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out,
                    "[warn] command line: --set ppo.batch_size=100: [ppo] batch_size = 100 (set by --set "
@@ -824,17 +823,11 @@ Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
 
 Test(config_train, warns_when_fp16_lands_on_the_cpu) {
   char out[65536];
-  int status = run_train("'" PPO_SOURCE_DIR
-                         "/configs/default.ini' --plan --set run.device=cpu --set run.precision=fp16 "
-                         "--set env.data='" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
-                         out, sizeof out);
+  int status = run_default_plan("--set run.device=cpu --set run.precision=fp16", out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(strstr(out, "[warn] [run] precision = fp16 on the CPU backend (device = cpu): the CPU emulates fp16"), "%s",
             out);
-  status = run_train("'" PPO_SOURCE_DIR
-                     "/configs/default.ini' --plan --set run.device=cpu --set run.precision=bf16 "
-                     "--set env.data='" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5'",
-                     out, sizeof out);
+  status = run_default_plan("--set run.device=cpu --set run.precision=bf16", out, sizeof out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect(!strstr(out, "emulates fp16"), "%s", out);
 }
