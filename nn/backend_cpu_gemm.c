@@ -278,15 +278,17 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
   sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C);
 }
 
-// Products below this many multiply-adds (2^24: e.g. 256 x 256 x 256) run on one thread: waking
-// the second thread costs more than it saves, and on a busy machine a descheduled thread stalls
-// every parallel region. Measured on the 2-core machine: CartPole's [64, 64] update ran 4-5x slower
-// on 2 threads; configs/default.ini (trading obs of ~200 floats, minibatch 256) trained at 331
-// steps/s with its first layer (3.3 M MACs) on 2 threads while another process used a core, and at
-// 21,000 steps/s on one. The headline network's GEMMs (2^26 and up) stay parallel. oneDNN sizes its thread team when
-// it creates a primitive, and a shape is always on the same side of the threshold, so its cached
+// Products below this many multiply-adds (2^20: e.g. 256 x 64 x 64) run on one thread: waking the
+// second thread costs more than it saves, and on a busy machine a descheduled thread stalls every
+// parallel region. Measured on the 2-core machine: CartPole's [64, 64] update (2^18 per GEMM) ran
+// 4-5x slower on 2 threads. The threshold was 2^24 until 2026-11-22, which kept the [64, 64]
+// networks' 1024 x 64 x 64 and 1024 x 64 x 517 products (2^22 to 2^25) on one thread: with 2^20,
+// measured alternately 3 times each, configs/seed.ini with [64, 64] layers (synthetic env, fp32)
+// went from 40.4-40.7k to 42.2-42.6k steps/s and configs/default.ini with threads = 2 from 29.7-30.2k
+// to 36.7-38.7k; 2^19 and 2^21 measured the same as 2^20. oneDNN sizes its thread team when it
+// creates a primitive, and a shape is always on the same side of the threshold, so its cached
 // primitives agree with the setting they run under.
-#define CPU_GEMM_SERIAL_MACS ((size_t)1 << 24)
+#define CPU_GEMM_SERIAL_MACS ((size_t)1 << 20)
 
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, float *C) {
