@@ -10,6 +10,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,15 +224,49 @@ CPU_VECTOR_CLONES static void widen_row(float *dst, const uint16_t *src, NnDtype
 #define CPU_ROW_TILE 32
 #define CPU_TILE_STRIDE (CPU_COLUMN_BLOCK * 4 + 64)  // bytes per tile row: a block of fp32 and a line
 
-static void transpose_tile(void *din_t, const unsigned char *tile, size_t es, int B, int b0, int rows, int h0, int n) {
+// A full tile of 16-bit values (32 rows) with AVX-512: one gather per 16 rows reads the 32-bit pairs
+// (columns h, h + 1) of each row, and two word permutes split the pairs into column h's and column
+// h + 1's 32 rows, each one aligned 64-byte line of din_t written with a streaming store (no read
+// of the line first; din_t is megabytes, past this core's cache, before the dW GEMM reads it). Pure
+// data movement: the bits are the scalar loop's. bf16 headline step at B 1024 on the 2-core AMX
+// machine (PPO_PROFILE): bias_act_backward_t 686 us per call with the scalar loop, 538 with the
+// loop vectorised by the compiler, 387 with this; the step's median over 6 alternating runs 41.6
+// against 40.2 ms.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CPU_HAVE_AVX512_TRANSPOSE 1
+__attribute__((target("avx512f,avx512bw"))) static int transpose_tile16_avx512(uint16_t *dst, const unsigned char *tile,
+                                                                               int B, int n) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(CPU_TILE_STRIDE));
+  const __m512i rows_hi = _mm512_add_epi32(rows, _mm512_set1_epi32(16 * CPU_TILE_STRIDE));
+  // word r of column h: word 2r of the pairs gathered from rows 0-15 (a), then of rows 16-31 (b, from 32)
+  static const short lo[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                               32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+  const __m512i even = _mm512_loadu_si512(lo), odd = _mm512_add_epi16(even, _mm512_set1_epi16(1));
+  int h = 0;
+  for (; h + 1 < n; h += 2) {
+    const unsigned char *base = tile + (size_t)h * 2;
+    __m512i a = _mm512_i32gather_epi32(rows, base, 1), b = _mm512_i32gather_epi32(rows_hi, base, 1);
+    _mm512_stream_si512((void *)(dst + (size_t)h * B), _mm512_permutex2var_epi16(a, even, b));
+    _mm512_stream_si512((void *)(dst + (size_t)(h + 1) * B), _mm512_permutex2var_epi16(a, odd, b));
+  }
+  _mm_sfence();  // the streamed lines are ordered before anything this thread does next
+  return h;
+}
+#endif
+
+CPU_VECTOR_CLONES static void transpose_tile(void *din_t, const unsigned char *tile, size_t es, int B, int b0, int rows,
+                                             int h0, int n) {
   if (es == 2) {
     uint16_t *dst = (uint16_t *)din_t + (size_t)h0 * B + b0;
-    for (int h = 0; h < n; h++)
-      for (int r = 0; r < rows; r++) {
-        uint16_t v;
-        memcpy(&v, tile + (size_t)r * CPU_TILE_STRIDE + (size_t)h * 2, 2);
-        dst[(size_t)h * B + r] = v;
-      }
+    const uint16_t *t16 = (const uint16_t *)(const void *)tile;
+    int done = 0;
+#ifdef CPU_HAVE_AVX512_TRANSPOSE
+    if (rows == CPU_ROW_TILE && ((uintptr_t)dst | (size_t)B * 2) % 64 == 0 && __builtin_cpu_supports("avx512bw"))
+      done = transpose_tile16_avx512(dst, tile, B, n);
+#endif
+    for (int h = done; h < n; h++)
+      for (int r = 0; r < rows; r++) dst[(size_t)h * B + r] = t16[r * (CPU_TILE_STRIDE / 2) + h];
   } else {
     float *dst = (float *)din_t + (size_t)h0 * B + b0;
     for (int h = 0; h < n; h++)

@@ -384,13 +384,17 @@ Test(nn_fd, bias_act_backward) {
 
 // The transposing variant: din and dbias the same bits as the plain op, din_t din's transpose;
 // sizes that cross the CPU backend's column blocks (256) and row tiles (32) with partial ones.
-// (37, 300) runs on the calling thread, (512, 512) on OpenMP's threads (two column blocks).
+// (37, 300) runs on the calling thread, (512, 512) on OpenMP's threads (two column blocks). din_t
+// is 64-byte aligned, so with B a multiple of 32 the CPU's AVX-512 tile transpose (full tiles,
+// aligned rows) writes it: (96, 301) adds an odd column count, its last column the scalar tail's.
 static void check_backward_t(Backend *b, int B, int H) {
   Rng rng;
   rng_seed(&rng, 12);
   size_t n = (size_t)B * H, hb = (size_t)H * sizeof(float);
   float *dout = malloc(n * 4), *y = malloc(n * 4), *in = malloc(n * 4), *d1 = malloc(n * 4), *d2 = malloc(n * 4);
-  float *dt = malloc(n * 4), *dt2 = malloc(n * 4), *bias = calloc((size_t)H, 4), *db1 = malloc(hb), *db2 = malloc(hb);
+  size_t aligned = (n * 4 + 63) / 64 * 64;
+  float *dt = aligned_alloc(64, aligned), *dt2 = aligned_alloc(64, aligned), *bias = calloc((size_t)H, 4),
+        *db1 = malloc(hb), *db2 = malloc(hb);
   float *db3 = malloc(hb);
   fill(in, n, &rng, -2, 2);
   fill(dout, n, &rng, -1, 1);
@@ -421,6 +425,7 @@ static void check_backward_t(Backend *b, int B, int H) {
 Test(nn_ops, bias_act_backward_t_is_the_plain_op_plus_a_transpose) {
   Backend *b = cpu();
   check_backward_t(b, 37, 300);
+  check_backward_t(b, 96, 301);
   check_backward_t(b, 512, 512);
   backend_close(b);
 }
