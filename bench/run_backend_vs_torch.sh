@@ -8,7 +8,8 @@
 # programs in the same mode: "spin" (GOMP_SPINCOUNT=10000, ppo-bench's default) and "passive"
 # (OMP_WAIT_POLICY=PASSIVE, the issue's setting for PyTorch). Writes bench/results/STAMP-backend-cpu.txt
 # (everything printed), STAMP-MODE.jsonl (JSON lines of both programs) and prints the medians and
-# the ratios against the issue's targets.
+# the ratios against the issue's targets (bench/backend_vs_torch_summary.py, which also reruns on
+# the .jsonl files of an earlier run).
 set -eu
 build=$1
 python=$2
@@ -37,27 +38,5 @@ mkdir -p "$here/results"
       "$python" "$here/torch_reference.py" --omp $mode --repeats 7 --json "$here/results/$stamp-$mode.jsonl"
     done
   done
-  "$python" - "$here/results/$stamp" <<'PY'
-import json, statistics, sys
-stamp = sys.argv[1]
-for mode in ("spin", "passive"):
-    runs = {}
-    for line in open("%s-%s.jsonl" % (stamp, mode)):
-        r = json.loads(line)
-        runs.setdefault((r["backend"], r["precision"], r["name"], r["shape"]), []).append(r["value"])
-    med = {k: statistics.median(v) for k, v in runs.items()}
-    print("## medians, mode %s" % mode)
-    for k in sorted(med):
-        if k[2].startswith(("train", "rollout_inference", "machine")):
-            print("  %-6s %-5s %-26s %-16s %10.1f  (runs: %s)" % (k + (med[k], " ".join("%.0f" % v for v in runs[k]))))
-    t32 = {n: med[("torch", "fp32", n, s)] for n, s in (("train_step_fwd_bwd_adam", "B=1024"), ("rollout_inference", "B=32"))}
-    for name, shape, prec, target in (("train_step_fwd_bwd_adam", "B=1024", "fp32", 1.4),
-                                      ("train_step_fwd_bwd_adam", "B=1024", "bf16", 4.0),
-                                      ("rollout_inference", "B=32", "fp32", 2.0),
-                                      ("rollout_inference", "B=32", "bf16", 2.0)):
-        ours = med[("cpu", prec, name, shape)]
-        ratio = ours / t32[name]
-        print("  ratio %-26s ours %s / torch fp32 = %.2fx (target %.1fx: %s)"
-              % (name, prec, ratio, target, "met" if ratio >= target else "NOT met"))
-PY
+  "$python" "$here/backend_vs_torch_summary.py" "$here/results/$stamp"
 } 2>&1 | tee "$out"
