@@ -22,20 +22,7 @@
 #include "common/check.h"
 #include "common/rng.h"
 
-// Loops shorter than this run on one thread: the fork costs more than the work (a minibatch of 256
-// x 64 activations, 16,384 elements, takes a few microseconds; a parallel region as long when the
-// machine is idle and far longer when another process holds a core).
-#define CPU_PARALLEL_MIN 131072
 #define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
-
-// The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks
-// the best the CPU has, so the library needs no -march and still vectorises here. The build is
-// ISO C (-ffp-contract=off): no clone fuses a multiply-add, so all three give the same bits.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CPU_VECTOR_CLONES
-#endif
 
 static void cpu_free(Backend *backend, void *ptr);
 

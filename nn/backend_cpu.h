@@ -6,6 +6,20 @@
 
 #include "nn/backend_impl.h"
 
+// Loops shorter than this run on one thread: the fork costs more than the work (a minibatch of 256
+// x 64 activations, 16,384 elements, takes a few microseconds; a parallel region as long when the
+// machine is idle and far longer when another process holds a core).
+#define CPU_PARALLEL_MIN 131072
+
+// The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks
+// the best the CPU has, so the library needs no -march and still vectorises here. The build is
+// ISO C (-ffp-contract=off): no clone fuses a multiply-add, so all three give the same bits.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU_VECTOR_CLONES
+#endif
+
 // CPU_FOR(cond, (loop header), body): the loop on OpenMP's threads (static schedule) when
 // `cond` is true, else on the calling thread without entering OpenMP. A parallel region whose
 // if() clause is false still costs about 0.2 us (GOMP_parallel with a team of one: 218 against 35

@@ -291,6 +291,8 @@ static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, i
   fill(a, (size_t)M * K, &rng, -1, 1);
   fill(bm, (size_t)K * N, &rng, -1, 1);
   fill(c, (size_t)M * N, &rng, -1, 1);
+  if (beta == 0.0f)  // beta 0 must not read C (as BLAS): NaN there would show
+    for (size_t i = 0; i < (size_t)M * N; i++) c[i] = NAN;
   void *a_lp = backend_alloc(b, (size_t)M * K * 4), *b_lp = backend_alloc(b, (size_t)K * N * 4);
   backend_cast(b, a_lp, dtype, a, NN_F32, (size_t)M * K);
   backend_cast(b, b_lp, dtype, bm, NN_F32, (size_t)K * N);
@@ -304,7 +306,7 @@ static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, i
       for (int k = 0; k < K; k++)
         s += (double)(ta ? a[(size_t)k * M + i] : a[(size_t)i * K + k]) *
              (tb ? bm[(size_t)j * K + k] : bm[(size_t)k * N + j]);
-      ref[(size_t)i * N + j] = 0.5 * s + beta * (double)c[(size_t)i * N + j];
+      ref[(size_t)i * N + j] = 0.5 * s + (beta == 0.0f ? 0.0 : beta * (double)c[(size_t)i * N + j]);
     }
   backend_gemm(b, dtype, ta, tb, M, N, K, 0.5f, a_lp, b_lp, beta, c);
   for (size_t i = 0; i < (size_t)M * N; i++) assert_close(c[i], ref[i], 1e-5, 1e-5 * sqrt(K), "gemm", i);
@@ -323,6 +325,24 @@ Test(nn_gemm, every_dtype_and_transpose_against_double) {
         gemm_case(b, (NnDtype)dtype, ta, tb, 32, 300, 70, 1.0f);  // few rows: oneDNN computes C^T
         gemm_case(b, (NnDtype)dtype, ta, tb, 3, 256, 40, 0.0f);
       }
+  backend_close(b);
+}
+
+// K <= 4 with rows of 512 or more takes the CPU backend's own thin kernel: every K, both sides of
+// its 512-column chunks (N 600), rows on OpenMP's threads (300 x 512 outputs) and on the calling
+// thread, beta 0 and not; narrower rows and K 5 go to the libraries.
+Test(nn_gemm, thin_products_against_double) {
+  Backend *b = cpu();
+  for (int dtype = NN_F32; dtype <= NN_BF16; dtype++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (int K = 1; K <= 4; K++) {
+          gemm_case(b, (NnDtype)dtype, ta, tb, 300, 600, K, 0.0f);
+          gemm_case(b, (NnDtype)dtype, ta, tb, 7, 520, K, 1.0f);
+          gemm_case(b, (NnDtype)dtype, ta, tb, 1, 512, K, 0.25f);
+          gemm_case(b, (NnDtype)dtype, ta, tb, 64, 64, K, 0.0f);
+        }
+  gemm_case(b, NN_F32, 0, 1, 64, 600, 5, 0.0f);
   backend_close(b);
 }
 
