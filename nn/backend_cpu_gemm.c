@@ -288,9 +288,9 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
 // the 2-core machine (PPO_PROFILE, us per call, library -> this): headline bf16 step 1024 x 512 x 1
 // 384 -> 171, 1024 x 512 x 3 288 -> 186; CartPole obs with 2048-1024-512 nets, fp32: 1024 x 2048 x
 // 4 (t) 1190 -> 576, 1 x 2048 x 4 (t) 7.5 -> 5.1, 1024 x 512 x 1 411 -> 130. Narrow rows stay with
-// the libraries, faster there without fused multiply-adds here (fp32, alone: 64 x 64 x 2 0.21
-// against 0.63, 1024 x 64 x 3 5.2 against 11.3, 256 x 256 x 3 6.8 against 8.1; 512 x 512 x 3 57
-// against 18.5).
+// the libraries, which run them faster (this loop has no fused multiply-adds, and each row is a
+// call's worth of overhead): fp32 alone, library against this loop, 64 x 64 x 2 0.21 against
+// 0.63 us, 1024 x 64 x 3 5.2 against 11.3 us, 256 x 256 x 3 6.8 against 8.1 us.
 #define THIN_K 4
 #define THIN_MIN_N 512
 #define THIN_COLS 512
