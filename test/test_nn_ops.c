@@ -326,6 +326,8 @@ Test(nn_gemm, every_dtype_and_transpose_against_double) {
         gemm_case(b, (NnDtype)dtype, ta, tb, 3, 256, 40, 0.0f);
         gemm_case(b, (NnDtype)dtype, ta, tb, 1, 512, 1024, 1.0f);  // one row: a matrix-vector product
         gemm_case(b, (NnDtype)dtype, ta, tb, 1, 64, 64, 0.0f);
+        gemm_case(b, (NnDtype)dtype, ta, tb, 64, 64, 64, 0.0f);  // small, B transposed on the stack
+        gemm_case(b, (NnDtype)dtype, ta, tb, 20, 33, 17, 0.5f);  // the same with partial tiles
       }
   backend_close(b);
 }
