@@ -294,7 +294,7 @@ def sb3_rows(files, docs_dir):
             with open(f) as fh:
                 s = json.load(fh)
         except (OSError, ValueError):
-            body.append([os.path.relpath(f, docs_dir), "unreadable", "", "", "", "", "", "", ""])
+            body.append([os.path.relpath(f, docs_dir), "unreadable", "", "", "", "", "", "", "", ""])
             continue
         sb3, eng = s.get("sb3") or {}, s.get("engine") or {}
         cv = s.get("config_values", {})
@@ -303,16 +303,18 @@ def sb3_rows(files, docs_dir):
         precision = cv.get("run", {}).get("precision", "fp32")
         speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
         reused = f", from {os.path.basename(s['sb3_source'])}" if s.get("sb3_source") else ""
-        body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", cfg, net, precision,
+        when = s.get("host", {}).get("utc", "?")
+        when += f", `{s['commit']}`" if s.get("commit") else ""
+        body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", when, cfg, net, precision,
                      str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr{reused})",
                      fmt(eng.get("sps")), f"{speedup:.2f}x" if speedup else "-",
                      f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
     return body
 
 
-SB3_HEADER = ["raw file", "env", "network", "engine precision", "timesteps", "SB3 SPS", "engine SPS", "engine / SB3",
+SB3_HEADER = ["raw file", "measured (UTC, commit)", "env", "network", "engine precision", "timesteps", "SB3 SPS", "engine SPS", "engine / SB3",
               "peak RSS MiB SB3 / engine"]
-SB3_ALIGN = ["---", "---", "---", "---", "---:", "---:", "---:", "---:", "---:"]
+SB3_ALIGN = ["---", "---", "---", "---", "---", "---:", "---:", "---:", "---:", "---:"]
 
 
 def sb3_section(out, d, json_dir, docs_dir, extra=()):

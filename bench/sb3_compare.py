@@ -450,8 +450,22 @@ def main() -> None:
             json.dump({"config": args.config, "config_values": hp, "timesteps": args.timesteps_eff,
                        "host": {"cpus": os.cpu_count(), "machine": platform.machine(),
                                 "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                       "commit": source_commit(),
                        "sb3": best, "sb3_runs": sb3_runs, "sb3_source": sb3_source, "engine": eng}, f, indent=1)
         print(f"wrote {args.json}")
+
+
+def source_commit():
+    """The checkout's commit (12 digits), "+ uncommitted changes" when tracked files differ, or None
+    outside a git checkout: which engine code the numbers belong to."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "--no-optional-locks", "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (" + uncommitted changes" if dirty else "")
 
 
 if __name__ == "__main__":
