@@ -7,6 +7,10 @@
 //   bf16: oneDNN's matmul on bf16 inputs (AMX / AVX512-BF16 kernels); without oneDNN, operands are
 //         widened to fp32 in the workspace and multiplied by sgemm (exact products, same sums).
 //   fp16: storage emulation: operands widened to fp32 in the workspace, then the fp32 path.
+// Shapes those kernels run badly take other routes, each measured where it is defined: fp32
+// products of one row go to sgemv (sgemv_row), small fp32 products with B transposed are run NN
+// on a transposed copy (small_sgemm), and products with K <= 4 and wide rows use our own loop
+// (gemm_thin).
 // Why oneDNN for fp32 too: on the 2-core AMX machine both reach ~290 GFLOP/s on large shapes, but
 // oneDNN is faster at the rollout's batch 32 (190 vs 130 GFLOP/s) and shares our OpenMP threads,
 // where OpenBLAS's pthread build competes with them: the full update step measured 7130 samples/s
@@ -351,7 +355,7 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
 // widened to fp32 into a stack buffer, THIN_COLS columns at a time. Measured inside training on
 // the 2-core machine (PPO_PROFILE, us per call, library -> this): headline bf16 step 1024 x 512 x 1
 // 384 -> 171, 1024 x 512 x 3 288 -> 186; CartPole obs with 2048-1024-512 nets, fp32: 1024 x 2048 x
-// 4 (t) 1190 -> 576, 1 x 2048 x 4 (t) 7.5 -> 5.1, 1024 x 512 x 1 411 -> 130. Narrow rows stay with
+// 4 (t) 1190 -> 576, 1024 x 512 x 1 411 -> 130. Narrow rows stay with
 // the libraries, which run them faster (this loop has no fused multiply-adds, and each row is a
 // call's worth of overhead): fp32 alone, library against this loop, 64 x 64 x 2 0.21 against
 // 0.63 us, 1024 x 64 x 3 5.2 against 11.3 us, 256 x 256 x 3 6.8 against 8.1 us.
