@@ -145,32 +145,40 @@ static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, co
 // Small products with B transposed (x W^T: every forward GEMM of a small network) reach only 90-100
 // GFLOP/s on OpenBLAS 0.3.21's small-matrix NT kernel at 64 x 64 x 64, where its NN kernel reaches
 // 150-180. B (N, K) is therefore transposed onto the stack and multiplied NN: 64 x 64 x 64 (t)
-// 5.7 -> 3.7 us, 64 x 64 x 4 (t) 0.67 -> 0.37 us alone. Full 16 x 16 tiles move with one AVX-512
-// gather per column; the edges and other CPUs use the scalar loop (the same values either way).
+// 5.7 -> 3.7 us, 64 x 64 x 4 (t) 0.67 -> 0.37 us alone (transpose_f32 below).
 #define SMALL_NT_MAX_FLOATS 16384  // B's size limit: 64 KiB of stack
 
+// d (C, R) = s (R, C)^T, in blocks of 16 rows of s: the block (16 C floats) stays in L1 while each
+// row of d gets one whole cache line at a time (rows of d are often a multiple of 4 KiB apart, so a
+// row-by-row column walk would thrash one L1 set). With AVX-512 a block's full 16-column tiles move
+// with one gather per column of d; the rest (and other CPUs) take the scalar loop, with the same
+// values. Large ones (oneDNN's swapped products) run on OpenMP's threads.
 #if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("avx512f"))) static void transpose_tiles_avx512(float *d, const float *s, int R, int C) {
+__attribute__((target("avx512f"))) static int transpose_block_avx512(float *d, const float *s, int R, int C, int i0) {
   const __m512i rows =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(C));
-  for (int i0 = 0; i0 + 16 <= R; i0 += 16)
-    for (int j0 = 0; j0 + 16 <= C; j0 += 16)
-      for (int j = 0; j < 16; j++)
-        _mm512_storeu_ps(d + (size_t)(j0 + j) * R + i0, _mm512_i32gather_ps(rows, s + (size_t)i0 * C + j0 + j, 4));
+  int j = 0;
+  for (; j + 16 <= C; j += 16)
+    for (int jj = j; jj < j + 16; jj++)
+      _mm512_storeu_ps(d + (size_t)jj * R + i0, _mm512_i32gather_ps(rows, s + (size_t)i0 * C + jj, 4));
+  return j;
 }
 #endif
 
-// d (C, R) = s (R, C)^T
 static void transpose_f32(float *restrict d, const float *restrict s, int R, int C) {
-  int r16 = 0, c16 = 0;
+  int blocks = (R + 15) / 16, wide = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) {
-    transpose_tiles_avx512(d, s, R, C);
-    r16 = R / 16 * 16, c16 = C / 16 * 16;
-  }
+  wide = __builtin_cpu_supports("avx512f");
 #endif
-  for (int i = 0; i < R; i++)
-    for (int j = i < r16 ? c16 : 0; j < C; j++) d[(size_t)j * R + i] = s[(size_t)i * C + j];
+  CPU_FOR((size_t)R * C >= 65536 && blocks > 1, (int blk = 0; blk < blocks; blk++), {
+    int i0 = blk * 16, i1 = i0 + 16 < R ? i0 + 16 : R, done = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (wide && i1 - i0 == 16) done = transpose_block_avx512(d, s, R, C, i0);
+#endif
+    for (int j = done; j < C; j++)
+      for (int i = i0; i < i1; i++) d[(size_t)j * R + i] = s[(size_t)i * C + j];
+  });
+  (void)wide;
 }
 
 static void small_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, const float *B,
@@ -262,17 +270,6 @@ static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b
   return e;
 }
 
-// C (M, N) = S (N, M)^T for few rows M, in tiles of 16 columns: the tile of S (16 M floats) stays in
-// L1 while each row of C gets one whole cache line at a time (rows of C are N floats apart, often a
-// multiple of 4 KiB, so row-by-row column walks would thrash one L1 set).
-static void transpose_into(float *restrict C, const float *restrict S, int M, int N) {
-  CPU_FOR((size_t)M * N >= 65536, (int j0 = 0; j0 < N; j0 += 16), {
-    int j1 = j0 + 16 < N ? j0 + 16 : N;
-    for (int i = 0; i < M; i++)
-      for (int j = j0; j < j1; j++) C[(size_t)i * N + j] = S[(size_t)j * M + i];
-  });
-}
-
 // Only with trans_b, where the swapped product's src op(B)^T is B's own (N, K) rows: the few-row
 // weight gradients (dW of a head, B = x not transposed) ran 2x slower swapped (src read transposed).
 static int onednn_swaps(int trans_b, int M, int N, float beta) {
@@ -290,7 +287,7 @@ static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int
   dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}};
   DNNL_CHECK(dnnl_primitive_execute(e->prim, g->stream, 3, args));
   DNNL_CHECK(dnnl_stream_wait(g->stream));
-  if (swap) transpose_into(C, scratch, M, N);
+  if (swap) transpose_f32(C, scratch, N, M);
 }
 #endif
 

@@ -322,7 +322,8 @@ Test(nn_gemm, every_dtype_and_transpose_against_double) {
         gemm_case(b, (NnDtype)dtype, ta, tb, 37, 29, 53, 0.0f);
         gemm_case(b, (NnDtype)dtype, ta, tb, 64, 96, 130, 1.0f);  // accumulate, as parameter grads do
         gemm_case(b, (NnDtype)dtype, ta, tb, 1, 17, 5, 0.25f);
-        gemm_case(b, (NnDtype)dtype, ta, tb, 32, 300, 70, 1.0f);  // few rows: oneDNN computes C^T
+        gemm_case(b, (NnDtype)dtype, ta, tb, 32, 300, 70, 1.0f);   // few rows: oneDNN computes C^T
+        gemm_case(b, (NnDtype)dtype, ta, tb, 32, 2100, 40, 0.0f);  // ... and transposes it on the threads
         gemm_case(b, (NnDtype)dtype, ta, tb, 3, 256, 40, 0.0f);
         gemm_case(b, (NnDtype)dtype, ta, tb, 1, 512, 1024, 1.0f);  // one row: a matrix-vector product
         gemm_case(b, (NnDtype)dtype, ta, tb, 1, 64, 64, 0.0f);
