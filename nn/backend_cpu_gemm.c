@@ -103,13 +103,23 @@ void cpu_gemm_open(Backend *backend) {
   char version[64];
 #ifdef PPO_HAVE_ONEDNN
   g->use_onednn = !(force && strcmp(force, "openblas") == 0);
+  // With oneDNN, OpenBLAS takes only products small enough to run on the calling thread (sgemv,
+  // small_sgemm): its own threads must never start. Its sgemv threads from 2304 x 4 matrix
+  // elements on, and those threads, spinning against OpenMP's, made a [64, 64] network's 1 x 64 x
+  // 1024 (t) value-head gradient take 951 us instead of ~10 (configs/seed.ini with [64, 64] layers,
+  // fp32: 19.7k steps/s, 46.0k with OpenBLAS on one thread).
+  // (A later backend forced to OpenBLAS gets the thread count OpenBLAS started with back.)
+  static int blas_threads_at_start;
+  if (!blas_threads_at_start) blas_threads_at_start = blas_threads;
+  openblas_set_num_threads(g->use_onednn ? 1 : blas_threads_at_start);
+  blas_threads = openblas_get_num_threads();
   DNNL_CHECK(dnnl_engine_create(&g->engine, dnnl_cpu, 0));
   DNNL_CHECK(dnnl_stream_create(&g->stream, g->engine, dnnl_stream_default_flags));
   const dnnl_version_t *v = dnnl_version();
   snprintf(backend->describe, sizeof backend->describe,
-           "cpu: GEMM fp32 %s, bf16 oneDNN %d.%d.%d matmul (fp16 widened to fp32); %s core %s, %d threads%s",
+           "cpu: GEMM fp32 %s, bf16 oneDNN %d.%d.%d matmul (fp16 widened to fp32); %s core %s, %d thread%s%s",
            g->use_onednn ? "oneDNN matmul" : "OpenBLAS sgemm", v->major, v->minor, v->patch,
-           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads,
+           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
            g->use_onednn ? "" : openblas_core_hint());
 #else
   (void)force;

@@ -821,6 +821,26 @@ Test(nn_ops, fused_clip_and_lowp_adam_equals_the_separate_passes) {
   backend_close(b);
 }
 
+int openblas_get_num_threads(void);  // OpenBLAS's own API (cblas.h declares it too)
+
+// With oneDNN, OpenBLAS gets only small products and must run them on the calling thread: its
+// sgemv's own threads, spinning against OpenMP's, once made a 1 x 64 x 1024 product 80x slower.
+// A backend forced to OpenBLAS (it takes every product) gets OpenBLAS's threads back.
+Test(nn_gemm, openblas_stays_on_the_calling_thread_beside_onednn) {
+  int at_start = openblas_get_num_threads();
+  Backend *b = cpu();
+  if (!strstr(backend_describe(b), "oneDNN matmul")) {
+    backend_close(b);
+    cr_skip("built without oneDNN: OpenBLAS takes every product and keeps its threads");
+  }
+  cr_assert_eq(openblas_get_num_threads(), 1, "%s", backend_describe(b));
+  backend_close(b);
+  setenv("PPO_CPU_GEMM", "openblas", 1);
+  b = cpu();
+  cr_assert_eq(openblas_get_num_threads(), at_start);
+  backend_close(b);
+}
+
 Test(nn_gemm, openblas_path_against_double) {
   setenv("PPO_CPU_GEMM", "openblas", 1);  // Criterion runs each test in its own process
   Backend *b = cpu();
