@@ -378,6 +378,17 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
   if (backend->profile) gemm_profile_add(backend->profile, dtype, trans_a != 0, trans_b != 0, M, N, K, seconds);
 }
 
+void backend_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols) {
+  CHECK(backend && w && rows > 0 && cols > 0, "backend_weights_changed: NULL matrix or empty shape");
+  CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_weights_changed: unknown dtype");
+  if (backend->ops->weights_changed) OP(backend, weights_changed(backend, w, dtype, rows, cols));
+}
+
+size_t backend_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols) {
+  CHECK(backend && rows > 0 && cols > 0, "backend_weights_bytes: empty shape");
+  return backend->ops->weights_bytes ? backend->ops->weights_bytes(backend, dtype, rows, cols) : 0;
+}
+
 static void check_act(int act) {
   CHECK(act == NN_ACT_NONE || act == NN_ACT_TANH || act == NN_ACT_RELU, "unknown activation");
 }

@@ -117,6 +117,17 @@ void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n);
 void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const void *A, const void *B, float beta, float *C);
 
+// w (rows, cols) of dtype, a weight matrix W that GEMMs read as op(B) (x W^T forward with trans_b, dy W
+// backward without), was just written. A backend may keep its own copy of w in the layout its
+// GEMM kernels want and use it whenever op(B) is exactly that w (the CPU with oneDNN, bf16: the
+// AMX blocked layout, laid out here once per change instead of inside every GEMM call). So call it
+// after every change of w, before the next GEMM reads w. The first call for a w allocates: make
+// it at setup. A no-op where a backend keeps no copy (CUDA; fp32 and fp16 on the CPU).
+void backend_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols);
+// Bytes backend_weights_changed keeps for a (rows, cols) matrix of dtype (0 where it keeps none):
+// for memory plans, before anything is allocated.
+size_t backend_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols);
+
 // --- bias + activation (act: NN_ACT_NONE, NN_ACT_TANH, NN_ACT_RELU) ------------------------------------------
 
 // out (B, H) = act(in (B, H) + bias (H)) computed in fp32 and stored as out_dtype (fp32, or the

@@ -8,6 +8,7 @@
 #endif
 #include "nn/backend_cpu.h"
 
+#include <malloc.h>  // malloc_usable_size (glibc)
 #include <math.h>
 #include <stdint.h>
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -57,6 +58,7 @@ static void *strict_alloc(CpuContext *ctx, size_t bytes, int open) {
 static void strict_free(CpuContext *ctx, void *ptr) {
   for (int i = 0; i < ctx->n_regions; i++)
     if (ctx->regions[i].ptr == ptr) {
+      cpu_weights_forget(ctx, ptr, ctx->regions[i].bytes);
       CHECK_ERRNO(munmap(ptr, ctx->regions[i].bytes) == 0, "munmap");
       ctx->regions[i] = ctx->regions[--ctx->n_regions];
       return;
@@ -90,10 +92,12 @@ static void *cpu_alloc(Backend *backend, size_t bytes) {
 
 static void cpu_free(Backend *backend, void *ptr) {
   CpuContext *ctx = backend->ctx;
-  if (ctx->strict)
+  if (ctx->strict) {
     strict_free(ctx, ptr);
-  else
+  } else {
+    cpu_weights_forget(ctx, ptr, malloc_usable_size(ptr));  // (the block's own bytes: no other allocation's)
     free(ptr);
+  }
 }
 
 static void cpu_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
@@ -590,6 +594,8 @@ static const BackendOps cpu_ops = {
     .reserve_workspace = cpu_reserve_workspace,
     .guard = cpu_guard,
     .gemm = cpu_gemm,
+    .weights_changed = CPU_WEIGHTS_CHANGED,
+    .weights_bytes = CPU_WEIGHTS_BYTES,
     .bias_act_forward = cpu_bias_act_forward,
     .bias_act_backward = cpu_bias_act_backward,
     .categorical_forward = cpu_categorical_forward,

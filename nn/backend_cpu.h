@@ -69,6 +69,17 @@ void cpu_gemm_open(Backend *backend);  // picks the library, fills backend->desc
 void cpu_gemm_close(CpuContext *ctx);  // frees the GEMM state
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, float *C);
+#ifdef PPO_HAVE_ONEDNN  // bf16 weights kept in oneDNN's layout (backend_weights_changed)
+void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols);
+void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes);  // backend memory freed
+size_t cpu_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols);
+#define CPU_WEIGHTS_CHANGED cpu_weights_changed
+#define CPU_WEIGHTS_BYTES cpu_weights_bytes
+#else  // without oneDNN, GEMMs read every w as it is
+#define CPU_WEIGHTS_CHANGED NULL
+#define CPU_WEIGHTS_BYTES NULL
+#define cpu_weights_forget(ctx, ptr, bytes) ((void)0)
+#endif
 
 // Rollout ops (backend_cpu_rollout.c): GAE, the random permutation.
 void cpu_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,

@@ -26,6 +26,9 @@ typedef struct {
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                const void *A, const void *B, float beta, float *C);
+  void (*weights_changed)(Backend *backend, const void *w, NnDtype dtype, int rows,
+                          int cols);  // optional: NULL where GEMMs read every w as it is
+  size_t (*weights_bytes)(Backend *backend, NnDtype dtype, int rows, int cols);  // optional, with weights_changed
   void (*bias_act_forward)(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
                            int H, int act);
   void (*bias_act_backward)(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,

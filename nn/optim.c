@@ -49,7 +49,7 @@ void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
   backend_adam_step(b, policy->params_memory, grads, policy->m_memory, policy->v_memory, n, hyper,
                     &optim->scalars->adam_step, grad_scaler_found_inf(&optim->scaler), clip, policy->lowp_memory,
                     policy->spec.dtype);
-  policy_refresh_padded(policy);
+  policy_refresh_derived(policy);
   grad_scaler_update(&optim->scaler);
 }
 

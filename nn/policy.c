@@ -138,6 +138,38 @@ static void table_point(const SlabEntry *e, int n, void *base) {
   }
 }
 
+// The first layer's input width: the observations, padded in fp16 and bf16 (policy_padded_obs_dim).
+static int first_in_dim(const PolicySpec *spec) { return padded(spec) ? policy_padded_obs_dim(spec) : spec->obs_dim; }
+
+// GEMM scratch (nn/backend.h: backend_reserve_workspace): operands widened from fp16 / bf16, and
+// a (B, O) output the CPU backend transposes for few-row products; the largest call of any batch
+static size_t workspace_bytes(const PolicySpec *spec, const MlpShape *pi, const MlpShape *vf) {
+  size_t most = 0, B = (size_t)spec->max_batch;
+  for (int net = 0; net < 2; net++) {
+    const MlpShape *s = net ? vf : pi;
+    for (int l = 0; l < s->n_linear; l++) {
+      size_t I = (size_t)(l == 0 ? first_in_dim(spec) : s->dims[l]), O = (size_t)s->dims[l + 1];
+      size_t fwd = B * I + O * I, dw = B * O + B * I, dx = B * O + O * I;
+      size_t m = spec->dtype == NN_F32 ? 0 : (fwd > dw ? fwd : dw);
+      m = spec->dtype == NN_F32 ? 0 : (m > dx ? m : dx);
+      m += B * (O > I ? O : I);
+      most = m > most ? m : most;
+    }
+  }
+  return most * sizeof(float);
+}
+
+size_t policy_backend_bytes(const PolicySpec *spec, Backend *backend) {
+  MlpShape pi = net_shape(spec, 0), vf = net_shape(spec, 1);
+  size_t bytes = workspace_bytes(spec, &pi, &vf);
+  for (int net = 0; net < 2 && spec->dtype != NN_F32; net++) {  // policy_refresh_derived's matrices
+    const MlpShape *s = net ? &vf : &pi;
+    for (int l = 0; l < s->n_linear; l++)
+      bytes += backend_weights_bytes(backend, spec->dtype, s->dims[l + 1], l == 0 ? first_in_dim(spec) : s->dims[l]);
+  }
+  return bytes;
+}
+
 PolicyMemoryPlan policy_plan(const PolicySpec *spec) {
   MlpShape pi = net_shape(spec, 0), vf = net_shape(spec, 1);
   PolicyParams p;
@@ -282,7 +314,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
     policy->lowp.pi.w_in = policy->lowp.pi.w[0];
     policy->lowp.vf.w_in = policy->lowp.vf.w[0];
   }
-  policy->lowp.pi.in_dim = policy->lowp.vf.in_dim = padded(spec) ? policy_padded_obs_dim(spec) : spec->obs_dim;
+  policy->lowp.pi.in_dim = policy->lowp.vf.in_dim = first_in_dim(spec);
   n = acts_table(e, &policy->acts, &policy->pi_shape, &policy->vf_shape, spec);
   policy->acts_memory = backend_alloc(backend, policy->plan.acts);
   table_point(e, n, policy->acts_memory);
@@ -301,21 +333,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   }
   policy_refresh_lowp(policy);
 
-  // GEMM scratch (nn/backend.h: backend_reserve_workspace): operands widened from fp16 / bf16, and
-  // a (B, O) output the CPU backend transposes for few-row products; the largest call of any batch
-  size_t most = 0, B = (size_t)spec->max_batch;
-  for (int net = 0; net < 2; net++) {
-    const MlpShape *s = net ? &policy->vf_shape : &policy->pi_shape;
-    for (int l = 0; l < s->n_linear; l++) {
-      size_t I = (size_t)(l == 0 ? policy->lowp.pi.in_dim : s->dims[l]), O = (size_t)s->dims[l + 1];
-      size_t fwd = B * I + O * I, dw = B * O + B * I, dx = B * O + O * I;
-      size_t m = spec->dtype == NN_F32 ? 0 : (fwd > dw ? fwd : dw);
-      m = spec->dtype == NN_F32 ? 0 : (m > dx ? m : dx);
-      m += B * (O > I ? O : I);
-      most = m > most ? m : most;
-    }
-  }
-  backend_reserve_workspace(backend, most * sizeof(float));
+  backend_reserve_workspace(backend, workspace_bytes(spec, &policy->pi_shape, &policy->vf_shape));
   return policy;
 }
 
@@ -343,18 +361,23 @@ void policy_refresh_lowp(Policy *policy) {
   if (policy->spec.dtype == NN_F32) return;
   backend_cast(policy->backend, policy->lowp_memory, policy->spec.dtype, policy->params_memory, NN_F32,
                policy->param_count);
-  policy_refresh_padded(policy);
+  policy_refresh_derived(policy);
 }
 
-void policy_refresh_padded(Policy *policy) {
-  if (!padded(&policy->spec)) return;
+void policy_refresh_derived(Policy *policy) {
+  if (policy->spec.dtype == NN_F32) return;  // the GEMMs read the fp32 params themselves
   size_t es = nn_dtype_size(policy->spec.dtype), O = (size_t)policy->spec.obs_dim;
   size_t pitch = (size_t)policy_padded_obs_dim(&policy->spec) * es;
   MlpLowp *nets[2] = {&policy->lowp.pi, &policy->lowp.vf};
   const MlpShape *shapes[2] = {&policy->pi_shape, &policy->vf_shape};
-  for (int net = 0; net < 2; net++)
-    backend_copy_rows(policy->backend, (void *)nets[net]->w_in, pitch, nets[net]->w[0], O * es, O * es,
-                      (size_t)shapes[net]->dims[1]);
+  for (int net = 0; net < 2; net++) {
+    if (padded(&policy->spec))
+      backend_copy_rows(policy->backend, (void *)nets[net]->w_in, pitch, nets[net]->w[0], O * es, O * es,
+                        (size_t)shapes[net]->dims[1]);
+    for (int l = 0; l < shapes[net]->n_linear; l++)
+      backend_weights_changed(policy->backend, l == 0 ? nets[net]->w_in : nets[net]->w[l], policy->spec.dtype,
+                              shapes[net]->dims[l + 1], l == 0 ? nets[net]->in_dim : shapes[net]->dims[l]);
+  }
 }
 
 // --- forward, backward, sampling

@@ -7,7 +7,8 @@
 //   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, param_count floats),
 //   lowp   (fp16 / bf16 copy of the params slab, same packed layout, so Adam writes it in the same
 //           pass; the GEMMs read its weights; absent in fp32 runs; then, when the observations are
-//           padded (policy_padded_obs_dim), each network's first-layer weights with zero columns),
+//           padded (policy_padded_obs_dim), each network's first-layer weights with zero columns;
+//           the backend may keep these weights in its own layout too: backend_weights_changed),
 //   acts   (activations and their gradients for max_batch rows).
 // policy_init also reserves the backend's GEMM workspace for max_batch, so nothing is allocated
 // after it (the backend's allocation count and a malloc counter prove it in test_nn_policy.c).
@@ -97,6 +98,9 @@ int policy_padded_obs_dim(const PolicySpec *spec);
 int policy_spec_check(const PolicySpec *spec);
 // The memory plan of a spec without allocating (for --plan); spec must pass policy_spec_check.
 PolicyMemoryPlan policy_plan(const PolicySpec *spec);
+// The backend memory a policy of this spec makes the backend keep beside the slabs: the GEMM
+// workspace policy_init reserves and the weights in the backend's own layout (backend_weights_bytes).
+size_t policy_backend_bytes(const PolicySpec *spec, Backend *backend);
 // Allocates the slabs, initialises the parameters and the low-precision copies. Returns NULL and
 // sets error_message() when the spec is invalid. The caller owns the result: policy_free.
 Policy *policy_init(Backend *backend, const PolicySpec *spec);
@@ -124,9 +128,11 @@ const float *policy_head_out(const Policy *policy);  // (B, A) logits or means o
 // slab for real when no backward came in between. Read grads_memory after a backward (or call
 // policy_grads_settle), not between policy_zero_grad and the backward.
 void policy_zero_grad(Policy *policy);
-void policy_grads_settle(Policy *policy);    // performs a pending zero_grad now (a no-op when none is pending)
-void policy_refresh_lowp(Policy *policy);    // lowp = params rounded (after changing params outside optim_step)
-void policy_refresh_padded(Policy *policy);  // the padded first-layer copies from lowp (optim_step, after Adam)
+void policy_grads_settle(Policy *policy);  // performs a pending zero_grad now (a no-op when none is pending)
+void policy_refresh_lowp(Policy *policy);  // lowp = params rounded (after changing params outside optim_step)
+// What is derived from lowp (optim_step calls it after Adam): the padded first-layer copies, then
+// backend_weights_changed for every weight matrix the GEMMs read (the backend's own layouts).
+void policy_refresh_derived(Policy *policy);
 
 // Orthogonal matrix (rows, cols) scaled by gain, as torch.nn.init.orthogonal_ builds it from a
 // Gaussian matrix `gauss` (rows, cols) (overwritten). Exposed for the tests.

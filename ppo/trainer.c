@@ -233,6 +233,7 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
   plan_add(plan, "Adam v", pp.params, true);
   if (pp.lowp) plan_add(plan, "low-precision weights", pp.lowp, true);
   plan_add(plan, "activations", pp.acts, true);
+  plan_add(plan, "GEMM workspace and weight layouts", policy_backend_bytes(ps, tr->backend), true);
   plan_add(plan, "rollout buffer", rollout_plan_bytes(tr->backend, rs), true);
   plan_add(plan, "optimiser scalars", sizeof(OptimScalars), true);
   plan_add(plan, "envs (states, episode logs)", vecenv_memory_bytes(tr->vec), false);

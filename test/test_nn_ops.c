@@ -821,6 +821,112 @@ Test(nn_ops, fused_clip_and_lowp_adam_equals_the_separate_passes) {
   backend_close(b);
 }
 
+// --- weights kept in oneDNN's layout (backend_weights_changed) ---
+
+// C (M, N) = A (M, K) op(W) in double from bf16 bits, op(W) = W^T (W (N, K)) or W (W (K, N)); and
+// each entry's sum of |products| (the fp32 accumulation's error scale).
+static void bf16_reference(double *ref, double *scale, const uint16_t *a, const uint16_t *w, int M, int N, int K,
+                           int trans_w) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double sum = 0.0, abs_sum = 0.0;
+      for (int k = 0; k < K; k++) {
+        double p = (double)nn_bf16_to_f32(a[(size_t)i * K + k]) *
+                   (double)nn_bf16_to_f32(w[trans_w ? (size_t)j * K + k : (size_t)k * N + j]);
+        sum += p, abs_sum += fabs(p);
+      }
+      ref[(size_t)i * N + j] = sum, scale[(size_t)i * N + j] = abs_sum;
+    }
+}
+
+static void random_bf16(uint16_t *x, size_t n, Rng *rng) {
+  for (size_t i = 0; i < n; i++) x[i] = nn_f32_to_bf16((float)(2.0 * rng_uniform(rng) - 1.0));
+}
+
+// One product through backend_gemm against the double reference (fp32 accumulation of K terms).
+static void check_weight_product(Backend *b, const uint16_t *a_host, const uint16_t *w_host, const void *w_dev, int M,
+                                 int N, int K, int trans_w, const char *what) {
+  uint16_t *a = backend_alloc(b, (size_t)M * K * 2);
+  float *c = backend_alloc(b, (size_t)M * N * 4), *got = malloc((size_t)M * N * 4);
+  double *ref = malloc((size_t)M * N * 8), *scale = malloc((size_t)M * N * 8);
+  backend_upload(b, a, a_host, (size_t)M * K * 2);
+  backend_gemm(b, NN_BF16, 0, trans_w, M, N, K, 1.0f, a, w_dev, 0.0f, c);
+  backend_download(b, got, c, (size_t)M * N * 4);
+  bf16_reference(ref, scale, a_host, w_host, M, N, K, trans_w);
+  for (size_t i = 0; i < (size_t)M * N; i++)
+    cr_assert(fabs(got[i] - ref[i]) <= 1e-6 * K * scale[i] + 1e-30, "%s (M %d) [%zu]: got %.9g, expected %.9g", what, M,
+              i, got[i], ref[i]);
+  backend_free(b, a), backend_free(b, c);
+  free(got), free(ref), free(scale);
+}
+
+// W (128, 192) bf16 registered: x W^T at few rows and dy W at the update's batch read the copy in
+// oneDNN's layout (both layouts apply: 192 and 128 are multiples of 32 and 64). A wrong block or
+// pair order gives O(1) errors.
+Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) {
+  Backend *b = cpu();
+  if (!strstr(backend_describe(b), "oneDNN")) {
+    backend_close(b);
+    cr_skip("built without oneDNN: GEMMs read the weights as they are");
+  }
+  enum { R = 128, C = 192, MAX_M = 1024 };
+  Rng rng;
+  rng_seed(&rng, 77);
+  uint16_t *w_host = malloc(R * C * 2), *w_old = malloc(R * C * 2), *a_host = malloc((size_t)MAX_M * C * 2);
+  random_bf16(w_host, R * C, &rng);
+  random_bf16(a_host, (size_t)MAX_M * C, &rng);
+  // the plan's bytes: both layouts for (128, 192); only x W^T's for (128, 96) (dy W's 96 columns are
+  // not a whole number of 64-column blocks); none in fp32
+  cr_assert_eq(backend_weights_bytes(b, NN_BF16, R, C), (size_t)2 * R * C * 2);
+  cr_assert_eq(backend_weights_bytes(b, NN_BF16, R, 96), (size_t)R * 96 * 2);
+  cr_assert_eq(backend_weights_bytes(b, NN_F32, R, C), 0);
+  uint16_t *w = backend_alloc(b, R * C * 2);
+  backend_upload(b, w, w_host, R * C * 2);
+  backend_weights_changed(b, w, NN_BF16, R, C);
+  int rows[] = {32, 5, 1024, 100};
+  for (int i = 0; i < 4; i++) {
+    check_weight_product(b, a_host, w_host, w, rows[i], R, C, 1, "x W^T");  // (M, 192) x (192, 128)
+    check_weight_product(b, a_host, w_host, w, rows[i], C, R, 0, "dy W");   // (M, 128) x (128, 192)
+  }
+  // a change announced is seen; one not announced is not (the products read the copy: the test
+  // above went through it)
+  memcpy(w_old, w_host, R * C * 2);
+  random_bf16(w_host, R * C, &rng);
+  backend_upload(b, w, w_host, R * C * 2);
+  backend_weights_changed(b, w, NN_BF16, R, C);
+  check_weight_product(b, a_host, w_host, w, 32, R, C, 1, "x W^T after the change");
+  check_weight_product(b, a_host, w_host, w, 1024, C, R, 0, "dy W after the change");
+  backend_upload(b, w, w_old, R * C * 2);  // not announced
+  check_weight_product(b, a_host, w_host, w, 1024, C, R, 0, "dy W from the copy");
+  // freed: the memory is not those weights any more. Strict mode's blocks are whole pages from
+  // mmap, and a new one of the same size usually gets the freed address back; where it does, its
+  // products read it as it is (with a stale register they would read the freed weights' copy).
+  backend_free(b, w);
+  backend_close(b);
+  setenv("PPO_CPU_STRICT", "1", 1);  // Criterion runs each test in its own process
+  b = cpu();
+  enum { BR = 512, BC = 1024 };
+  uint16_t *big_host = malloc((size_t)BR * BC * 2), *a_big = malloc((size_t)32 * BR * 2);
+  random_bf16(big_host, (size_t)BR * BC, &rng);
+  random_bf16(a_big, (size_t)32 * BR, &rng);
+  uint16_t *big = backend_alloc(b, (size_t)BR * BC * 2);
+  backend_upload(b, big, big_host, (size_t)BR * BC * 2);
+  backend_weights_changed(b, big, NN_BF16, BR, BC);
+  check_weight_product(b, a_big, big_host, big, 32, BC, BR, 0, "dy W, W (512, 1024)");
+  backend_free(b, big);
+  uint16_t *x = backend_alloc(b, (size_t)BR * BC * 2);
+  random_bf16(big_host, (size_t)BR * BC, &rng);
+  backend_upload(b, x, big_host, (size_t)BR * BC * 2);
+  if (x == big)
+    check_weight_product(b, a_big, big_host, x, 32, BC, BR, 0, "a new allocation at a freed W's address");
+  else
+    cr_log_warn("the allocator did not reuse the freed address: the register's forgetting went untested");
+  backend_free(b, x);
+  free(big_host), free(a_big);
+  free(w_host), free(w_old), free(a_host);
+  backend_close(b);
+}
+
 int openblas_get_num_threads(void);  // OpenBLAS's own API (cblas.h declares it too)
 
 // With oneDNN, OpenBLAS gets only small products and must run them on the calling thread: its
