@@ -25,6 +25,8 @@
 
 #define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
 
+int cpu_avx512;
+
 static void cpu_free(Backend *backend, void *ptr);
 
 static void cpu_close(Backend *backend) {
@@ -253,7 +255,7 @@ CPU_VECTOR_CLONES static void transpose_tile(void *din_t, const unsigned char *t
     const uint16_t *t16 = (const uint16_t *)(const void *)tile;
     int done = 0;
 #ifdef CPU_HAVE_AVX512_TRANSPOSE
-    if (rows == CPU_ROW_TILE && ((uintptr_t)dst | (size_t)B * 2) % 64 == 0 && __builtin_cpu_supports("avx512bw"))
+    if (rows == CPU_ROW_TILE && ((uintptr_t)dst | (size_t)B * 2) % 64 == 0 && cpu_avx512)
       done = transpose_tile16_avx512(dst, tile, B, n);
 #endif
     for (int h = done; h < n; h++)
@@ -638,6 +640,14 @@ Backend *backend_cpu_open(void) {
   ctx->strict = strict && strcmp(strict, "1") == 0;
   backend->ops = &cpu_ops;
   backend->ctx = ctx;
+  const char *no_avx512 = getenv("PPO_CPU_NO_AVX512");
+  cpu_avx512 = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  __builtin_cpu_init();
+  cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               !(no_avx512 && strcmp(no_avx512, "1") == 0);
+#endif
+  (void)no_avx512;
   cpu_gemm_open(backend);
   return backend;
 }

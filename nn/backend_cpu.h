@@ -47,6 +47,12 @@
 
 typedef struct CpuGemm CpuGemm;  // the GEMM library's state (oneDNN engine, stream, primitive cache)
 
+// Whether the hand-written AVX-512 paths (tile transposes, the weight layouts) may run: the CPU has
+// AVX-512F and BW, and PPO_CPU_NO_AVX512=1 was not set when the last CPU backend opened (the tests
+// set it to run the scalar loops those paths stand in for, which must give the same bytes).
+// Compiler-made target_clones are not affected.
+extern int cpu_avx512;
+
 // PPO_CPU_STRICT=1, a test mode: backend memory is mapped page by page and kept PROT_NONE outside
 // the backend's own calls, so host code that touches it directly (which a GPU backend would not
 // survive) faults at the line. At most CPU_STRICT_REGIONS live allocations.

@@ -200,10 +200,7 @@ __attribute__((target("avx512f"))) static int transpose_block_avx512(float *d, c
 #endif
 
 static void transpose_f32(float *restrict d, const float *restrict s, int R, int C) {
-  int blocks = (R + 15) / 16, wide = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-  wide = __builtin_cpu_supports("avx512f");
-#endif
+  int blocks = (R + 15) / 16, wide = cpu_avx512;
   CPU_FOR((size_t)R * C >= 65536 && blocks > 1, (int blk = 0; blk < blocks; blk++), {
     int i0 = blk * 16, i1 = i0 + 16 < R ? i0 + 16 : R, done = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -384,10 +381,7 @@ __attribute__((target("avx512f"))) static void transpose_words_avx512(uint16_t *
 #endif
 
 static void pack_fwd(uint16_t *restrict dst, const uint16_t *restrict w, int rows, int cols) {
-  int kbs = cols / 32, wide = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-  wide = __builtin_cpu_supports("avx512f");
-#endif
+  int kbs = cols / 32, wide = cpu_avx512;
   CPU_FOR((size_t)rows * cols >= 65536, (int g16 = 0; g16 < rows / 16; g16++), {
     int n0 = g16 * 16;  // W's rows n0 .. n0 + 15: columns n0 % 64 .. + 15 of block strip n0 / 64
     for (int kb = 0; kb < kbs; kb++) {

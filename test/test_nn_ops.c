@@ -863,7 +863,7 @@ static void check_weight_product(Backend *b, const uint16_t *a_host, const uint1
 // W (128, 192) bf16 registered: x W^T at few rows and dy W at the update's batch read the copy in
 // oneDNN's layout (both layouts apply: 192 and 128 are multiples of 32 and 64). A wrong block or
 // pair order gives O(1) errors.
-Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) {
+static void weights_layout_case(void) {
   Backend *b = cpu();
   if (!strstr(backend_describe(b), "oneDNN")) {
     backend_close(b);
@@ -925,6 +925,21 @@ Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) {
   free(big_host), free(a_big);
   free(w_host), free(w_old), free(a_host);
   backend_close(b);
+}
+
+Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) { weights_layout_case(); }
+
+// The hand-written AVX-512 paths' scalar loops (other CPUs), forced: the weight layouts, the
+// transposed low-precision gradient tiles, the transposes of few-row and small NT products.
+Test(nn_gemm, the_scalar_loops_behind_the_avx512_paths) {
+  setenv("PPO_CPU_NO_AVX512", "1", 1);  // Criterion runs each test in its own process
+  Backend *b = cpu();
+  check_backward_t(b, 512, 512);  // full aligned tiles
+  gemm_case(b, NN_F32, 0, 1, 32, 2100, 40, 0.0f);  // oneDNN computes C^T, transposed on the threads
+  gemm_case(b, NN_F32, 0, 1, 64, 64, 64, 0.0f);    // B transposed on the stack
+  gemm_case(b, NN_BF16, 0, 1, 32, 300, 70, 1.0f);
+  backend_close(b);
+  weights_layout_case();
 }
 
 int openblas_get_num_threads(void);  // OpenBLAS's own API (cblas.h declares it too)
