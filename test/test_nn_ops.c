@@ -282,6 +282,39 @@ Test(nn_math, tanh_is_within_a_few_ulp_of_libm) {
   cr_assert(isnan(nn_tanh(NAN)), "NaN must propagate (overflow detection)");
 }
 
+// The backend's vectorised loops (each x86-64 clone, the build's flags: -fno-trapping-math lets
+// GCC vectorise the clamps) must give nn_tanh's bits, which the CUDA kernels share: random bit
+// patterns (NaN, infinities, subnormals), values around the clamp at +-9, and ordinary ones.
+Test(nn_math, the_backends_tanh_loop_gives_nn_tanh_bits) {
+  Backend *b = cpu();
+  enum { B = 64, H = 4096 };
+  size_t n = (size_t)B * H;
+  float *x = malloc(n * 4), *got = malloc(n * 4), *bias = calloc(H, 4);
+  Rng rng;
+  rng_seed(&rng, 97);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)rng_next_u64(&rng);
+    if (i % 3 == 0)
+      memcpy(&x[i], &u, 4);
+    else
+      x[i] = (float)((i % 3 == 1 ? 20.0 : 2.0) * (2.0 * rng_uniform(&rng) - 1.0));
+  }
+  const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-40f, 9.0f, -9.0f, nextafterf(9.0f, 10.0f), -8.9999995f};
+  memcpy(x, edges, sizeof edges);
+  float *d_in = backend_alloc(b, n * 4), *d_bias = backend_alloc(b, H * 4), *d_out = backend_alloc(b, n * 4);
+  backend_upload(b, d_in, x, n * 4);
+  backend_upload(b, d_bias, bias, H * 4);
+  backend_bias_act_forward(b, d_out, NN_F32, d_in, d_bias, B, H, NN_ACT_TANH);
+  backend_download(b, got, d_out, n * 4);
+  for (size_t i = 0; i < n; i++) {
+    float want = nn_tanh(x[i] + 0.0f);
+    cr_assert(memcmp(&want, &got[i], 4) == 0, "tanh(%a) [%zu]: backend %a, nn_tanh %a", x[i], i, got[i], want);
+  }
+  backend_free(b, d_in), backend_free(b, d_bias), backend_free(b, d_out);
+  free(x), free(got), free(bias);
+  backend_close(b);
+}
+
 // --- GEMM -------------------------------------------------------------------------------------------------
 
 static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, int K, float beta) {
