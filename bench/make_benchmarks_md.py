@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,7 +114,7 @@ def machine_section(out, d):
     table(out, ["", "value"], rows, ["---", "---"])
 
 
-def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None):
+def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None, torch=()):
     command = d["command"]
     binary = command.split()[0]
     build_dir = os.path.dirname(os.path.dirname(binary)) or "build"
@@ -125,6 +126,7 @@ def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None):
     out.append(command)
     extra = "".join(f" --sb3 {os.path.relpath(os.path.abspath(f), ROOT)}" for f in extra_sb3)
     extra += f" --gpu {gpu_rel}" if gpu_rel else ""
+    extra += "".join(f" --torch {os.path.relpath(os.path.abspath(f), ROOT)}" for f in torch)
     out.append(f"python3 bench/make_benchmarks_md.py {json_rel} --out {out_rel}{extra}")
     out.append("```\n")
     out.append(f"`ppo-bench all` writes `{json_rel}`, the Markdown tables next to it (`.md`) and the "
@@ -341,6 +343,42 @@ def sb3_section(out, d, json_dir, docs_dir, extra=()):
         table(out, SB3_HEADER, sb3_rows(extra, docs_dir), SB3_ALIGN)
 
 
+TORCH_RATIO = re.compile(r"ratio (\w+)\s+ours (\w+) / torch fp32 = ([0-9.]+)x \(target ([0-9.]+)x: ([A-Za-z ]+)\) "
+                         r"\[ours (\w+) ([0-9.]+), torch (\w+) ([0-9.]+)\]")
+
+
+def torch_section(out, files, docs_dir):
+    """bench/run_backend_vs_torch.sh outputs: each program in its fastest OpenMP mode, ratio to the target."""
+    out.append("## PyTorch side by side (bench/run_backend_vs_torch.sh)\n")
+    out.append("`ppo-bench backend` and `bench/torch_reference.py` (the same networks and steps in PyTorch, fp32) "
+               "alternated 3 times under each OpenMP waiting mode; each program in its fastest mode, the median "
+               "of that mode's runs (in parentheses: ours / PyTorch's samples/s, and the target). The targets are "
+               "issue #3's.\n")
+    header = ["raw file", "measured (UTC, commit)", "train step fp32", "train step bf16", "rollout fp32",
+              "rollout bf16"]
+    rows, torch_train = [], []
+    for f in files:
+        with open(f) as fh:
+            text = fh.read()
+        date = re.search(r"^# ppo-bench backend vs .*?, (\w{3} \w{3} +\d+ [0-9:]+ \w+ \d{4})$", text, re.M)
+        commit = re.search(r"^# commit: (\S+)", text, re.M)
+        block = text.split("## each program in its fastest mode", 1)
+        cells = {}
+        for m in TORCH_RATIO.finditer(block[1] if len(block) > 1 else ""):
+            what, dtype, ratio, target, verdict, _, ours, _, theirs = m.groups()
+            key = ("train step " if what.startswith("train") else "rollout ") + dtype
+            cells[key] = f"{ratio}x ({fmt(float(ours))} / {fmt(float(theirs))}; {target}x: {verdict.strip()})"
+            if what.startswith("train") and dtype == "fp32":
+                torch_train.append(float(theirs))
+        rows.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})",
+                     f"{date.group(1) if date else '?'}, `{commit.group(1) if commit else '?'}`"] +
+                    [cells.get(h, "-") for h in header[2:]])
+    table(out, header, rows)
+    if len(torch_train) > 1:
+        out.append(f"PyTorch's own fp32 training rate ranged from {fmt(min(torch_train))} to {fmt(max(torch_train))} "
+                   "samples/s across these runs: compare ratios within a run.\n")
+
+
 def raw_files_section(out, json_path, docs_dir):
     stamp = os.path.basename(json_path).split("-")[0]
     files = sorted(glob.glob(os.path.join(os.path.dirname(json_path), stamp + "-*")))
@@ -350,7 +388,7 @@ def raw_files_section(out, json_path, docs_dir):
     out.append("")
 
 
-def render(d, json_path, out_path, extra_sb3=(), gpu=None):
+def render(d, json_path, out_path, extra_sb3=(), gpu=None, torch=()):
     """gpu: (path, JSON) of a `ppo-bench all` run on a GPU machine, rendered as a part of its own."""
     docs_dir = os.path.dirname(os.path.abspath(out_path))
     json_dir = os.path.dirname(os.path.abspath(json_path))
@@ -368,7 +406,7 @@ def render(d, json_path, out_path, extra_sb3=(), gpu=None):
     ]
     machine_section(out, d)
     reproduce_section(out, d, json_rel, out_rel, extra_sb3,
-                      os.path.relpath(os.path.abspath(gpu[0]), ROOT) if gpu else None)
+                      os.path.relpath(os.path.abspath(gpu[0]), ROOT) if gpu else None, torch)
     headline_section(out, res)
     backend_section(out, res)
     envs_section(out, res)
@@ -376,6 +414,8 @@ def render(d, json_path, out_path, extra_sb3=(), gpu=None):
     scaling_section(out, d, res, docs_dir, json_dir)
     memory_section(out, d, res, docs_dir, json_dir)
     sb3_section(out, d, json_dir, docs_dir, [os.path.abspath(f) for f in extra_sb3])
+    if torch:
+        torch_section(out, [os.path.abspath(f) for f in torch], docs_dir)
     raw_files_section(out, os.path.abspath(json_path), docs_dir)
     if gpu:
         gpu_path, g = gpu
@@ -404,6 +444,8 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
     ap.add_argument("--sb3", action="append", default=[], help="another bench/sb3_compare.py JSON to list (repeatable)")
     ap.add_argument("--gpu", default=None, help="the JSON of a `ppo-bench all` run on a GPU machine (its own part)")
+    ap.add_argument("--torch", action="append", default=[],
+                    help="a bench/run_backend_vs_torch.sh output (STAMP-backend-cpu.txt) to list (repeatable)")
     args = ap.parse_args(argv)
     path = args.json or newest_json()
     if not path:
@@ -429,7 +471,11 @@ def main(argv=None):
             if key not in doc:
                 print(f"make_benchmarks_md.py: {p}: no '{key}' (not the JSON of ppo-bench all?)", file=sys.stderr)
                 return 2
-    text = render(d, path, args.out, args.sb3, gpu)
+    for f in args.torch:
+        if not os.path.isfile(f):
+            print(f"make_benchmarks_md.py: --torch {f}: no such file", file=sys.stderr)
+            return 2
+    text = render(d, path, args.out, args.sb3, gpu, args.torch)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
