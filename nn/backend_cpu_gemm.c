@@ -467,7 +467,7 @@ void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes) {
   }
 }
 
-// B's copy in oneDNN's layout for op(B) (K, N) where one pays, laid out now if W changed since.
+// B's copy in oneDNN's layout for op(B) (K, N) where one pays (and its W: packed_refresh lays it out).
 // Measured in the bf16 headline step (2-core machine, us per call): dy W at 1024 x 2048 x 1024 runs
 // about 800 faster on the laid-out copy (3550 -> 2760) and laying W (1024, 2048) out after each
 // Adam step costs 340 (W comes from memory), so dy W always uses it (512-row W: 1090 -> 980, for a
@@ -475,30 +475,35 @@ void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes) {
 // than its layout costs, so x W^T uses it only for few rows (M <= 64, the rollout's batch), where
 // one layout serves every call until the next update: 32 x 1024 x 2048 (t) 133 -> 107 us.
 #define PACKED_FWD_MAX_ROWS 64
-static const PackedB *packed_weights(CpuGemm *g, const void *B, int trans_b, int M, int K, int N) {
+static PackedB *packed_weights(CpuGemm *g, const void *B, int trans_b, int M, int K, int N, WeightPack **owner) {
   WeightPack *w = NULL;
   for (int i = 0; i < g->n_packs && !w; i++)
     if (g->packs[i].w == B) w = &g->packs[i];
   if (!w || (trans_b && M > PACKED_FWD_MAX_ROWS)) return NULL;
   PackedB *p = trans_b ? &w->fwd : &w->bwd;
-  if (!p->ok || p->K != K || p->N != N) return NULL;
-  if (p->stale) {
-    if (trans_b)
-      pack_fwd(p->buf, w->w, w->rows, w->cols);
-    else
-      pack_bwd(p->buf, w->w, w->rows, w->cols);
-    p->stale = 0;
-  }
-  return p;
+  *owner = w;
+  return p->ok && p->K == K && p->N == N ? p : NULL;
+}
+
+// p laid out from its W if W changed since (only once a GEMM will read it).
+static void packed_refresh(PackedB *p, const WeightPack *w, int trans_b) {
+  if (!p->stale) return;
+  if (trans_b)
+    pack_fwd(p->buf, w->w, w->rows, w->cols);
+  else
+    pack_bwd(p->buf, w->w, w->rows, w->cols);
+  p->stale = 0;
 }
 
 // scratch: M N floats when onednn_swaps(trans_b, M, N, beta), else unused.
 static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                         const void *A, const void *B, float beta, float *C, float *scratch) {
-  const PackedB *packed = dtype == NN_BF16 ? packed_weights(g, B, trans_b, M, K, N) : NULL;
+  WeightPack *owner = NULL;
+  PackedB *packed = dtype == NN_BF16 ? packed_weights(g, B, trans_b, M, K, N, &owner) : NULL;
   if (packed) {  // (never swapped: with the weights laid out, oneDNN runs few rows well as they are)
     GemmEntry *e = gemm_entry(g, dtype, trans_a, trans_b, M, N, K, alpha, beta, 0, packed);
     if (e->prim) {
+      packed_refresh(packed, owner, trans_b);
       DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)A));
       DNNL_CHECK(dnnl_memory_set_data_handle(e->b, packed->buf));
       DNNL_CHECK(dnnl_memory_set_data_handle(e->c, C));
