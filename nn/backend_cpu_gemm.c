@@ -184,17 +184,45 @@ static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, co
 
 // d (C, R) = s (R, C)^T, in blocks of 16 rows of s: the block (16 C floats) stays in L1 while each
 // row of d gets one whole cache line at a time (rows of d are often a multiple of 4 KiB apart, so a
-// row-by-row column walk would thrash one L1 set). With AVX-512 a block's full 16-column tiles move
-// with one gather per column of d; the rest (and other CPUs) take the scalar loop, with the same
-// values. Large ones (oneDNN's swapped products) run on OpenMP's threads.
+// row-by-row column walk would thrash one L1 set). With AVX-512 a block's full 16-column tiles
+// are transposed in registers (transpose16_avx512); the rest (and other CPUs) take the scalar
+// loop, with the same values. Large ones (oneDNN's swapped products) run on OpenMP's threads.
 #if defined(__GNUC__) && defined(__x86_64__)
+// 16 x 16 32-bit words in registers (16 row loads, 64 shuffles, 16 stores): out[c][r] = in[r][c],
+// the leading dimensions in words. It serves the float transposes below and the layout of bf16
+// weights (pairs of bf16 as one word); gathers, 16 rows at a time, ran about 3x slower there.
+__attribute__((target("avx512f"))) static void transpose16_avx512(void *out, size_t out_ld, const void *in,
+                                                                  size_t in_ld) {
+  __m512i r[16], t[16];
+  for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_si512((const void *)((const uint32_t *)in + j * in_ld));
+  for (int i = 0; i < 8; i++) {  // lane L of t[2i]: words 4L, 4L + 1 of rows 2i, 2i + 1; t[2i + 1]: 4L + 2, 4L + 3
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {  // lane L of r[4i + j]: word 4L + j of rows 4i .. 4i + 3
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int i = 0; i < 4; i++) {  // gather the lanes: then r[c] = word c of rows 0 .. 15
+    t[i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0xdd);
+    t[8 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0xdd);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
+    r[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
+  }
+  for (int c = 0; c < 16; c++) _mm512_storeu_si512((void *)((uint32_t *)out + c * out_ld), r[c]);
+}
+
 __attribute__((target("avx512f"))) static int transpose_block_avx512(float *d, const float *s, int R, int C, int i0) {
-  const __m512i rows =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(C));
   int j = 0;
-  for (; j + 16 <= C; j += 16)
-    for (int jj = j; jj < j + 16; jj++)
-      _mm512_storeu_ps(d + (size_t)jj * R + i0, _mm512_i32gather_ps(rows, s + (size_t)i0 * C + jj, 4));
+  for (; j + 16 <= C; j += 16) transpose16_avx512(d + (size_t)j * R + i0, (size_t)R, s + (size_t)i0 * C + j, (size_t)C);
   return j;
 }
 #endif
@@ -349,36 +377,7 @@ static void packed_layout(CpuGemm *g, PackedB *p, int K, int N) {
 // 32-bit word of W's row n: each block is four 16 x 16 transposes of words. Work goes by 16 rows
 // of W, each read along its length (16 streams per thread; a block at a time, 64 rows 4 KiB
 // apart, defeated the prefetchers: 6x slower from memory). With AVX-512 each 16 x 16 tile is
-// transposed in registers (16 row loads, 64 shuffles, 16 stores); other CPUs take the scalar loop.
-#if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("avx512f"))) static void transpose_words_avx512(uint16_t *out, const uint16_t *in, int cols) {
-  __m512i r[16], t[16];
-  for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_si512((const void *)(in + (size_t)j * cols));
-  for (int i = 0; i < 8; i++) {  // lane L of t[2i]: words 4L, 4L + 1 of rows 2i, 2i + 1; t[2i + 1]: 4L + 2, 4L + 3
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) {  // lane L of r[4i + j]: word 4L + j of rows 4i .. 4i + 3
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int i = 0; i < 4; i++) {  // gather the lanes: then r[c] = word c of rows 0 .. 15
-    t[i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0xdd);
-    t[8 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0xdd);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
-    r[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
-    r[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
-  }
-  for (int kp = 0; kp < 16; kp++) _mm512_storeu_si512((void *)(out + kp * 128), r[kp]);
-}
-#endif
+// transposed in registers (transpose16_avx512); other CPUs take the scalar loop.
 
 static void pack_fwd(uint16_t *restrict dst, const uint16_t *restrict w, int rows, int cols) {
   int kbs = cols / 32, wide = cpu_avx512;
@@ -389,7 +388,7 @@ static void pack_fwd(uint16_t *restrict dst, const uint16_t *restrict w, int row
       const uint16_t *in = w + (size_t)n0 * cols + (size_t)kb * 32;
 #if defined(__GNUC__) && defined(__x86_64__)
       if (wide) {
-        transpose_words_avx512(out, in, cols);
+        transpose16_avx512(out, 64, in, (size_t)cols / 2);  // rows of 64 words out, cols / 2 words in
         continue;
       }
 #endif
