@@ -90,12 +90,8 @@ def main():
     for _, k, a, b, kd, change, flagged in rows:
         group, name, backend, precision, params = k
         p = ",".join(f"{x}={y}" for x, y in json.loads(params).items())
-        if kd == "speed":
-            verdict = f"{abs(change):.1f} % {'faster' if change >= 0 else 'slower'}"
-        elif kd == "time":
-            verdict = f"{abs(change):.1f} % {'faster' if change >= 0 else 'slower'}"
-        else:
-            verdict = f"{abs(change):.1f} % {'smaller' if change >= 0 else 'larger'}"
+        better, worse_word = ("smaller", "larger") if kd == "memory" else ("faster", "slower")
+        verdict = f"{abs(change):.1f} % {better if change >= 0 else worse_word}"
         mark = "!!" if flagged and change < 0 else ("+ " if flagged else "  ")
         print(f"{mark} {group}/{name} {backend} {precision} {p}: {a['median']:.6g} -> {b['median']:.6g} "
               f"{a['unit']} ({verdict}; ranges [{a['min']:.6g}, {a['max']:.6g}] -> [{b['min']:.6g}, {b['max']:.6g}])")
