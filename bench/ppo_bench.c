@@ -258,7 +258,7 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
                      .activation = NN_ACT_TANH,
                      .dtype = dt,
                      .max_batch = 1024,
-                     .ortho_init = 1,
+                     .init = POLICY_INIT_ORTHO,
                      .seed = 1};
   memcpy(spec.pi_layers, opt->hidden, sizeof spec.pi_layers);
   memcpy(spec.vf_layers, opt->hidden, sizeof spec.vf_layers);

@@ -270,6 +270,21 @@ static void init_net(Policy *policy, MlpParams *p, const MlpShape *s, double hea
   }
 }
 
+// torch.nn.Linear.reset_parameters: W and b uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), each
+// layer's weights (row-major) then its biases.
+static void init_net_torch(Policy *policy, MlpParams *p, const MlpShape *s, Rng *rng) {
+  for (int l = 0; l < s->n_linear; l++) {
+    int rows = s->dims[l + 1], cols = s->dims[l];
+    size_t n = (size_t)rows * cols;
+    float *host = CHECK_ALLOC((n + (size_t)rows) * sizeof(float), "torch default init");
+    double bound = 1.0 / sqrt((double)cols);
+    for (size_t i = 0; i < n + (size_t)rows; i++) host[i] = (float)((2.0 * rng_uniform(rng) - 1.0) * bound);
+    backend_upload(policy->backend, p->w[l], host, n * sizeof(float));
+    backend_upload(policy->backend, p->b[l], host + n, (size_t)rows * sizeof(float));
+    free(host);
+  }
+}
+
 // --- lifetime ---------------------------------------------------------------------------------------------------
 
 Policy *policy_init(Backend *backend, const PolicySpec *spec) {
@@ -319,11 +334,16 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   policy->acts_memory = backend_alloc(backend, policy->plan.acts);
   table_point(e, n, policy->acts_memory);
 
-  if (spec->ortho_init) {
+  if (spec->init == POLICY_INIT_ORTHO) {
     Rng rng;
     rng_seed(&rng, spec->seed);
     init_net(policy, &policy->params.pi, &policy->pi_shape, 0.01, &rng);
     init_net(policy, &policy->params.vf, &policy->vf_shape, 1.0, &rng);
+  } else if (spec->init == POLICY_INIT_TORCH) {
+    Rng rng;
+    rng_seed(&rng, spec->seed);
+    init_net_torch(policy, &policy->params.pi, &policy->pi_shape, &rng);
+    init_net_torch(policy, &policy->params.vf, &policy->vf_shape, &rng);
   }
   if (policy->params.log_std) {
     float *host = CHECK_ALLOC((size_t)spec->action_dim * sizeof(float), "log_std init");

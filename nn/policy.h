@@ -17,9 +17,13 @@
 // Gaussian (action_dim means and a state-independent log_std parameter, initialised to
 // log_std_init). Value head: one output.
 //
-// Init: SB3's orthogonal init (torch.nn.init.orthogonal_: QR of a Gaussian matrix with the signs
-// of R's diagonal folded into Q), gain sqrt(2) for hidden layers, 0.01 for the policy head, 1 for
-// the value head, zero biases. The Gaussian matrix comes from an xoshiro stream of spec.seed.
+// Init (spec.init), each from an xoshiro stream of spec.seed:
+//   POLICY_INIT_ORTHO: SB3's orthogonal init, ortho_init = True (torch.nn.init.orthogonal_: QR of a
+//     Gaussian matrix with the signs of R's diagonal folded into Q), gain sqrt(2) for hidden layers,
+//     0.01 for the policy head, 1 for the value head, zero biases.
+//   POLICY_INIT_TORCH: SB3 with ortho_init = False, i.e. torch.nn.Linear's own init: weights and
+//     biases uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5)).
+//   POLICY_INIT_ZERO: every parameter zero, for callers that then set all of them (fixtures).
 //
 // Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden.
 // Depends on nn/backend.h, nn/mlp.h, common/rng.h.
@@ -32,6 +36,7 @@
 #include "nn/mlp.h"
 
 typedef enum { POLICY_HEAD_CATEGORICAL = 0, POLICY_HEAD_GAUSSIAN = 1 } PolicyHead;
+typedef enum { POLICY_INIT_ZERO = 0, POLICY_INIT_ORTHO = 1, POLICY_INIT_TORCH = 2 } PolicyInit;
 
 typedef struct {
   int obs_dim;     // O
@@ -43,7 +48,7 @@ typedef struct {
   NnDtype dtype;                           // GEMM precision: NN_F32, NN_F16 or NN_BF16
   int max_batch;                           // largest B any call will use (rollout or minibatch)
   float log_std_init;                      // Gaussian head only (SB3 default 0)
-  int ortho_init;                          // 1: orthogonal init; 0: leave all parameters zero
+  PolicyInit init;                         // see above; the config's ortho_init picks ORTHO or TORCH
   uint64_t seed;                           // init stream
   int obs_pad;  // the first layer's forward GEMM reads observations and weights with zero columns up to a multiple
                 // of this: 0 = the precision's choice (policy_obs_pad_multiple), 1 = none

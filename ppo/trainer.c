@@ -117,7 +117,7 @@ PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec) {
   int B = (int)cfg->ppo.batch_size, N = (int)cfg->env.n_envs;
   p.max_batch = B > N ? B : N;
   p.log_std_init = (float)cfg->policy.log_std_init;
-  p.ortho_init = cfg->policy.ortho_init;
+  p.init = cfg->policy.ortho_init ? POLICY_INIT_ORTHO : POLICY_INIT_TORCH;
   p.seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_INIT);
   return p;
 }

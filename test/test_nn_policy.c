@@ -33,7 +33,7 @@ static PolicySpec small_spec(PolicyHead head, NnDtype dtype) {
                   .dtype = dtype,
                   .max_batch = 8,
                   .log_std_init = -0.3f,
-                  .ortho_init = 1,
+                  .init = POLICY_INIT_ORTHO,
                   .seed = 3};
   return s;
 }
@@ -104,6 +104,44 @@ Test(nn_policy, init_gains_biases_and_log_std) {
   cr_assert_eq(p->params.pi.w[0], p->params_memory);
   cr_assert_eq(p->params.log_std + 3, p->params_memory + p->param_count);
   cr_assert_eq(p->param_count, (size_t)(6 * 4 + 6 + 5 * 6 + 5 + 3 * 5 + 3) + (7 * 4 + 7 + 4 * 7 + 4 + 4 + 1) + 3);
+  policy_free(p);
+  backend_close(b);
+}
+
+// ortho_init = false (SB3): torch.nn.Linear's init, W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+// Checked on a layer wide enough for its moments: every value inside the bound, the mean near 0,
+// the variance near bound^2 / 3 (the uniform's), the biases drawn too (SB3's zero biases are the
+// orthogonal init's), and the two networks drawn differently.
+Test(nn_policy, torch_default_init_without_ortho_init) {
+  Backend *b = cpu();
+  PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F32);
+  spec.obs_dim = 100, spec.pi_layers[0] = 400, spec.vf_layers[0] = 400, spec.init = POLICY_INIT_TORCH;
+  Policy *p = policy_init(b, &spec);
+  cr_assert(p, "%s", error_message());
+  const MlpParams *nets[2] = {&p->params.pi, &p->params.vf};
+  const MlpShape *shapes[2] = {&p->pi_shape, &p->vf_shape};
+  for (int net = 0; net < 2; net++)
+    for (int l = 0; l < shapes[net]->n_linear; l++) {
+      int rows = shapes[net]->dims[l + 1], cols = shapes[net]->dims[l];
+      double bound = 1.0 / sqrt((double)cols), sum = 0, sq = 0;
+      size_t n = (size_t)rows * cols;
+      for (size_t i = 0; i < n; i++) {
+        double w = nets[net]->w[l][i];
+        cr_assert(fabs(w) <= bound, "net %d layer %d weight %zu = %g outside +-%g", net, l, i, w, bound);
+        sum += w, sq += w * w;
+      }
+      int nonzero_bias = 0;
+      for (int k = 0; k < rows; k++) {
+        cr_assert(fabs(nets[net]->b[l][k]) <= bound, "net %d layer %d bias %d", net, l, k);
+        nonzero_bias += nets[net]->b[l][k] != 0.0f;
+      }
+      cr_assert_eq(nonzero_bias, rows, "net %d layer %d: biases are drawn, not zero", net, l);
+      if (n < 10000) continue;  // moments only where they are sharp
+      double mean = sum / (double)n, var = sq / (double)n - mean * mean, want = bound * bound / 3.0;
+      cr_assert(fabs(mean) < 0.02 * bound, "net %d layer %d mean %g (bound %g)", net, l, mean, bound);
+      cr_assert(fabs(var / want - 1.0) < 0.05, "net %d layer %d variance %g, uniform's %g", net, l, var, want);
+    }
+  cr_assert(p->params.pi.w[0][0] != p->params.vf.w[0][0], "actor and critic drawn from one stream in turn");
   policy_free(p);
   backend_close(b);
 }

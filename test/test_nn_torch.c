@@ -111,7 +111,7 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
                      .activation = NN_ACT_TANH,
                      .dtype = dtype,
                      .max_batch = B,
-                     .ortho_init = 0};
+                     .init = POLICY_INIT_ZERO};
   spec.n_pi = spec.n_vf = shape->n - 4;
   for (int l = 0; l < spec.n_pi; l++) spec.pi_layers[l] = spec.vf_layers[l] = (int)shape->v[4 + l];
   Backend *be = backend_open("cpu");
