@@ -185,7 +185,7 @@ static const ConfigKey config_keys[] = {
     K_LIST(policy, vf_layers, "64,64", 1, 65536, "hidden layer widths of the value MLP"),
     K_CHOICE(policy, activation, "tanh", activation_names, "hidden activation"),
     K_REAL(policy, log_std_init, "0.0", -20, 20, 0, "initial log std of the Gaussian policy (continuous actions)"),
-    K_BOOL(policy, ortho_init, "true", "true: orthogonal init (gain sqrt(2) hidden, 0.01 policy head, 1 value head, zero biases); false: torch.nn.Linear's default init (uniform within 1/sqrt(fan_in))"),
+    K_BOOL(policy, ortho_init, "true", "true: orthogonal, gains sqrt(2) / 0.01 / 1; false: torch.nn.Linear's init"),
 
     // --- [normalize]: SB3 VecNormalize -----------------------------------------------------------
     K_BOOL(normalize, obs, "false", "normalise observations with running statistics"),
