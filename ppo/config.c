@@ -29,8 +29,8 @@
 #define VALUE_TEXT_MAX 512                  // a value as quoted in a message
 #define ERRORS_RESERVE 96                   // room kept for the "... more errors" line
 
-static const char *const config_sections[] = {"run",  "env",  "ppo", "policy", "normalize",
-                                              "amp", "eval", "walk_forward"};
+static const char *const config_sections[] = {"run",       "env", "ppo",  "policy",
+                                              "normalize", "amp", "eval", "walk_forward"};
 #define SECTION_COUNT ((int)(sizeof config_sections / sizeof *config_sections))
 
 // --- error collection -------------------------------------------------------------------------
@@ -501,10 +501,21 @@ static void loader_check_cross(Loader *loader) {
   if (c->env.ema_fast >= c->env.ema_slow)
     cross_report(loader, CHECK_ERROR, KEYS("env.ema_fast", "env.ema_slow"), " must be less than ", "", NULL);
   loader_check_dates(loader);
-  int64_t rollout = c->ppo.n_steps * c->env.n_envs;  // both bounded by the schema (1e8 x 4096): no overflow
+  int64_t rollout = c->ppo.n_steps * c->env.n_envs;  // both bounded by the schema (1e8 x 4096): no int64 overflow
   if (rollout < 2)
     cross_report(loader, CHECK_ERROR, KEYS("ppo.n_steps", "env.n_envs"), " x ", "",
                  ": the rollout needs at least 2 transitions (SB3 asserts n_steps x n_envs > 1)");
+  if (rollout > INT32_MAX)
+    cross_report(loader, CHECK_ERROR, KEYS("ppo.n_steps", "env.n_envs"), " x ", "",
+                 ": the rollout is indexed with 32-bit integers: at most 2147483647 transitions");
+  int64_t minibatches =
+      rollout > INT32_MAX ? 0 : c->ppo.n_epochs * ((rollout + c->ppo.batch_size - 1) / c->ppo.batch_size);
+  if (minibatches > INT32_MAX) {
+    snprintf(note, sizeof note,
+             " in minibatches of [ppo] batch_size = %lld: %lld minibatch updates per iteration; at most 2147483647",
+             (long long)c->ppo.batch_size, (long long)minibatches);
+    cross_report(loader, CHECK_ERROR, KEYS("ppo.n_epochs", "ppo.n_steps", "env.n_envs"), " x ", " x ", note);
+  }
   if (c->ppo.normalize_advantage && c->ppo.batch_size < 2)
     cross_report(loader, CHECK_ERROR, KEYS("ppo.batch_size", "ppo.normalize_advantage"), " must be at least 2 with ",
                  "", ": one sample has no standard deviation");

@@ -461,6 +461,16 @@ Test(config_cross, rules_name_both_keys_and_origins) {
       "[ppo]\nn_steps = 16\n[env]\nn_envs = 2\n",
       "t.ini:4: [ppo] batch_size = 64 (default) must not exceed the rollout [ppo] n_steps = 16 (set at t.ini:2) "
       "x [env] n_envs = 2 (set at t.ini:4): the rollout holds 32 transitions");
+  // counts past 32 bits: the rollout's indices, the per-iteration minibatch statistics
+  expect_error("[ppo]\nn_steps = 100000000\n[env]\nn_envs = 22\n",
+               "t.ini:4: [ppo] n_steps = 100000000 (set at t.ini:2) x [env] n_envs = 22 (set at t.ini:4): the rollout "
+               "is indexed with 32-bit integers: at most 2147483647 transitions");
+  expect_error(
+      "[ppo]\nn_steps = 61681\nbatch_size = 1\nnormalize_advantage = false\nn_epochs = 4096\n[env]\n"
+      "n_envs = 17\n",
+      "t.ini:7: [ppo] n_epochs = 4096 (set at t.ini:5) x [ppo] n_steps = 61681 (set at t.ini:2) x [env] "
+      "n_envs = 17 (set at t.ini:7) in minibatches of [ppo] batch_size = 1: 4294971392 minibatch updates per "
+      "iteration; at most 2147483647");
 }
 
 Test(config_cross, valid_edges_pass) {
@@ -472,6 +482,12 @@ Test(config_cross, valid_edges_pass) {
   cr_assert_eq(load_text(&c, "[env]\ntrain_start = 2010-01-01\nval_start = auto\ntest_start = 2012-01-01\n"), 0, "%s",
                error_message());
   cr_assert_eq(load_text(&c, "[ppo]\nbatch_size = 1\nnormalize_advantage = off\n"), 0, "%s", error_message());
+  // the largest rollout and minibatch count that fit
+  cr_assert_eq(
+      load_text(
+          &c,
+          "[ppo]\nn_steps = 524287\nn_epochs = 1\nbatch_size = 1\nnormalize_advantage = off\n[env]\nn_envs = 4096\n"),
+      0, "%s", error_message());
 }
 
 // --- --set overrides ------------------------------------------------------------------------------
