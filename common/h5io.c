@@ -9,9 +9,14 @@
 #include "error.h"
 
 // HDF5 prints its error stack on every failed call by default; our messages replace it.
+// Also the process's first HDF5 call, so it can keep HDF5 from closing files at exit: a file whose
+// H5Fclose failed (disk full) stays in HDF5's table, and closing it again at exit segfaulted
+// (HDF5 1.10). Nothing is lost: every file this program publishes was closed by h5io_commit, and
+// a writer that failed has no file under its final name.
 static void h5io_quiet(void) {
   static int quiet = 0;
   if (!quiet) {
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     quiet = 1;
   }
