@@ -13,12 +13,16 @@ static inline bool cli_is_option(const char *arg, const char *name) {
 }
 
 // The value of option argv[*i] (`name`): after '=', or the next argument (then *i advances).
-// NULL when it is missing.
+// NULL when it is missing or empty: no option takes an empty value (an empty --run-dir was the
+// filesystem's root).
 static inline const char *cli_option_value(int argc, char **argv, int *i, const char *name) {
   size_t len = strlen(name);
-  if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=') return argv[*i] + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
+  const char *v = NULL;
+  if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=')
+    v = argv[*i] + len + 1;
+  else if (*i + 1 < argc)
+    v = argv[++*i];
+  return v && *v ? v : NULL;
 }
 
 #endif

@@ -6,9 +6,14 @@
 //
 // Exit status: 0 success; 2 bad usage or bad data (the message names file, line, column, value);
 // 1 a failure at run time (check.h).
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -46,6 +51,23 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 // Symbols and zone names end up in file attributes and log lines: keep them plain.
+// The output path names the input file itself (after links and ..): writing would destroy it.
+static bool same_file(const char *input, const char *output) {
+  struct stat a, b;
+  return stat(input, &a) == 0 && stat(output, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The output's directory exists and is writable: otherwise the output path is bad input (exit 2);
+// a write that fails later (disk full) is a runtime failure (exit 1).
+static bool output_dir_ok(const char *output) {
+  char copy[PATH_MAX];
+  snprintf(copy, sizeof copy, "%s", output);
+  const char *dir = dirname(copy);
+  if (access(dir, W_OK | X_OK) == 0) return true;
+  fprintf(stderr, "ppo-data: %s: the directory %s is missing or not writable\n", output, dir);
+  return false;
+}
+
 static bool name_ok(const char *s, size_t capacity, const char *extra) {
   size_t len = strlen(s);
   if (len == 0 || len >= capacity) return false;
@@ -99,6 +121,9 @@ static int command_import(int argc, char **argv) {
   if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/"))
     return usage_error("--timezone '%s': an IANA zone name such as UTC or America/New_York", timezone);
 
+  if (same_file(positional[0], positional[1]))
+    return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);
+  if (!output_dir_ok(positional[1])) return EXIT_BAD_INPUT;
   MarketData *data = market_data_load_csv(positional[0], format);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
@@ -113,7 +138,7 @@ static int command_import(int argc, char **argv) {
   if (market_data_save_h5(data, positional[1]) != 0) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
     market_data_free(data);
-    return EXIT_BAD_INPUT;
+    return EXIT_RUNTIME;
   }
   char first[40], last[40], bar[48];
   format_bar_size(data->bar_seconds, bar, sizeof bar);
@@ -160,7 +185,7 @@ static int command_features(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--out") == 0) {
-      if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
+      if (i + 1 >= argc || !*argv[i + 1]) return usage_error("%s needs a value", argv[i]);
       output = argv[++i];
     } else if (strncmp(argv[i], "--", 2) == 0) {
       return usage_error("unknown option '%s'", argv[i]);
@@ -171,6 +196,8 @@ static int command_features(int argc, char **argv) {
     }
   }
   if (!input || !output) return usage_error("%s", "features needs FILE and --out FEATURES.csv");
+  if (same_file(input, output)) return usage_error("--out '%s' is the input file itself", output);
+  if (!output_dir_ok(output)) return EXIT_BAD_INPUT;
   MarketData *data = market_data_load(input);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
@@ -187,11 +214,11 @@ static int command_features(int argc, char **argv) {
   int status = EXIT_OK;
   if (!atomic_file_open(&af, output)) {
     status = EXIT_BAD_INPUT;
-  } else if (features_write_csv(features, data, af.stream) != 0) {
+  } else if (features_write_csv(features, data, af.stream) != 0) {  // a failed write (disk full): runtime
     atomic_file_abort(&af);
-    status = EXIT_BAD_INPUT;
+    status = EXIT_RUNTIME;
   } else if (atomic_file_commit(&af) != 0) {
-    status = EXIT_BAD_INPUT;
+    status = EXIT_RUNTIME;
   }
   if (status != EXIT_OK)
     fprintf(stderr, "ppo-data: %s: %s\n", output, error_message());

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
         if (n_overrides == MAX_OVERRIDES) return usage_error("more than %s --set options", "256");
         overrides[n_overrides++] = v;
       } else {
-        int *dst = strcmp(opt, "--seeds") == 0 ? &o.sampled_seeds
+        int *dst = strcmp(opt, "--seeds") == 0          ? &o.sampled_seeds
                    : strcmp(opt, "--random-seeds") == 0 ? &o.random_seeds
                                                         : &o.bootstrap_samples;
         if (parse_count(v, dst) != 0) {
@@ -111,7 +111,19 @@ int main(int argc, char **argv) {
     }
   }
   if (o.checkpoint && o.walk_forward) return usage_error("%s", "--checkpoint and --walk-forward exclude each other");
-  if (!o.checkpoint && !o.walk_forward) return usage_error("%s", "--checkpoint CKPT.h5 or --walk-forward RUN is required");
+  // Each fold is evaluated on its own split dates (from its checkpoint): a config or an override that
+  // set them would put every fold on one span and chain overlapping windows.
+  if (o.walk_forward && o.config_path)
+    return usage_error("%s",
+                       "--config does not go with --walk-forward (each fold is evaluated on its own split dates)");
+  static const char *const split_keys[] = {"env.train_start", "env.val_start", "env.test_start", "env.test_end"};
+  for (int k = 0; o.walk_forward && k < n_overrides; k++)
+    for (int j = 0; j < 4; j++)
+      if (strncmp(overrides[k], split_keys[j], strlen(split_keys[j])) == 0 &&
+          strchr("= ", overrides[k][strlen(split_keys[j])]))
+        return usage_error("--set %s: the split dates are each fold's own with --walk-forward", overrides[k]);
+  if (!o.checkpoint && !o.walk_forward)
+    return usage_error("%s", "--checkpoint CKPT.h5 or --walk-forward RUN is required");
   o.n_overrides = n_overrides;
   o.overrides = overrides;
   return eval_run(&o);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <omp.h>
 
 #include "build_info.h"
 #include "common/atomic_file.h"
@@ -50,8 +50,10 @@ typedef struct {
   char type;  // 'd' double, 'i' int64_t
 } ReportField;
 
-#define RD(name, member) {name, offsetof(Report, member), 'd'}
-#define RI(name, member) {name, offsetof(Report, member), 'i'}
+#define RD(name, member) \
+  { name, offsetof(Report, member), 'd' }
+#define RI(name, member) \
+  { name, offsetof(Report, member), 'i' }
 static const ReportField report_fields[] = {
     RI("steps", m.n),
     RD("years", m.years),
@@ -231,8 +233,8 @@ static void add_pass(Evaluation *ev, BacktestStrategy s, uint64_t seed, double m
 static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *checkpoint, TradingSplit split) {
   memset(ev, 0, sizeof *ev);
   ev->split = split;
-  if (checkpoint_read_config(checkpoint, &ev->stored, o->config_path ? NULL : &ev->cfg, o->n_overrides,
-                             o->overrides) != 0)
+  if (checkpoint_read_config(checkpoint, &ev->stored, o->config_path ? NULL : &ev->cfg, o->n_overrides, o->overrides) !=
+      0)
     return EXIT_BAD_INPUT;
   if (o->config_path && config_load(&ev->cfg, o->config_path, o->n_overrides, o->overrides) != 0) return EXIT_BAD_INPUT;
   if (ev->cfg.env.type == CONFIG_ENV_CARTPOLE) {
@@ -244,7 +246,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   if (env_market_open(&ev->market, &ev->cfg) != 0) return EXIT_BAD_INPUT;
   EnvSpec spec;
   if (trading_kind.describe(&spec, NULL, &ev->market.context) != 0) return EXIT_BAD_INPUT;
-  ev->backend = backend_open(ev->cfg.run.device == CONFIG_DEVICE_CUDA ? "cuda"
+  ev->backend = backend_open(ev->cfg.run.device == CONFIG_DEVICE_CUDA  ? "cuda"
                              : ev->cfg.run.device == CONFIG_DEVICE_CPU ? "cpu"
                                                                        : "auto");
   if (!ev->backend) {
@@ -269,9 +271,10 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   if (checkpoint_load_policy(checkpoint, ev->policy, &ev->norm, &ev->info) != 0) {
     char what[2048];
     snprintf(what, sizeof what, "%s", error_message());
-    error_set("%s (the evaluated [env] gives %d observations per step and %d actions; window, action_mode, "
-              "n_levels, position_onehot and episode_progress must be the training run's)",
-              what, spec.obs_dim, spec.action_kind == ENV_ACTION_DISCRETE ? spec.action_count : spec.action_dim);
+    error_set(
+        "%s (the evaluated [env] gives %d observations per step and %d actions; window, action_mode, "
+        "n_levels, position_onehot and episode_progress must be the training run's)",
+        what, spec.obs_dim, spec.action_kind == ENV_ACTION_DISCRETE ? spec.action_count : spec.action_dim);
     return EXIT_BAD_INPUT;
   }
   return 0;
@@ -300,8 +303,7 @@ static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
   ev->oracle = ev->n_passes;
   add_pass(ev, BT_ORACLE, 0, 0.0);
   ev->first_random = ev->n_passes;
-  for (int k = 0; k < R; k++)
-    add_pass(ev, BT_RANDOM, rng_stream_seed(seed, EVAL_SEED_STREAM + 1000 + (uint64_t)k), m);
+  for (int k = 0; k < R; k++) add_pass(ev, BT_RANDOM, rng_stream_seed(seed, EVAL_SEED_STREAM + 1000 + (uint64_t)k), m);
   ev->n_random = R;
   ev->first_stress = ev->n_passes;
   for (int f = 0; f < N_STRESS; f++) {
@@ -461,8 +463,9 @@ static void write_report_json(FILE *out, const Evaluation *ev, const char *check
 
 // equity.csv: the greedy agent per bar, and buy-and-hold on the same bars.
 static void write_equity_csv(FILE *out, const BacktestPass *g, const BacktestPass *bh) {
-  fprintf(out, "time,price,position,equity,drawdown,cost,cost_spread,cost_slippage,cost_commission,cost_financing,"
-               "buy_and_hold_equity,buy_and_hold_drawdown\n");
+  fprintf(out,
+          "time,price,position,equity,drawdown,cost,cost_spread,cost_slippage,cost_commission,cost_financing,"
+          "buy_and_hold_equity,buy_and_hold_drawdown\n");
   double peak = g->equity[0], bh_peak = bh->equity[0];
   char t[64];
   for (int64_t i = 0; i <= g->n; i++) {
@@ -482,7 +485,10 @@ static int64_t fill_time(const BacktestPass *g, int64_t step, bool forced) {
   int64_t lo = 0, hi = g->n_fills;  // fills are in step order: the first with step >= `step`
   while (lo < hi) {
     int64_t mid = (lo + hi) / 2;
-    if (g->fills[mid].step < step) lo = mid + 1; else hi = mid;
+    if (g->fills[mid].step < step)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (int64_t k = lo; k < g->n_fills && g->fills[k].step == step; k++)
     if (g->fills[k].forced == forced) return g->fills[k].ts;
@@ -490,8 +496,9 @@ static int64_t fill_time(const BacktestPass *g, int64_t step, bool forced) {
 }
 
 static void write_trades_csv(FILE *out, const BacktestPass *g) {
-  fprintf(out, "trade,side,entry_time,exit_time,entry_price,exit_price,bars,entry_equity,exit_equity,net_pnl,return,"
-               "cost\n");
+  fprintf(out,
+          "trade,side,entry_time,exit_time,entry_price,exit_price,bars,entry_equity,exit_equity,net_pnl,return,"
+          "cost\n");
   char a[64], b[64];
   for (int64_t k = 0; k < g->n_trades; k++) {
     const ReportTrade *t = &g->trades[k];
@@ -595,8 +602,9 @@ static void plot(const char *dir, const PlotSpec *spec) {
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "ppo-eval: warning: no equity.png: gnuplot %s (apt-get install gnuplot-nox; then run "
-                    "`gnuplot equity.gp` in %s)\n",
+    fprintf(stderr,
+            "ppo-eval: warning: no equity.png: gnuplot %s (apt-get install gnuplot-nox; then run "
+            "`gnuplot equity.gp` in %s)\n",
             WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed" : "failed", dir);
     return;
   }
@@ -610,17 +618,20 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   const TradingContext *c = &ev->market.context;
   char a[64], b[64];
   const BacktestPass *g = &ev->passes[ev->flat];  // the whole pass: flat never stops early
-  fprintf(out, "%s %s split: %lld steps %s .. %s, exec %s, cost x%g\n", c->data->symbol,
-          trading_split_name(ev->split), (long long)g->n, time_text(g->ts[0], a, sizeof a),
-          time_text(g->ts[g->n], b, sizeof b), exec_name(c->params.exec), ev->cost_mult);
+  fprintf(out, "%s %s split: %lld steps %s .. %s, exec %s, cost x%g\n", c->data->symbol, trading_split_name(ev->split),
+          (long long)g->n, time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b),
+          exec_name(c->params.exec), ev->cost_mult);
   fprintf(out, "%-22s %9s %9s %8s %8s %8s %8s %8s\n", "strategy", "total %", "CAGR %", "Sharpe", "Sortino", "MDD %",
           "trades", "cost %");
   struct {
     const char *name;
     int k, count;
-  } rows[] = {{"agent greedy", 0, 1},         {"agent sampled (mean)", ev->first_sampled, ev->n_sampled},
-              {"buy and hold", ev->bh, 1},    {"flat", ev->flat, 1},
-              {"random (mean)", ev->first_random, ev->n_random}, {"MA rule", ev->ma, 1},
+  } rows[] = {{"agent greedy", 0, 1},
+              {"agent sampled (mean)", ev->first_sampled, ev->n_sampled},
+              {"buy and hold", ev->bh, 1},
+              {"flat", ev->flat, 1},
+              {"random (mean)", ev->first_random, ev->n_random},
+              {"MA rule", ev->ma, 1},
               {"oracle (zero cost)", ev->oracle, 1}};
   for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
     if (rows[r].count == 0) continue;
@@ -646,7 +657,8 @@ static void print_summary(FILE *out, const Evaluation *ev) {
     if (!p->terminated || (p->spec.strategy == BT_RANDOM && k != ev->first_random) ||
         (p->spec.strategy == BT_AGENT_SAMPLED && k != ev->first_sampled) || k >= ev->first_stress)
       continue;
-    fprintf(out, "note: %s%s stopped at [env] max_loss = %g on %s (equity %.4f)\n", backtest_strategy_name(p->spec.strategy),
+    fprintf(out, "note: %s%s stopped at [env] max_loss = %g on %s (equity %.4f)\n",
+            backtest_strategy_name(p->spec.strategy),
             p->spec.strategy == BT_RANDOM || p->spec.strategy == BT_AGENT_SAMPLED ? " (first seed)" : "",
             c->params.max_loss, time_text(p->ts[p->n], a, sizeof a), p->equity[p->n]);
   }
@@ -694,6 +706,10 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return status;
   }
+  if (make_directories(dir) != 0) {  // an output directory that cannot be made is bad input
+    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
+    return EXIT_BAD_INPUT;
+  }
   if (write_outputs(ev, checkpoint, o, dir) != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return EXIT_RUNTIME;
@@ -720,8 +736,8 @@ static void chain_append(BacktestPass *c, const BacktestPass *p) {
     c->price = realloc(c->price, (size_t)cap * sizeof(double));
     double *d = calloc((size_t)(8 * cap), sizeof(double));
     CHECK(c->ts && c->price && d, "out of host memory (walk-forward chain)");
-    double *old[8] = {c->equity, c->position, c->turnover, c->notional, c->cost_spread, c->cost_slippage,
-                      c->cost_commission, c->cost_financing};
+    double *old[8] = {c->equity,      c->position,      c->turnover,        c->notional,
+                      c->cost_spread, c->cost_slippage, c->cost_commission, c->cost_financing};
     for (int k = 0; k < 8; k++)
       if (c->capacity) memcpy(d + k * cap, old[k], (size_t)(c->n + 1) * sizeof(double));
     free(c->equity);
@@ -753,10 +769,18 @@ static void chain_append(BacktestPass *c, const BacktestPass *p) {
     c->trades[c->n_trades++] = t;
   }
   c->n = start + add;
-  c->input = (ReportInput){.n = c->n, .ts = c->ts, .equity = c->equity, .position = c->position,
-                           .turnover = c->turnover, .notional = c->notional, .cost_spread = c->cost_spread,
-                           .cost_slippage = c->cost_slippage, .cost_commission = c->cost_commission,
-                           .cost_financing = c->cost_financing, .trades = c->trades, .n_trades = c->n_trades};
+  c->input = (ReportInput){.n = c->n,
+                           .ts = c->ts,
+                           .equity = c->equity,
+                           .position = c->position,
+                           .turnover = c->turnover,
+                           .notional = c->notional,
+                           .cost_spread = c->cost_spread,
+                           .cost_slippage = c->cost_slippage,
+                           .cost_commission = c->cost_commission,
+                           .cost_financing = c->cost_financing,
+                           .trades = c->trades,
+                           .n_trades = c->n_trades};
 }
 
 typedef struct {
@@ -776,8 +800,8 @@ static void oos_csv_fn(FILE *out, const void *arg) {
     double bh_equity = a->bh->equity[j];
     if (bh_equity > bh_peak) bh_peak = bh_equity;
     fprintf(out, "%s,%.10g,%.10g,%.17g,%.10g,%.17g,%.10g\n", time_text(a->agent->ts[i], t, sizeof t),
-            a->agent->price[i], a->agent->position[i], a->agent->equity[i], 1.0 - a->agent->equity[i] / peak,
-            bh_equity, 1.0 - bh_equity / bh_peak);
+            a->agent->price[i], a->agent->position[i], a->agent->equity[i], 1.0 - a->agent->equity[i] / peak, bh_equity,
+            1.0 - bh_equity / bh_peak);
   }
 }
 
@@ -797,8 +821,9 @@ static void chain_json_fn(FILE *out, const void *arg) {
   json_kv_string(&w, "build", PPO_BUILD_INFO);
   json_kv_string(&w, "run", a->run);
   json_kv_int(&w, "folds", a->folds);
-  json_kv_string(&w, "curve", "each fold's test split, the greedy agent of that fold, chained: a fold starts at the "
-                              "previous fold's final equity");
+  json_kv_string(&w, "curve",
+                 "each fold's test split, the greedy agent of that fold, chained: a fold starts at the "
+                 "previous fold's final equity");
   json_key(&w, "agent_greedy");
   json_report(&w, a->agent);
   json_key(&w, "buy_and_hold");
@@ -838,8 +863,8 @@ static int walk_forward_run(const EvalRunOptions *o) {
   int status = 0;
   BacktestPass chain = {0}, chain_bh = {0};
   if (make_directories(out_dir) != 0) {
-    fprintf(stderr, "ppo-eval: %s\n", error_message());
-    status = EXIT_RUNTIME;
+    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "--walk-forward RUN");
+    status = EXIT_BAD_INPUT;
   }
   AtomicFile folds_af;
   char folds_path[PATH_CAP];
@@ -853,8 +878,9 @@ static int walk_forward_run(const EvalRunOptions *o) {
     status = EXIT_RUNTIME;
   }
   if (folds)
-    fprintf(folds, "fold,checkpoint,test_first,test_last,steps,total_return,cagr,sharpe,sortino,max_drawdown,n_trades,"
-                   "cost_total_pct,bh_total_return,bh_sharpe,bh_max_drawdown\n");
+    fprintf(folds,
+            "fold,checkpoint,test_first,test_last,steps,total_return,cagr,sharpe,sortino,max_drawdown,n_trades,"
+            "cost_total_pct,bh_total_return,bh_sharpe,bh_max_drawdown\n");
   for (int k = 0; k < count && status == 0; k++) {
     char ckpt[PATH_CAP], fold_out[PATH_CAP];
     snprintf(ckpt, sizeof ckpt, "%s/%s/best.h5", run, names[k]);
@@ -875,13 +901,13 @@ static int walk_forward_run(const EvalRunOptions *o) {
       const Report *r = &ev.reports[0], *rb = &ev.reports[ev.bh];
       char a[64], b[64];
       fprintf(folds, "%s,%s,%s,%s,%lld,%.10g,%.10g,%.10g,%.10g,%.10g,%lld,%.10g,%.10g,%.10g,%.10g\n", names[k], ckpt,
-              time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b), (long long)g->n,
-              r->m.total_return, r->m.cagr, r->m.sharpe, r->m.sortino, r->m.max_drawdown, (long long)r->n_trades,
-              r->cost_total_pct, rb->m.total_return, rb->m.sharpe, rb->m.max_drawdown);
+              time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b), (long long)g->n, r->m.total_return,
+              r->m.cagr, r->m.sharpe, r->m.sortino, r->m.max_drawdown, (long long)r->n_trades, r->cost_total_pct,
+              rb->m.total_return, rb->m.sharpe, rb->m.max_drawdown);
       if (!o->quiet)
         printf("%s: %s .. %s  agent total %+.2f %% Sharpe %.3f MDD %.2f %% | buy and hold %+.2f %% Sharpe %.3f\n",
-               names[k], a, b, 100 * r->m.total_return, r->m.sharpe, 100 * r->m.max_drawdown,
-               100 * rb->m.total_return, rb->m.sharpe);
+               names[k], a, b, 100 * r->m.total_return, r->m.sharpe, 100 * r->m.max_drawdown, 100 * rb->m.total_return,
+               rb->m.sharpe);
       chain_append(&chain, g);
       chain_append(&chain_bh, bh);
     }
@@ -910,15 +936,20 @@ static int walk_forward_run(const EvalRunOptions *o) {
         status = EXIT_RUNTIME;
       } else {
         if (o->plot) {
-          PlotSpec ps = {.csv = "oos_equity.csv", .title = "walk-forward, out of sample (chained test splits)",
-                         .equity_col = 4, .bh_col = 6, .dd_col = 5, .bh_dd_col = 7};
+          PlotSpec ps = {.csv = "oos_equity.csv",
+                         .title = "walk-forward, out of sample (chained test splits)",
+                         .equity_col = 4,
+                         .bh_col = 6,
+                         .dd_col = 5,
+                         .bh_dd_col = 7};
           plot(out_dir, &ps);
         }
         if (!o->quiet)
-          printf("walk-forward (%d folds, %lld steps out of sample): agent total %+.2f %% Sharpe %.3f MDD %.2f %% | "
-                 "buy and hold %+.2f %% Sharpe %.3f\nreport: %s/report.json\n",
-                 count, (long long)chain.n, 100 * ra.m.total_return, ra.m.sharpe, 100 * ra.m.max_drawdown,
-                 100 * rb.m.total_return, rb.m.sharpe, out_dir);
+          printf(
+              "walk-forward (%d folds, %lld steps out of sample): agent total %+.2f %% Sharpe %.3f MDD %.2f %% | "
+              "buy and hold %+.2f %% Sharpe %.3f\nreport: %s/report.json\n",
+              count, (long long)chain.n, 100 * ra.m.total_return, ra.m.sharpe, 100 * ra.m.max_drawdown,
+              100 * rb.m.total_return, rb.m.sharpe, out_dir);
       }
     }
   }

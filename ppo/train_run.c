@@ -24,6 +24,7 @@
 #include "ppo/trainer.h"
 
 #define PATH_CAP 1100
+#define RUN_DIR_MAX 1000  // characters of a run directory's path
 
 // --- signals ---------------------------------------------------------------------------------------
 
@@ -94,7 +95,8 @@ static void prune_checkpoints(const char *dir, int64_t keep) {
     size_t newer = 0;
     for (size_t j = 0; j < count; j++) newer += its[j] > its[i];
     char path[PATH_CAP];
-    if (newer >= (size_t)keep && snprintf(path, sizeof path, "%s/ckpt_%06lld.h5", dir, (long long)its[i]) < (int)sizeof path)
+    if (newer >= (size_t)keep &&
+        snprintf(path, sizeof path, "%s/ckpt_%06lld.h5", dir, (long long)its[i]) < (int)sizeof path)
       (void)unlink(path);
   }
   free(its);
@@ -178,18 +180,20 @@ static int check_plan(const TrainerPlan *plan, const Config *cfg) {
   char where[512];
   size_t need = plan->device_total + plan->host_total;
   if (cfg->run.memory_limit > 0 && need > (size_t)cfg->run.memory_limit) {
-    error_set("%s: the run needs %zu bytes (%.1f MiB: backend %.1f, host %.1f) but the limit is %lld bytes; "
-              "shrink n_steps, n_envs, batch_size or the networks, or raise the limit",
-              config_describe_key(cfg, "run", "memory_limit", where, sizeof where), need, need / 1048576.0,
-              plan->device_total / 1048576.0, plan->host_total / 1048576.0, (long long)cfg->run.memory_limit);
+    error_set(
+        "%s: the run needs %zu bytes (%.1f MiB: backend %.1f, host %.1f) but the limit is %lld bytes; "
+        "shrink n_steps, n_envs, batch_size or the networks, or raise the limit",
+        config_describe_key(cfg, "run", "memory_limit", where, sizeof where), need, need / 1048576.0,
+        plan->device_total / 1048576.0, plan->host_total / 1048576.0, (long long)cfg->run.memory_limit);
     return -1;
   }
   size_t on_backend = plan->device_is_host ? need : plan->device_total;
   if (plan->have_free && on_backend > plan->free_bytes) {
-    error_set("the run needs %zu bytes (%.1f MiB) of %s but only %zu (%.1f MiB) are free; shrink n_steps, n_envs, "
-              "batch_size or the networks",
-              on_backend, on_backend / 1048576.0, plan->device_is_host ? "host memory" : "device memory",
-              plan->free_bytes, plan->free_bytes / 1048576.0);
+    error_set(
+        "the run needs %zu bytes (%.1f MiB) of %s but only %zu (%.1f MiB) are free; shrink n_steps, n_envs, "
+        "batch_size or the networks",
+        on_backend, on_backend / 1048576.0, plan->device_is_host ? "host memory" : "device memory", plan->free_bytes,
+        plan->free_bytes / 1048576.0);
     return -1;
   }
   return 0;
@@ -213,13 +217,14 @@ static void progress_line(char *out, size_t capacity, const TrainStats *s, int64
                           const MetricsExtra *x) {
   char eta_text[32];
   format_duration(eta, eta_text, sizeof eta_text);
-  snprintf(out, capacity,
-           "iter %lld/%lld steps %lld %.0f sps ETA %s | ep_rew %.4g (%d ep) | pg %.4f vf %.4g ent %.4f kl %.4f clip %.3f "
-           "ev %.3f | scale %g skip %lld | roll %.2fs upd %.2fs | host %.0f MiB dev %.0f MiB",
-           (long long)s->iteration, (long long)total_iterations, (long long)s->timesteps, s->fps, eta_text,
-           s->ep_rew_mean, s->episodes, s->policy_gradient_loss, s->value_loss, s->entropy_loss, s->approx_kl,
-           s->clip_fraction, s->explained_variance, s->loss_scale, (long long)s->skipped_steps, s->rollout_s,
-           s->update_s, x->host_mib, x->dev_mib);
+  snprintf(
+      out, capacity,
+      "iter %lld/%lld steps %lld %.0f sps ETA %s | ep_rew %.4g (%d ep) | pg %.4f vf %.4g ent %.4f kl %.4f clip %.3f "
+      "ev %.3f | scale %g skip %lld | roll %.2fs upd %.2fs | host %.0f MiB dev %.0f MiB",
+      (long long)s->iteration, (long long)total_iterations, (long long)s->timesteps, s->fps, eta_text, s->ep_rew_mean,
+      s->episodes, s->policy_gradient_loss, s->value_loss, s->entropy_loss, s->approx_kl, s->clip_fraction,
+      s->explained_variance, s->loss_scale, (long long)s->skipped_steps, s->rollout_s, s->update_s, x->host_mib,
+      x->dev_mib);
 }
 
 static void progress_bar(const TrainStats *s, int64_t total_iterations, double eta) {
@@ -308,13 +313,20 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   }
 
   // Run directory.
-  char run_dir[1024], ckpt_dir[PATH_CAP], path[PATH_CAP];
+  // (at most RUN_DIR_MAX characters, so that every file's path under it fits PATH_CAP)
+  char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
   if (opt->run_dir)
     snprintf(run_dir, sizeof run_dir, "%s", opt->run_dir);
   else if (opt->resume)
     checkpoint_run_dir(opt->resume, run_dir, sizeof run_dir);
   else
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
+  if (strlen(run_dir) > RUN_DIR_MAX) {
+    fprintf(stderr, "ppo-train: run directory %.60s...: longer than %d characters (%s)\n", run_dir, RUN_DIR_MAX,
+            opt->run_dir ? "--run-dir" : "the checkpoint's directory");
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   if (root && !opt->resume && path_exists(path)) {
@@ -327,7 +339,15 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   }
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
-  if (root && (make_directories(ckpt_dir) != 0 || write_config_file(&cfg, path) != 0)) {
+  if (root && make_directories(ckpt_dir) != 0) {  // the directory given is unusable: bad input
+    fprintf(stderr, "ppo-train: %s (%s)\n", error_message(),
+            opt->run_dir  ? "--run-dir"
+            : opt->resume ? "the checkpoint's run directory"
+                          : "[run] run_dir and name");
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
+  if (root && write_config_file(&cfg, path) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
     return EXIT_RUNTIME;
@@ -411,9 +431,9 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     result->rollout_s += s.rollout_s;
     result->gae_s += s.gae_s;
     result->update_s += s.update_s;
-    MetricsExtra x = {.time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib,
-                      .eval_metric = NAN};
-    EvalResult er;  // x.eval points here until the row is logged
+    MetricsExtra x = {
+        .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
+    EvalResult er;     // x.eval points here until the row is logged
     int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
     if (ev && s.iteration % cfg.eval.every == 0) {
       if (evaluator_run(ev, tr, &er) == 0) {
@@ -487,8 +507,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
               by, (long long)trainer_counters(tr)->iterations, result->last_checkpoint, result->last_checkpoint);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
-              (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps,
-              result->seconds, run_dir);
+              (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps, result->seconds,
+              run_dir);
     }
   }
   result->iterations = trainer_counters(tr)->iterations;

@@ -16,6 +16,7 @@
 #define SECONDS_PER_DAY 86400
 #define DAILY_BAR_SECONDS (12 * 3600)  // as envs/features.c: bars >= 12 h apart are daily
 #define PATH_CAP 1100
+#define WALK_RUN_DIR_MAX 990  // characters: RUN/fold_NN stays within ppo-train's 1000
 
 static const char *const date_keys[4] = {"train_start", "val_start", "test_start", "test_end"};
 
@@ -238,12 +239,21 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
     snprintf(run_dir, run_dir_cap, "%s", opt->run_dir);
   else
     snprintf(run_dir, run_dir_cap, "%s/%s", cfg->run.run_dir, cfg->run.name);
+  if (strlen(run_dir) > WALK_RUN_DIR_MAX) {
+    fprintf(stderr, "ppo-train --walk-forward: run directory %.60s...: longer than %d characters\n", run_dir,
+            WALK_RUN_DIR_MAX);
+    return EXIT_BAD_INPUT;
+  }
+  if (make_directories(run_dir) != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s (%s)\n", error_message(),
+            opt->run_dir ? "--run-dir" : "[run] run_dir and name");
+    return EXIT_BAD_INPUT;
+  }
   char path[PATH_CAP];
   size_t length = 0;
   char *csv = folds_csv(folds, *count, &length);
-  if (!csv || make_directories(run_dir) != 0) {
-    fprintf(stderr, "ppo-train --walk-forward: %s\n", csv ? error_message() : "out of memory");
-    free(csv);
+  if (!csv) {
+    fprintf(stderr, "ppo-train --walk-forward: out of memory\n");
     return EXIT_RUNTIME;
   }
   // A second run of the same command resumes. The same folds with a different max_folds are the

@@ -155,8 +155,8 @@ Test(backtest, costs_are_booked_by_category) {
     for (int c = 0; c < 3; c++) {
       if (c == cases[k].nonzero)
         // 1 bp of the mid, capped to the bar's range: about 1 bp of the notional (1/(1 -+ 1e-4) of it).
-        cr_expect(got[c] > 0.9e-4 * notional && got[c] <= 1.001e-4 * notional, "case %zu: %g of notional %g", k,
-                  got[c], notional);
+        cr_expect(got[c] > 0.9e-4 * notional && got[c] <= 1.001e-4 * notional, "case %zu: %g of notional %g", k, got[c],
+                  notional);
       else
         cr_expect_eq(got[c], 0.0, "case %zu category %d", k, c);
     }
@@ -379,10 +379,11 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   char *report = read_text(path, NULL);
   cr_assert_not_null(report);
   for (const char *key = "\"format\": \"ppo-engine backtest report\""; key; key = NULL) cr_expect(strstr(report, key));
-  const char *sections[] = {"\"checkpoint\"", "\"fnv1a64\"", "\"data\"", "\"split\": \"val\"", "\"execution\"",
-                            "\"exec\": \"next_open\"", "\"cost_mult\"", "\"agent\"", "\"sampled\"", "\"baselines\"",
-                            "\"buy_and_hold\"", "\"flat\"", "\"random\"", "\"ma_rule\"", "\"oracle_zero_cost\"",
-                            "\"cost_stress\"", "\"psr0\"", "\"dsr\"", "\"sharpe_ci_lo\"", "\"cost_spread_pct\""};
+  const char *sections[] = {
+      "\"checkpoint\"",          "\"fnv1a64\"",   "\"data\"",   "\"split\": \"val\"", "\"execution\"",
+      "\"exec\": \"next_open\"", "\"cost_mult\"", "\"agent\"",  "\"sampled\"",        "\"baselines\"",
+      "\"buy_and_hold\"",        "\"flat\"",      "\"random\"", "\"ma_rule\"",        "\"oracle_zero_cost\"",
+      "\"cost_stress\"",         "\"psr0\"",      "\"dsr\"",    "\"sharpe_ci_lo\"",   "\"cost_spread_pct\""};
   for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
     cr_expect(strstr(report, sections[k]), "report.json lacks %s", sections[k]);
   double total = json_number_after(report, "\"greedy\"", "total_return");
@@ -410,8 +411,10 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
 
   // The same checkpoint, split and seeds give the same bytes.
   snprintf(dir2, sizeof dir2, "%s/eval2", tmp_root);
-  snprintf(args, sizeof args, "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 3 --random-seeds 4 --quiet "
-           "--no-plot", run, dir2);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 3 --random-seeds 4 --quiet "
+           "--no-plot",
+           run, dir2);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/report.json", dir2);
   char *again = read_text(path, NULL);
@@ -432,8 +435,10 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
            at + strlen("commission_bps = 0.5\n"));
   write_text(other, text);
   snprintf(dir3, sizeof dir3, "%s/eval3", tmp_root);
-  snprintf(args, sizeof args, "--checkpoint '%s/best.h5' --config '%s' --split val --out '%s' --seeds 0 "
-           "--random-seeds 1 --bootstrap 0 --quiet --no-plot", run, other, dir3);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/best.h5' --config '%s' --split val --out '%s' --seeds 0 "
+           "--random-seeds 1 --bootstrap 0 --quiet --no-plot",
+           run, other, dir3);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/report.json", dir3);
   char *third = read_text(path, NULL);
@@ -445,8 +450,10 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   free(third);
 
   // The default output directory is the run's eval/<checkpoint>_<split>.
-  snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
-           "--bootstrap 0", run);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
+           "--bootstrap 0",
+           run);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/eval/last_test/report.json", run);
   cr_expect(exists(path), "%s", path);
@@ -465,8 +472,10 @@ Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardo
     snprintf(dir, sizeof dir, "%s/eval%d", tmp_root, k);
     snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 %s", cfg, run, modes[k]);
     cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
-    snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --split val --out '%s' --seeds 2 "
-             "--random-seeds 2 --bootstrap 50 --no-plot", run, dir);
+    snprintf(args, sizeof args,
+             "--checkpoint '%s/checkpoints/last.h5' --split val --out '%s' --seeds 2 "
+             "--random-seeds 2 --bootstrap 50 --no-plot",
+             run, dir);
     cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s: %s", modes[k], out);
     snprintf(path, sizeof path, "%s/report.json", dir);
     char *report = read_text(path, NULL);
@@ -503,6 +512,9 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.nosuchkey=1", "nosuchkey"},
       {"--checkpoint '%s/config.ini' --out '%s'", "config.ini"},
       {"--walk-forward '%s' --out '%s'", "no fold_NN directories"},
+      {"--walk-forward '%s' --out '%s' --config configs/default.ini", "--config does not go with --walk-forward"},
+      {"--walk-forward '%s' --out '%s' --set env.test_start=2018-01-02", "each fold's own"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s/x' --out=", "--out needs a value"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char a[2048];
@@ -521,11 +533,12 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   char cfg[512], run[512], args[4096], path[1024];
   snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
   snprintf(run, sizeof run, "%s/run", tmp_root);
-  write_text(cfg, "[run]\nname = wf\nseed = 3\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
-                  "[env]\ntype = synthetic\nsynthetic_bars = 4700\nn_envs = 2\nepisode_length = 50\nwindow = 4\n"
-                  "[ppo]\nn_steps = 64\nbatch_size = 64\nn_epochs = 1\n"
-                  "[policy]\npi_layers = 8\nvf_layers = 8\n"
-                  "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n");
+  write_text(cfg,
+             "[run]\nname = wf\nseed = 3\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+             "[env]\ntype = synthetic\nsynthetic_bars = 4700\nn_envs = 2\nepisode_length = 50\nwindow = 4\n"
+             "[ppo]\nn_steps = 64\nbatch_size = 64\nn_epochs = 1\n"
+             "[policy]\npi_layers = 8\nvf_layers = 8\n"
+             "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n");
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, run);
   cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100", run);

@@ -239,6 +239,15 @@ Test(features, ppo_data_features_csv) {
   cr_assert_neq(access(missing, F_OK), 0);
   char *no_out[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", NULL};
   cr_assert_eq(run_ppo_data(no_out, log_path), 2);
+  char *empty_out[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", "--out", "", NULL};
+  cr_assert_eq(run_ppo_data(empty_out, log_path), 2);
+  char no_dir[300];  // a directory that is not there: bad input (a failing write, disk full, is exit 1)
+  snprintf(no_dir, sizeof no_dir, "%s/none/f.csv", dir);
+  char *missing_dir[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", "--out", no_dir, NULL};
+  cr_assert_eq(run_ppo_data(missing_dir, log_path), 2);
+  char *onto_input[] = {"ppo-data", "features", out, "--out", out, NULL};  // the CSV written above as input
+  cr_assert_eq(run_ppo_data(onto_input, log_path), 2);
+  cr_assert_eq(access(out, F_OK), 0, "the input must be left alone");
   unlink(out), unlink(log_path), rmdir(dir);
   features_free(f);
   market_data_free(d);

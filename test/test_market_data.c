@@ -447,6 +447,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
       {"ppo-data", "import", csv, out_h5, "--format", NULL},
       {"ppo-data", "import", csv, out_h5, "--frobnicate", NULL},
       {"ppo-data", "import", csv, out_h5, "--symbol", "bad symbol", NULL},
+      {"ppo-data", "import", out_h5, out_h5, NULL},  // onto its own input (the file made above)
       {"ppo-data", "info", NULL},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {

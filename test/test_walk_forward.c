@@ -210,7 +210,9 @@ static const char *wf_config =
     "[policy]\npi_layers = 8\nvf_layers = 8\n"
     "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n";
 
-static int run_train(const char *args, char *out, size_t capacity) { return run_program(TRAIN_BIN, args, out, capacity); }
+static int run_train(const char *args, char *out, size_t capacity) {
+  return run_program(TRAIN_BIN, args, out, capacity);
+}
 
 static int count_of(const char *text, const char *needle) {
   int n = 0;
@@ -368,4 +370,20 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
   char dir[600];
   snprintf(dir, sizeof dir, "%s/r", tmp_root);
   cr_expect(!exists(dir), "a refused walk-forward must not create its directory");
+  // run directories that cannot be: empty (it was the filesystem's root), under a file, too long
+  const char *modes[] = {"--walk-forward ", ""};
+  for (int m = 0; m < 2; m++) {
+    snprintf(args, sizeof args, "%s'%s' --run-dir ''", modes[m], cfg);
+    cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--run-dir needs a directory"), "%s", out);
+    snprintf(args, sizeof args, "%s'%s' --run-dir '%s/r'", modes[m], cfg, cfg);
+    cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "cannot create directory") && strstr(out, "(--run-dir)"), "%s", out);
+    static char long_dir[1600], long_args[2400];
+    snprintf(long_dir, sizeof long_dir, "%s/%01040d", tmp_root, 0);
+    snprintf(long_args, sizeof long_args, "%s'%s' --run-dir '%s'", modes[m], cfg, long_dir);
+    cr_expect_eq(run_train(long_args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "longer than"), "%s", out);
+    cr_expect(!exists(long_dir));
+  }
 }
