@@ -59,6 +59,23 @@ MarketData *market_data_new(int64_t rows) {
   return data;
 }
 
+static uint64_t fnv1a(uint64_t h, const void *bytes, size_t n) {
+  const unsigned char *b = bytes;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t market_data_hash(const MarketData *data) {
+  uint64_t h = fnv1a(14695981039346656037ull, &data->rows, sizeof data->rows);
+  size_t n = (size_t)data->rows;
+  h = fnv1a(h, data->ts, n * sizeof *data->ts);
+  const double *columns[] = {data->open,     data->high,      data->low,       data->close,    data->bid_open,
+                             data->bid_high, data->bid_low,   data->bid_close, data->ask_open, data->ask_high,
+                             data->ask_low,  data->ask_close, data->volume};
+  for (size_t k = 0; k < sizeof columns / sizeof columns[0]; k++) h = fnv1a(h, columns[k], n * sizeof(double));
+  return h;
+}
+
 void market_data_free(MarketData *data) { free(data); }  // one allocation: the struct heads the slab
 
 void market_bar_get(const MarketData *d, int64_t i, MarketBar *b) {

@@ -108,6 +108,9 @@ MarketData *market_data_load(const char *path);  // HDF5 when the file has the H
 // Writes `data` to `path` atomically (h5io): on failure nothing is left behind. 0, or -1 and the message.
 int market_data_save_h5(const MarketData *data, const char *path);
 void market_data_free(MarketData *data);  // NULL is fine
+// 64-bit FNV-1a of the rows, timestamps and every price and volume column (bit patterns, NaN
+// included): a checkpoint records it so that a resume on other data is refused.
+uint64_t market_data_hash(const MarketData *data);
 
 // --- building (synthetic generators, tests) -----------------------------------------------------------
 // A MarketData of `rows` bars: ts zero, prices and volume NaN, metadata empty, has_* false.

@@ -477,8 +477,13 @@ static void trading_finish(TradingEnv *e, float *out) {
     book_trades(e, e->q, dq, equity_at_fill, fill_cost, price);
     exit_equity = equity_at_fill - fill_cost;  // = cash + q price - commission - fee
     e->cost_sum += fill_cost;
-    e->exit_fill = (TradingFill){.units = dq, .price = price, .mid = mid, .commission = commission, .fee = c->fee,
-                                 .spread = spread, .cost = fill_cost};
+    e->exit_fill = (TradingFill){.units = dq,
+                                 .price = price,
+                                 .mid = mid,
+                                 .commission = commission,
+                                 .fee = c->fee,
+                                 .spread = spread,
+                                 .cost = fill_cost};
   }
   e->exit_equity = exit_equity;
   const int64_t n = e->steps;
@@ -669,6 +674,26 @@ static void trading_kind_close(void *env) { (void)env; }  // borrows the context
 
 static void trading_kind_rebind(void *env, const void *shared) { ((TradingEnv *)env)->ctx = shared; }
 
+// A loaded state's bars and level index must lie inside this run's data: window - 1 <= start <= t
+// <= end <= rows - 1 (the observation reads W bars up to t, a next-open fill bar t + 1 <= end).
+static int trading_kind_check_state(const void *env, const void *shared) {
+  const TradingEnv *e = env;
+  const TradingContext *c = shared;
+  const int64_t rows = c->data->rows;
+  if (!(c->window - 1 <= e->start && e->start <= e->t && e->t <= e->end && e->end <= rows - 1)) {
+    error_set(
+        "bars start %lld, t %lld, end %lld do not fit this run's market of %lld bars (window %d): the "
+        "checkpoint is damaged or was trained on other data",
+        (long long)e->start, (long long)e->t, (long long)e->end, (long long)rows, c->window);
+    return -1;
+  }
+  if (!(e->level == c->flat_level || (e->level >= 0 && e->level < c->n_levels)) || !isfinite(e->equity)) {
+    error_set("position level %d or equity %g out of range: the checkpoint is damaged", (int)e->level, e->equity);
+    return -1;
+  }
+  return 0;
+}
+
 const EnvKind trading_kind = {
     .name = "trading",
     .describe = trading_kind_describe,
@@ -677,6 +702,7 @@ const EnvKind trading_kind = {
     .step = trading_kind_step,
     .close = trading_kind_close,
     .rebind = trading_kind_rebind,
+    .check_state = trading_kind_check_state,
 };
 
 const EnvKind synthetic_kind = {
@@ -687,4 +713,5 @@ const EnvKind synthetic_kind = {
     .step = trading_kind_step,
     .close = trading_kind_close,
     .rebind = trading_kind_rebind,
+    .check_state = trading_kind_check_state,
 };

@@ -236,6 +236,11 @@ int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned c
     unsigned char *env = vec->states + (size_t)i * vec->stride;
     memcpy(env, states + (size_t)i * size, size);
     if (vec->kind->rebind) vec->kind->rebind(env, vec->shared);
+    if (vec->kind->check_state && vec->kind->check_state(env, vec->shared) != 0) {
+      error_prepend("env state %d: ", i);
+      vec->started = 0;  // not loaded: the next reset starts every env afresh
+      return -1;
+    }
   }
   memcpy(vec->ring, ring, (size_t)own.log_capacity * (size_t)own.log_size * sizeof(float));
   vec->ring_count = info->ring_count;

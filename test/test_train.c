@@ -73,11 +73,11 @@ static int run(const char *config, const char *resume, const char *run_dir, int6
 // Every dataset that holds state, compared byte for byte.
 static void expect_same_state(const char *a_path, const char *b_path) {
   static const char *const names[] = {
-      "params/pi/weight0", "params/pi/bias0", "params/pi/weight1", "params/pi/bias1", "params/pi/weight2",
-      "params/pi/bias2",   "params/vf/weight0", "params/vf/bias0", "params/vf/weight1", "params/vf/bias1",
-      "optim/m",           "optim/v",           "optim/step",      "scaler/scale",      "scaler/growth_tracker",
+      "params/pi/weight0", "params/pi/bias0",   "params/pi/weight1",   "params/pi/bias1",   "params/pi/weight2",
+      "params/pi/bias2",   "params/vf/weight0", "params/vf/bias0",     "params/vf/weight1", "params/vf/bias1",
+      "optim/m",           "optim/v",           "optim/step",          "scaler/scale",      "scaler/growth_tracker",
       "envs/state",        "envs/obs",          "envs/episode_starts", "envs/episode_logs", "normalize/obs_mean",
-      "normalize/obs_var", "normalize/ret_var", "normalize/returns", "rng/vector_steps", "rng/epochs_drawn",
+      "normalize/obs_var", "normalize/ret_var", "normalize/returns",   "rng/vector_steps",  "rng/epochs_drawn",
   };
   expect_same_datasets(a_path, b_path, names, sizeof names / sizeof names[0]);
 }
@@ -207,8 +207,8 @@ static void iteration_parity_case(const char *precision, double param_tol, doubl
     double diff = fabs((double)params[1][i] - (double)params[0][i]);
     if (!(diff <= worst)) worst = diff, at = i;  // a NaN is the worst
   }
-  cr_expect(worst <= param_tol, "%s: parameter %zu differs by %.3g (cuda %.9g, cpu %.9g), tolerance %.1g", precision, at,
-            worst, params[1][at], params[0][at], param_tol);
+  cr_expect(worst <= param_tol, "%s: parameter %zu differs by %.3g (cuda %.9g, cpu %.9g), tolerance %.1g", precision,
+            at, worst, params[1][at], params[0][at], param_tol);
   const double losses[][2] = {{stats[1].policy_gradient_loss, stats[0].policy_gradient_loss},
                               {stats[1].value_loss, stats[0].value_loss},
                               {stats[1].entropy_loss, stats[0].entropy_loss},
@@ -284,8 +284,11 @@ Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
 // Where a resumed run writes (and ppo-eval's default output goes): the checkpoints/ parent, else the
 // checkpoint's own directory.
 Test(train, checkpoint_run_dir_of_each_layout) {
-  const char *cases[][2] = {{"runs/a/checkpoints/last.h5", "runs/a"}, {"checkpoints/ckpt_000004.h5", "."},
-                            {"runs/a/best.h5", "runs/a"}, {"best.h5", "."}, {"/x/checkpoints/last.h5", "/x"}};
+  const char *cases[][2] = {{"runs/a/checkpoints/last.h5", "runs/a"},
+                            {"checkpoints/ckpt_000004.h5", "."},
+                            {"runs/a/best.h5", "runs/a"},
+                            {"best.h5", "."},
+                            {"/x/checkpoints/last.h5", "/x"}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char out[256];
     checkpoint_run_dir(cases[k][0], out, sizeof out);
@@ -321,13 +324,63 @@ Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   cr_expect(strstr(error_message(), newer), "%s", error_message());
 }
 
+// A copy of ckpt under name, opened for writing (the caller damages it and closes it).
+static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t capacity) {
+  snprintf(path, capacity, "%s/%s.h5", tmp_root, name);
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "cp -L '%s' '%s'", ckpt, path);
+  cr_assert_eq(system(cmd), 0);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert(f >= 0);
+  return f;
+}
+
+// The envs index the market's bars: a checkpoint whose market is not this run's (another data file
+// behind the same [env] data path) is refused by its recorded identity, and env states whose bars
+// fall outside the data (a damaged file) by the env's own check, each with exit status 2 before a
+// step runs (they read outside the market before).
+Test(train, resume_refuses_other_data_and_damaged_env_states) {
+  const char *cfg = config_file("data");
+  char dir[512], ckpt[600], path[700];
+  snprintf(dir, sizeof dir, "%s/data", tmp_root);
+  const char *sets[] = {"run.total_timesteps=256", "eval.every=0"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  const char *more[] = {"run.total_timesteps=512"};
+
+  hid_t f = damaged_copy(ckpt, "other_data", path, sizeof path);
+  int64_t hash;
+  cr_assert_eq(h5io_attr_read_int64(f, "envs", "data_hash", &hash), 0);
+  H5Adelete_by_name(f, "envs", "data_hash", H5P_DEFAULT);
+  cr_assert_eq(h5io_attr_write_int64(f, "envs", "data_hash", hash ^ 1), 0);
+  H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "but this run's market ([env] synthetic_* keys) has 6000 bars"), "%s",
+            error_message());
+
+  f = damaged_copy(ckpt, "zero_states", path, sizeof path);
+  hid_t ds = H5Dopen2(f, "envs/state", H5P_DEFAULT);
+  hid_t space = H5Dget_space(ds);
+  hsize_t dims[2];
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  unsigned char *zeros = calloc((size_t)(dims[0] * dims[1]), 1);
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros), 0);
+  free(zeros);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "env state 0: bars start 0, t 0, end 0 do not fit this run's market of 6000 bars"),
+            "%s", error_message());
+  // the checkpoint itself still resumes
+  cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
+}
+
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   const char *cfg = config_file("plan");
   char dir[512];
   snprintf(dir, sizeof dir, "%s/plan", tmp_root);
   const char *sets[] = {"run.memory_limit=100K"};
-  TrainRunOptions opt = {.config_path = cfg, .run_dir = dir, .plan_only = true, .quiet = true, .n_overrides = 1,
-                         .overrides = sets};
+  TrainRunOptions opt = {
+      .config_path = cfg, .run_dir = dir, .plan_only = true, .quiet = true, .n_overrides = 1, .overrides = sets};
   TrainRunResult r;
   cr_expect_eq(train_run(&opt, &r), 2);
   cr_expect(strstr(error_message(), "[run] memory_limit = 100K"), "%s", error_message());
@@ -383,8 +436,8 @@ Test(train, the_update_makes_no_host_wait_without_target_kl) {
   static const char *const overrides[] = {"run.precision=fp16", "ppo.target_kl=1000"};
   for (int with_kl = 0; with_kl < 2; with_kl++) {
     Config cfg;
-    cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1 + with_kl, overrides),
-                 0, "%s", error_message());
+    cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1 + with_kl, overrides), 0,
+                 "%s", error_message());
     Trainer *tr = trainer_init(&cfg);
     cr_assert_not_null(tr, "%s", error_message());
     TrainStats s;
@@ -445,11 +498,12 @@ Test(train, ar1_edge_is_learned_out_of_sample) {
   cr_assert_not_null(ev, "%s", error_message());
   EvalResult r;
   cr_assert_eq(evaluator_run(ev, tr, &r), 0);
-  double rho = 0.1, optimum = rho * sqrt(2.0 / 3.14159265358979323846) / sqrt(1.0 - 2.0 * rho * rho / 3.14159265358979323846);
+  double rho = 0.1,
+         optimum = rho * sqrt(2.0 / 3.14159265358979323846) / sqrt(1.0 - 2.0 * rho * rho / 3.14159265358979323846);
   cr_log_info("ar1: held-out per-bar Sharpe %.4f over %lld bars (optimum %.4f)", r.metrics.sharpe_per_bar,
               (long long)r.steps, optimum);
-  cr_expect_geq(r.metrics.sharpe_per_bar, 0.5 * optimum, "per-bar Sharpe %.4f < half of %.4f",
-                r.metrics.sharpe_per_bar, optimum);
+  cr_expect_geq(r.metrics.sharpe_per_bar, 0.5 * optimum, "per-bar Sharpe %.4f < half of %.4f", r.metrics.sharpe_per_bar,
+                optimum);
   evaluator_free(ev);
   trainer_free(tr);
 }

@@ -101,7 +101,8 @@ static void probe_step(void *env_, const void *action_, float *obs, float *rewar
 
 static void probe_close(void *env) { ((Probe *)env)->shared = NULL; }
 
-static const EnvKind probe_kind = {"probe", probe_describe, probe_init, probe_reset, probe_step, probe_close, NULL};
+static const EnvKind probe_kind = {"probe",    probe_describe, probe_init, probe_reset,
+                                   probe_step, probe_close,    NULL,       NULL};
 
 // --- trajectories ---------------------------------------------------------------------------------
 
