@@ -3,6 +3,8 @@
 #include "ppo/checkpoint.h"
 
 #include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +343,26 @@ static int read_mlp(hid_t f, const char *group, const MlpShape *shape, const Mlp
   return 0;
 }
 
+// Every value of a float dataset read from a checkpoint finite and at least lo (-INFINITY: any):
+// a damaged file is refused here instead of training on NaN.
+static int check_values(const char *dataset, const float *x, size_t n, float lo) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i]) || x[i] < lo) {
+      error_set("%s[%zu] = %g: must be finite%s (a damaged checkpoint)", dataset, i, (double)x[i],
+                lo > -INFINITY ? " and >= 0" : "");
+      return -1;
+    }
+  return 0;
+}
+
+// An integer dataset or attribute read from a checkpoint inside [lo, hi].
+static int check_range(const char *name, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return 0;
+  error_set("%s = %lld: allowed %lld .. %lld (a damaged checkpoint)", name, (long long)value, (long long)lo,
+            (long long)hi);
+  return -1;
+}
+
 // The fp32 parameters into the policy's params slab (host: staging of param_count floats).
 static int read_params(hid_t f, Policy *pol, float *host) {
   const size_t P = pol->param_count;
@@ -357,6 +379,7 @@ static int read_params(hid_t f, Policy *pol, float *host) {
     if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory)))
       return -1;
   }
+  if (check_values("params", host, P, -INFINITY) != 0) return -1;
   backend_upload(pol->backend, pol->params_memory, host, P * sizeof(float));
   return 0;
 }
@@ -407,16 +430,25 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   }
   if (read_params(f, pol, host) != 0) return -1;
   hsize_t pd = (hsize_t)P, one = 1;
-  if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0) return -1;
+  if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0 || check_values("optim/m", host, P, -INFINITY) != 0)
+    return -1;
   backend_upload(be, pol->m_memory, host, P * sizeof(float));
-  if (h5io_read(f, "optim/v", H5IO_FLOAT32, 1, &pd, host) != 0) return -1;
+  if (h5io_read(f, "optim/v", H5IO_FLOAT32, 1, &pd, host) != 0 || check_values("optim/v", host, P, 0.0f) != 0)
+    return -1;
   backend_upload(be, pol->v_memory, host, P * sizeof(float));
   backend_memset_zero(be, pol->grads_memory, P * sizeof(float));
   OptimScalars os;
   memset(&os, 0, sizeof os);
-  if (h5io_read(f, "optim/step", H5IO_INT32, 1, &one, &os.adam_step) != 0) return -1;
+  int64_t step, tracker;  // read wide: HDF5 would clamp an out-of-range value into int32 silently
+  if (read_i64(f, "optim/step", &step) || check_range("optim/step", step, 0, INT32_MAX) ||
+      read_i64(f, "scaler/growth_tracker", &tracker) || check_range("scaler/growth_tracker", tracker, 0, INT32_MAX))
+    return -1;
+  os.adam_step = (int32_t)step, os.tracker = (int32_t)tracker;
   if (h5io_read(f, "scaler/scale", H5IO_FLOAT32, 1, &one, &os.scale) != 0) return -1;
-  if (h5io_read(f, "scaler/growth_tracker", H5IO_INT32, 1, &one, &os.tracker) != 0) return -1;
+  if (!(isfinite(os.scale) && os.scale > 0.0f)) {
+    error_set("scaler/scale = %g: must be finite and > 0 (a damaged checkpoint)", (double)os.scale);
+    return -1;
+  }
   optim_write_state(opt, &os);
   if (vecnorm_load(st.norm, f, "normalize") != 0) return -1;
 
@@ -427,6 +459,12 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
       h5io_attr_read_int64(f, "/", "n_updates", &c.n_updates) ||
       h5io_attr_read_int64(f, "/", "skipped_steps", &c.skipped_steps) ||
       read_i64(f, "rng/vector_steps", &c.vector_steps) || read_i64(f, "rng/epochs_drawn", &c.epochs_drawn))
+    return -1;
+  if (check_range("iteration", c.iterations, 0, INT64_MAX) || check_range("timesteps", c.timesteps, 0, INT64_MAX) ||
+      check_range("n_updates", c.n_updates, 0, INT64_MAX) ||
+      check_range("skipped_steps", c.skipped_steps, 0, INT64_MAX) ||
+      check_range("rng/vector_steps", c.vector_steps, 0, INT64_MAX) ||
+      check_range("rng/epochs_drawn", c.epochs_drawn, 0, INT64_MAX))
     return -1;
 
   if (check_market(tr, f) != 0) return -1;
@@ -450,6 +488,10 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
     rc = h5io_attr_read_int64(f, "envs", "ring_count", &rows.ring_counters[0]) ||
          h5io_attr_read_int64(f, "envs", "ring_next", &rows.ring_counters[1]) ||
          h5io_attr_read_int64(f, "envs", "episodes_total", &rows.ring_counters[2]);
+  for (int k = 0; rc == 0 && k < R; k++)  // in int range before the casts below (vecenv checks the capacity)
+    rc = check_range("envs ring_count", rows.ring_counters[3 * k], 0, INT32_MAX) ||
+         check_range("envs ring_next", rows.ring_counters[3 * k + 1], 0, INT32_MAX) ||
+         check_range("envs episodes_total", rows.ring_counters[3 * k + 2], 0, INT64_MAX);
   if (rc == 0) {
     info.ring_count = (int)rows.ring_counters[3 * r];
     info.ring_next = (int)rows.ring_counters[3 * r + 1];

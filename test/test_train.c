@@ -338,8 +338,9 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
 // The envs index the market's bars: a checkpoint whose market is not this run's (another data file
 // behind the same [env] data path) is refused by its recorded identity, and env states whose bars
 // fall outside the data (a damaged file) by the env's own check, each with exit status 2 before a
-// step runs (they read outside the market before).
-Test(train, resume_refuses_other_data_and_damaged_env_states) {
+// step runs (they read outside the market before); so are damaged numbers (NaN weights or Adam
+// moments, a negative step, scale or counter), which resumed into NaN training before.
+Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   const char *cfg = config_file("data");
   char dir[512], ckpt[600], path[700];
   snprintf(dir, sizeof dir, "%s/data", tmp_root);
@@ -370,6 +371,46 @@ Test(train, resume_refuses_other_data_and_damaged_env_states) {
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
   cr_expect(strstr(error_message(), "env state 0: bars start 0, t 0, end 0 do not fit this run's market of 6000 bars"),
             "%s", error_message());
+  // damaged numbers: each refused by name
+  const struct {
+    const char *dataset;  // first element overwritten (NULL: the root attribute iteration)
+    hid_t type;
+    double value;
+    const char *message;
+  } damage[] = {
+      {"optim/v", H5T_NATIVE_FLOAT, NAN, "optim/v[0] = nan: must be finite and >= 0"},
+      {"optim/v", H5T_NATIVE_FLOAT, -1.0, "optim/v[0] = -1: must be finite and >= 0"},
+      {"params/pi/weight0", H5T_NATIVE_FLOAT, INFINITY, "params[0] = inf: must be finite"},
+      {"optim/step", H5T_NATIVE_INT, -1, "optim/step = -1: allowed 0 .. 2147483647"},
+      {"scaler/scale", H5T_NATIVE_FLOAT, -1.0, "scaler/scale = -1: must be finite and > 0"},
+      {NULL, 0, -4, "iteration = -4: allowed 0"},
+  };
+  for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "damaged_%zu", k);
+    f = damaged_copy(ckpt, name, path, sizeof path);
+    if (damage[k].dataset) {
+      ds = H5Dopen2(f, damage[k].dataset, H5P_DEFAULT);
+      cr_assert(ds >= 0, "%s", damage[k].dataset);
+      space = H5Dget_space(ds);
+      hssize_t n = H5Sget_simple_extent_npoints(space);
+      double *v = calloc((size_t)n, sizeof(double));  // room for any element type
+      cr_assert_geq(H5Dread(ds, damage[k].type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+      if (H5Tequal(damage[k].type, H5T_NATIVE_FLOAT) > 0)
+        ((float *)v)[0] = (float)damage[k].value;
+      else
+        ((int *)v)[0] = (int)damage[k].value;
+      cr_assert_geq(H5Dwrite(ds, damage[k].type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+      free(v);
+      H5Sclose(space), H5Dclose(ds);
+    } else {
+      H5Adelete(f, "iteration");
+      cr_assert_eq(h5io_attr_write_int64(f, "/", "iteration", (int64_t)damage[k].value), 0);
+    }
+    H5Fclose(f);
+    cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
+    cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
+  }
   // the checkpoint itself still resumes
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
 }
