@@ -104,9 +104,11 @@ static int train_main(int argc, char **argv) {
       else
         overrides[opt.n_overrides++] = v;
     } else if (cli_is_option(arg, "--resume")) {
-      if (!(opt.resume = cli_option_value(argc, argv, &i, "--resume"))) status = usage_error("%s needs a checkpoint", arg);
+      if (!(opt.resume = cli_option_value(argc, argv, &i, "--resume")))
+        status = usage_error("%s needs a checkpoint", arg);
     } else if (cli_is_option(arg, "--run-dir")) {
-      if (!(opt.run_dir = cli_option_value(argc, argv, &i, "--run-dir"))) status = usage_error("%s needs a directory", arg);
+      if (!(opt.run_dir = cli_option_value(argc, argv, &i, "--run-dir")))
+        status = usage_error("%s needs a directory", arg);
     } else if (cli_is_option(arg, "--iterations")) {
       const char *v = cli_option_value(argc, argv, &i, "--iterations");
       char *end = NULL;
@@ -137,7 +139,7 @@ static int train_main(int argc, char **argv) {
   opt.overrides = overrides;
   if (print_config) {
     Config cfg;
-    int rc = config_load(&cfg, opt.config_path, opt.n_overrides, overrides);
+    int rc = train_run_resolve_config(&opt, &cfg);  // with --resume: the checkpoint's, checked
     free(overrides);
     if (rc != 0) {
       fprintf(stderr, "%s\n", error_message());

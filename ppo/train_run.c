@@ -261,7 +261,7 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
 
 // --- configuration -----------------------------------------------------------------------------------
 
-static int resolve_config(const TrainRunOptions *opt, Config *cfg) {
+int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) {
   if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
   Config stored;
   // Without a file: the checkpoint's own configuration, with --set applied on top.
@@ -283,7 +283,7 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   rank_opt.quiet = opt_in->quiet || !root;
   const TrainRunOptions *opt = &rank_opt;
   Config cfg;
-  if (resolve_config(opt, &cfg) != 0) {
+  if (train_run_resolve_config(opt, &cfg) != 0) {
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }

@@ -15,34 +15,41 @@
 //
 // Exit statuses (common/error.h): 0 done or stopped by a signal with a checkpoint, 2 bad input
 // (configuration, data, checkpoint, plan over the memory limit), 1 a failure at run time.
-// Depends on ppo/trainer.h, ppo/checkpoint.h, ppo/metrics_log.h.
+// Depends on ppo/config.h, ppo/trainer.h, ppo/checkpoint.h, ppo/metrics_log.h.
 #ifndef PPO_TRAIN_RUN_H
 #define PPO_TRAIN_RUN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ppo/config.h"
+
 typedef struct {
-  const char *config_path;              // NULL when resuming with the checkpoint's own configuration
-  int n_overrides;                      // --set arguments
+  const char *config_path;  // NULL when resuming with the checkpoint's own configuration
+  int n_overrides;          // --set arguments
   const char *const *overrides;
-  const char *resume;                   // checkpoint to continue from, or NULL
-  const char *run_dir;                  // the run directory itself, or NULL for [run] run_dir / name
-  bool plan_only;                       // --plan: print the memory plan and exit
-  int64_t max_iterations;               // > 0: stop after this many iterations of this invocation
-  bool quiet;                           // no configuration dump and no progress lines on stderr
+  const char *resume;      // checkpoint to continue from, or NULL
+  const char *run_dir;     // the run directory itself, or NULL for [run] run_dir / name
+  bool plan_only;          // --plan: print the memory plan and exit
+  int64_t max_iterations;  // > 0: stop after this many iterations of this invocation
+  bool quiet;              // no configuration dump and no progress lines on stderr
 } TrainRunOptions;
 
 typedef struct {
   int64_t iterations, timesteps;  // at the end
   double seconds;                 // wall time of the loop
   double rollout_s, gae_s, update_s;
-  double ep_rew_mean;             // at the end (NaN before any episode ended)
+  double ep_rew_mean;  // at the end (NaN before any episode ended)
   double peak_rss_bytes;
   char run_dir[1024];
   char last_checkpoint[1100];
 } TrainRunResult;
 
 int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an exit status
+
+// The configuration a run of these options trains with: config_path with the overrides, or with
+// resume the checkpoint's own (when there is no config_path) checked for compatibility with it.
+// 0, or -1 and the message. (ppo-train --print-config.)
+int train_run_resolve_config(const TrainRunOptions *options, Config *cfg);
 
 #endif

@@ -411,6 +411,16 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
     cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
   }
+  // the configuration a resume trains with (ppo-train --resume CKPT --print-config): the checkpoint's
+  Config resolved;
+  TrainRunOptions resume = {.resume = ckpt, .n_overrides = 1, .overrides = more};
+  cr_assert_eq(train_run_resolve_config(&resume, &resolved), 0, "%s", error_message());
+  cr_expect_eq(resolved.policy.pi_layers.count, 2);
+  cr_expect_eq(resolved.policy.pi_layers.values[0], 32);
+  cr_expect_eq(resolved.run.total_timesteps, 512);
+  const char *changed[] = {"ppo.n_steps=32"};
+  resume.overrides = changed;
+  cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
   // the checkpoint itself still resumes
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
 }
