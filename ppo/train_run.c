@@ -1,8 +1,10 @@
 // ppo/train_run.c: the `ppo-train` run (ppo/train_run.h).
+#define _DEFAULT_SOURCE  // realpath (XSI), hidden by _POSIX_C_SOURCE alone
 #include "ppo/train_run.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -261,6 +263,13 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
 
 // --- configuration -----------------------------------------------------------------------------------
 
+// Is dir the run directory the checkpoint at ckpt belongs to (checkpoint_run_dir), after links?
+static bool same_directory(const char *dir, const char *ckpt) {
+  char own[PATH_CAP], a[PATH_MAX], b[PATH_MAX];
+  checkpoint_run_dir(ckpt, own, sizeof own);
+  return realpath(dir, a) && realpath(own, b) && strcmp(a, b) == 0;
+}
+
 int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) {
   if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
   Config stored;
@@ -334,6 +343,15 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
             "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
             "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
             run_dir, run_dir);
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
+  if (root && opt->resume && opt->run_dir && path_exists(path) && !same_directory(opt->run_dir, opt->resume)) {
+    error_set(
+        "--run-dir %s already holds a run (metrics.csv) other than the checkpoint's: resume into the "
+        "checkpoint's own run directory (drop --run-dir) or into a new one",
+        run_dir);
+    fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }

@@ -421,8 +421,17 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   const char *changed[] = {"ppo.n_steps=32"};
   resume.overrides = changed;
   cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
-  // the checkpoint itself still resumes
-  cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
+  // into another run's directory: refused (the two runs' metrics and checkpoints would mix)
+  char other[600], file[700];
+  snprintf(other, sizeof other, "%s/other_run", tmp_root);
+  mkdir(other, 0777);
+  snprintf(file, sizeof file, "%s/metrics.csv", other);
+  write_text(file, "iteration\n1\n");
+  cr_expect_eq(run(NULL, ckpt, other, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "already holds a run (metrics.csv) other than the checkpoint's"), "%s",
+            error_message());
+  // the checkpoint itself still resumes, into its own directory named explicitly too
+  cr_expect_eq(run(NULL, ckpt, dir, 1, 1, more), 0, "%s", error_message());
 }
 
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
