@@ -523,9 +523,9 @@ static void cpu_unscale_clip_coef(Backend *backend, float *x, size_t n, const fl
   if (bad) *found_inf = 1.0f;
   double sum = 0.0;
   for (int c = 0; c < CPU_CHUNKS; c++) sum += partial[c];
-  float norm = (float)sqrt(sum), cf = max_norm / (norm + 1e-6f);
+  float norm = (float)sqrt(sum);
   *total = norm;
-  *coef = cf < 1.0f ? cf : 1.0f;
+  *coef = nn_clip_coef(norm, max_norm);
 }
 
 static void cpu_global_norm(Backend *backend, float *total, const float *x, size_t n) {
@@ -535,8 +535,8 @@ static void cpu_global_norm(Backend *backend, float *total, const float *x, size
 static void cpu_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm) {
   float norm = (float)sqrt(sum_squares(x, n));
   if (total) *total = norm;
-  float coef = max_norm / (norm + 1e-6f);
-  if (coef < 1.0f) cpu_scale(backend, x, coef, n);
+  float coef = nn_clip_coef(norm, max_norm);
+  if (!(coef >= 1.0f)) cpu_scale(backend, x, coef, n);  // torch multiplies always: by 1 exactly, or by NaN
 }
 
 static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
@@ -563,9 +563,8 @@ CPU_VECTOR_CLONES static void adam_block(float *restrict p, const float *restric
 
 static void cpu_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm) {
   float norm = (float)sqrt(sum_squares(x, n));
-  float c = max_norm / (norm + 1e-6f);
   *total = norm;
-  *coef = c < 1.0f ? c : 1.0f;
+  *coef = nn_clip_coef(norm, max_norm);
 }
 
 static void cpu_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,

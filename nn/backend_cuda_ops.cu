@@ -61,9 +61,8 @@ __global__ static void categorical_backward_kernel(float *dlogits, const float *
 void cuda_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
                                const float *logits, const float *actions, int B, int A) {
   CudaContext *ctx = cuda_ctx(backend);
-  categorical_backward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(dlogits, dlogp, dentropy,
-                                                                                             logits, actions, B, A,
-                                                                                             ctx->fault);
+  categorical_backward_kernel<<<cuda_blocks(ctx, (size_t)B), CUDA_THREADS, 0, ctx->stream>>>(
+      dlogits, dlogp, dentropy, logits, actions, B, A, ctx->fault);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -163,16 +162,13 @@ __global__ static void sum_squares_kernel(double *partials, const float *x, size
 }
 
 // One thread: total = sqrt of the partials added in index order; with coef, the clip coefficient
-// min(1, max_norm / (total + 1e-6)) in clip_grad_norm_'s float arithmetic (NaN total: 1).
+// nn_clip_coef (NaN total: NaN, as torch's clamp).
 __global__ static void norm_finish_kernel(float *total, float *coef, const double *partials, float max_norm) {
   double s = 0.0;
   for (int k = 0; k < CUDA_REDUCE_BLOCKS; k++) s += partials[k];
   float norm = (float)sqrt(s);
   *total = norm;
-  if (coef) {
-    float c = max_norm / (norm + 1e-6f);
-    *coef = c < 1.0f ? c : 1.0f;
-  }
+  if (coef) *coef = nn_clip_coef(norm, max_norm);
 }
 
 static void launch_norm(CudaContext *ctx, float *total, float *coef, const float *x, size_t n, float max_norm) {
@@ -186,10 +182,11 @@ void cuda_global_norm(Backend *backend, float *total, const float *x, size_t n) 
   launch_norm(cuda_ctx(backend), total, NULL, x, n, 0.0f);
 }
 
-// x *= *coef when *coef < 1; clip_grad_norm_ leaves x alone otherwise (same bits as the CPU's branch).
+// x *= *coef unless *coef is 1 (clip_grad_norm_ multiplies by 1 exactly: the same bits as the CPU's
+// branch); a NaN coefficient is applied.
 __global__ static void clip_scale_kernel(float *x, size_t n, const float *coef) {
   float c = *coef;
-  if (!(c < 1.0f)) return;
+  if (c >= 1.0f) return;
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) x[i] *= c;
 }
@@ -252,7 +249,7 @@ void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *s
                             float *coef, float max_norm) {
   CudaContext *ctx = cuda_ctx(backend);
   unscale_sum_squares_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, x, n, scale,
-                                                                                    found_inf);
+                                                                                   found_inf);
   CUDA_CHECK_LAUNCH();
   norm_finish_kernel<<<1, 1, 0, ctx->stream>>>(total, coef, ctx->partials, max_norm);
   CUDA_CHECK_LAUNCH();

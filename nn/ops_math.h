@@ -10,6 +10,7 @@
 #define PPO_NN_OPS_MATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -215,6 +216,14 @@ PPO_HD static inline float nn_gaussian_row_sample(float *a, const float *mu, con
 // GradScaler.unscale_'s factor: the reciprocal formed in double, then rounded (torch's inv_scale).
 PPO_HD static inline float nn_unscale_factor(float scale) { return (float)(1.0 / (double)scale); }
 
+// clip_grad_norm_'s coefficient: torch.clamp(max_norm / (norm + 1e-6), max=1) in float. A NaN
+// norm gives NaN (clamp passes NaN on), so the step turns every parameter NaN as torch's does,
+// and the run stops there (ppo/train_run.c) instead of going on with only part of it NaN.
+PPO_HD static inline float nn_clip_coef(float norm, float max_norm) {
+  float c = max_norm / (norm + 1e-6f);
+  return c > 1.0f ? 1.0f : c;
+}
+
 // GradScaler.update (PPO_SEMANTICS.md section 5): on inf backoff and reset the tracker; else count,
 // and at growth_interval grow the scale when the grown value is finite. No lower clamp.
 PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, float found_inf, float growth_factor,
@@ -275,6 +284,9 @@ PPO_HD static inline float nn_gae_step(float reward, float value, float next_val
   return delta + gamma_lambda * nonterminal * gae;
 }
 
+// torch.clamp(x, lo, hi): NaN stays NaN (fminf / fmaxf would return a bound).
+PPO_HD static inline float nn_clamp(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
+
 // One sample of the clipped surrogate. adv is the (normalised) advantage, log_ratio = logp -
 // old_logp. Writes *term = min(adv r, adv clamp(r, 1 - clip, 1 + clip)) (the policy loss is -mean
 // of it), *dterm_dlogp = d term / d logp, torch's gradient: the unclipped branch (or a tie, torch's
@@ -284,10 +296,11 @@ PPO_HD static inline float nn_gae_step(float reward, float value, float next_val
 PPO_HD static inline int nn_ppo_surrogate(float adv, float log_ratio, float clip, float clip_lo, float clip_hi,
                                           float *term, float *dterm_dlogp, float *kl) {
   float ratio = expf(log_ratio);
-  float clamped = fminf(fmaxf(ratio, clip_lo), clip_hi);
+  float clamped = nn_clamp(ratio, clip_lo, clip_hi);
   float surr1 = adv * ratio, surr2 = adv * clamped;
-  *term = fminf(surr1, surr2);
-  *dterm_dlogp = surr1 <= surr2 ? surr1 : 0.0f;
+  bool nan = surr1 != surr1 || surr2 != surr2;  // torch.min passes NaN on (fminf would drop it)
+  *term = nan ? NAN : fminf(surr1, surr2);
+  *dterm_dlogp = nan ? NAN : surr1 <= surr2 ? surr1 : 0.0f;
   *kl = (ratio - 1.0f) - log_ratio;
   return fabsf(ratio - 1.0f) > clip;
 }
@@ -301,7 +314,7 @@ PPO_HD static inline float nn_ppo_value_pred(float value, float old_value, float
   }
   float diff = value - old_value;
   *dpred_dvalue = (diff >= -clip_vf && diff <= clip_vf) ? 1.0f : 0.0f;
-  return old_value + fminf(fmaxf(diff, -clip_vf), clip_vf);
+  return old_value + nn_clamp(diff, -clip_vf, clip_vf);
 }
 
 // Advantage normalisation's two numbers from double sums over the B samples: the mean, and the

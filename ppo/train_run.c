@@ -491,6 +491,19 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
         fprintf(stderr, "%s\n", line);
     }
     result->ep_rew_mean = s.ep_rew_mean;
+    // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
+    // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). Stop
+    // before a checkpoint holds it; the norm is the all-reduced one, the same on every rank.
+    if (cfg.run.precision != CONFIG_PRECISION_FP16 && !isfinite(s.grad_norm)) {
+      fprintf(stderr,
+              "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "
+              "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
+              "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
+              (long long)s.iteration, s.grad_norm, s.loss, cfg.run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
+              result->last_checkpoint[0] ? result->last_checkpoint : "none yet");
+      status = EXIT_RUNTIME;
+      break;
+    }
     if (cfg.run.checkpoint_every > 0 && s.iteration % cfg.run.checkpoint_every == 0 && !last) {
       if (save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
         fprintf(stderr, "ppo-train: %s\n", error_message());

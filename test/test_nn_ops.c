@@ -721,7 +721,32 @@ Test(nn_ops, global_norm_and_clip_follow_torch) {
   backend_global_norm(b, &total, z, n);
   assert_close(total, sqrt(s), 1e-7, 0, "norm", 0);
   free(z);
+  // torch.clamp passes NaN on: a NaN gradient makes the coefficient NaN and clip_grad_norm_ turns
+  // every gradient NaN (a run that diverged stops; ppo/train_run.c); an infinite norm gives 0
+  float w[3] = {1, NAN, 2}, clip;
+  backend_clip_coef(b, &total, &clip, w, 3, 0.5f);
+  cr_expect(isnan(total) && isnan(clip), "norm %g coef %g", total, clip);
+  backend_clip_grad_norm(b, NULL, w, 3, 0.5f);
+  cr_expect(isnan(w[0]) && isnan(w[2]), "%g %g", w[0], w[2]);
+  cr_expect_eq(nn_clip_coef(INFINITY, 0.5f), 0.0f);
+  cr_expect_eq(nn_clip_coef(0.25f, 0.5f), 1.0f);
   backend_close(b);
+}
+
+// torch's min and clamp pass NaN on where fminf / fmaxf drop it: a NaN log-ratio, or an infinite
+// ratio times a zero advantage (0 x inf), gives a NaN term and gradient, as torch's loss does.
+Test(nn_math, ppo_surrogate_and_value_clip_pass_nan_on) {
+  float term, dterm, kl;
+  nn_ppo_surrogate(1.0f, NAN, 0.2f, 0.8f, 1.2f, &term, &dterm, &kl);
+  cr_expect(isnan(term) && isnan(dterm), "%g %g", term, dterm);
+  nn_ppo_surrogate(0.0f, 100.0f, 0.2f, 0.8f, 1.2f, &term, &dterm, &kl);
+  cr_expect(isnan(term) && isnan(dterm), "%g %g", term, dterm);
+  nn_ppo_surrogate(2.0f, logf(1.5f), 0.2f, 0.8f, 1.2f, &term, &dterm, &kl);  // clipped: 2 x 1.2, no gradient
+  cr_expect(term == 2.0f * 1.2f && dterm == 0.0f, "%g %g", term, dterm);
+  float d;
+  cr_expect(isnan(nn_ppo_value_pred(NAN, 1.0f, 0.5f, &d)));
+  cr_expect_eq(nn_ppo_value_pred(3.0f, 1.0f, 0.5f, &d), 1.5f);
+  cr_expect_eq(d, 0.0f);
 }
 
 Test(nn_ops, unscale_check_flags_inf_and_nan) {
@@ -967,7 +992,7 @@ Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) { weights_layout_
 Test(nn_gemm, the_scalar_loops_behind_the_avx512_paths) {
   setenv("PPO_CPU_NO_AVX512", "1", 1);  // Criterion runs each test in its own process
   Backend *b = cpu();
-  check_backward_t(b, 512, 512);  // full aligned tiles
+  check_backward_t(b, 512, 512);                   // full aligned tiles
   gemm_case(b, NN_F32, 0, 1, 32, 2100, 40, 0.0f);  // oneDNN computes C^T, transposed on the threads
   gemm_case(b, NN_F32, 0, 1, 64, 64, 64, 0.0f);    // B transposed on the stack
   gemm_case(b, NN_BF16, 0, 1, 32, 300, 70, 1.0f);

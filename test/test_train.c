@@ -342,7 +342,7 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
 // moments, a negative step, scale or counter), which resumed into NaN training before.
 Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   const char *cfg = config_file("data");
-  char dir[512], ckpt[600], path[700];
+  char dir[512], ckpt[600], path[700], file[700];
   snprintf(dir, sizeof dir, "%s/data", tmp_root);
   const char *sets[] = {"run.total_timesteps=256", "eval.every=0"};
   cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());
@@ -411,7 +411,24 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
     cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
   }
-  // the configuration a resume trains with (ppo-train --resume CKPT --print-config): the checkpoint's
+  // a finite but huge weight resumes, then overflows the value head: the gradient norm is not finite
+  // and the run stops (exit 1) without a checkpoint of the NaN parameters
+  f = damaged_copy(ckpt, "huge_weight", path, sizeof path);
+  ds = H5Dopen2(f, "params/vf/weight0", H5P_DEFAULT);
+  space = H5Dget_space(ds);
+  hssize_t nw = H5Sget_simple_extent_npoints(space);
+  float *w = malloc((size_t)nw * sizeof(float));
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
+  for (hssize_t i = 0; i < nw; i++) w[i] = 3e38f;
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
+  free(w);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  char diverged[600];
+  snprintf(diverged, sizeof diverged, "%s/diverged", tmp_root);
+  cr_expect_eq(run(NULL, path, diverged, 1, 1, more), 1);
+  snprintf(file, sizeof file, "%s/checkpoints/last.h5", diverged);
+  cr_expect_neq(access(file, F_OK), 0, "no checkpoint after the diverged iteration");
+
   Config resolved;
   TrainRunOptions resume = {.resume = ckpt, .n_overrides = 1, .overrides = more};
   cr_assert_eq(train_run_resolve_config(&resume, &resolved), 0, "%s", error_message());
@@ -422,7 +439,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   resume.overrides = changed;
   cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
   // into another run's directory: refused (the two runs' metrics and checkpoints would mix)
-  char other[600], file[700];
+  char other[600];
   snprintf(other, sizeof other, "%s/other_run", tmp_root);
   mkdir(other, 0777);
   snprintf(file, sizeof file, "%s/metrics.csv", other);
