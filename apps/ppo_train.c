@@ -53,8 +53,9 @@ static void usage(FILE *out) {
           "  --help                this text\n"
           "\n"
           "SIGINT or SIGTERM: the run stops at the next step, writes a checkpoint of the last iteration\n"
-          "boundary and exits 0; a second signal exits at once. With --walk-forward the walk-forward ends\n"
-          "there too: run the same command again to continue.\n");
+          "boundary and exits 0; a second signal exits at once (the same signal again within a second is\n"
+          "the same request: timeout(1) sends two). With --walk-forward the walk-forward ends there too:\n"
+          "run the same command again to continue.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {

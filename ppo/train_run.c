@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
@@ -32,14 +33,27 @@
 
 static volatile sig_atomic_t signal_count = 0;
 static volatile sig_atomic_t last_signal = 0;
+static struct timespec first_signal_at;  // written once, in the handler, before signal_count says so
+
+// A repeat of the same signal within this long of the first is the same request: coreutils'
+// timeout sends SIGTERM to the process and then to its group, two signals microseconds apart, and
+// counting the second as "asked twice" killed a third of such runs without their checkpoint.
+#define SIGNAL_REPEAT_SECONDS 1.0
 
 static void on_signal(int sig) {
-  last_signal = sig;
-  if (signal_count++ > 0) {  // the second one: leave now, as the user asked twice
-    signal(sig, SIG_DFL);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe (POSIX)
+  if (signal_count > 0) {
+    double since =
+        (double)(now.tv_sec - first_signal_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_signal_at.tv_nsec);
+    if (sig == last_signal && since < SIGNAL_REPEAT_SECONDS) return;
+    signal(sig, SIG_DFL);  // asked again: leave now
     raise(sig);
     return;
   }
+  first_signal_at = now;
+  last_signal = sig;
+  signal_count = 1;
   trainer_request_stop();
 }
 

@@ -11,7 +11,8 @@
 //
 // Signals: the first SIGINT or SIGTERM asks the trainer to stop (ppo/trainer.h: a rollout in
 // progress is abandoned and the iteration's starting state restored; an update finishes); the run
-// then writes a checkpoint and returns 0. A second signal ends the process at once.
+// then writes a checkpoint and returns 0. A second signal ends the process at once (the same signal
+// again within a second is the same request: timeout(1) sends SIGTERM to the process and its group).
 //
 // Exit statuses (common/error.h): 0 done or stopped by a signal with a checkpoint, 2 bad input
 // (configuration, data, checkpoint, plan over the memory limit), 1 a failure at run time.

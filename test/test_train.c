@@ -490,6 +490,32 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
 }
 
+// coreutils' timeout sends SIGTERM to the process and then to its group: two signals well within a
+// second of each other are one request (one a second or more later still ends the run at once).
+Test(train, a_repeated_sigterm_at_once_is_one_request) {
+  const char *cfg = config_file("sigterm2");
+  char dir[512], metrics[600], ckpt[600];
+  snprintf(dir, sizeof dir, "%s/sigterm2", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0"};
+    _exit(run(cfg, NULL, dir, 0, 2, sets));
+  }
+  wait_for_lines(metrics, 2, 30);
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  struct timespec pause = {0, 2000000};  // 2 ms: the first is handled, the run still stopping; back to back,
+  nanosleep(&pause, NULL);               // the kernel would merge the two into one delivery
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed by the repeat instead of exiting with a checkpoint");
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(access(ckpt, F_OK), 0);
+}
+
 Test(train, no_allocation_inside_the_training_loop) {
   Config cfg;
   cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 0, NULL), 0, "%s",
