@@ -40,6 +40,15 @@ bool checkpoint_may_differ(const char *section, const char *key) {
   return false;
 }
 
+int checkpoint_read_timesteps(const char *path, int64_t *timesteps) {
+  hid_t f = h5io_open_read(path);
+  if (f < 0) return -1;
+  int rc = h5io_attr_read_int64(f, "/", "timesteps", timesteps);
+  h5io_close(f);
+  if (rc != 0) error_prepend("%s: ", path);
+  return rc;
+}
+
 int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path) {
   int count;
   const ConfigKey *schema = config_schema(&count);

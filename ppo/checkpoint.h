@@ -57,6 +57,9 @@ int checkpoint_read_config(const char *path, Config *stored, Config *resolved, i
 // Does key (section, key) of the schema belong to the keys a resumed run may change?
 bool checkpoint_may_differ(const char *section, const char *key);
 
+// The env steps the checkpoint's run had taken (its "timesteps" attribute). 0, or -1 and the message.
+int checkpoint_read_timesteps(const char *path, int64_t *timesteps);
+
 // 0 when cfg may resume from a checkpoint made with stored; else -1 and a message naming every
 // key that differs (both values, where each came from).
 int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path);

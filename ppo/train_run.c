@@ -87,8 +87,11 @@ static int write_config_file(const Config *cfg, const char *path) {
 
 // Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all), by iteration number, whatever
 // cadence wrote them (a final or interrupted run's checkpoint falls between multiples of every).
-static void prune_checkpoints(const char *dir, int64_t keep) {
-  if (keep <= 0) return;
+// Keeps the `keep` newest checkpoints up to iteration `current` (the one just written is the newest).
+// Checkpoints past `current` are another timeline's (this run resumed from an earlier one): left as
+// they are, never counted. Also removes the temporary files of writers that died (kill -9 in the
+// middle of a checkpoint: .ckpt_NNNNNN.h5.tmp.PID of a process that is gone).
+static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   DIR *d = opendir(dir);
   if (!d) return;
   int64_t *its = NULL;
@@ -96,8 +99,15 @@ static void prune_checkpoints(const char *dir, int64_t keep) {
   struct dirent *de;
   while ((de = readdir(d))) {
     long long it;
+    int pid;
     char tail[8];
-    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0) continue;
+    if (sscanf(de->d_name, ".ckpt_%lld.h5.tmp.%d%7s", &it, &pid, tail) == 2 && pid > 0 && pid != (int)getpid() &&
+        kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+      char path[PATH_CAP];
+      if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) < (int)sizeof path) (void)unlink(path);
+      continue;
+    }
+    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0 || it > current) continue;
     if (count == cap) {
       cap = cap ? 2 * cap : 64;
       int64_t *grown = realloc(its, cap * sizeof *its);
@@ -107,7 +117,7 @@ static void prune_checkpoints(const char *dir, int64_t keep) {
     its[count++] = it;
   }
   closedir(d);
-  for (size_t i = 0; i < count; i++) {  // drop every one with `keep` or more newer ones
+  for (size_t i = 0; keep > 0 && i < count; i++) {  // drop every one with `keep` or more newer ones
     size_t newer = 0;
     for (size_t j = 0; j < count; j++) newer += its[j] > its[i];
     char path[PATH_CAP];
@@ -284,15 +294,32 @@ static bool same_directory(const char *dir, const char *ckpt) {
   return realpath(dir, a) && realpath(own, b) && strcmp(a, b) == 0;
 }
 
-int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) {
+// *moved (optional): a resume whose [run] run_dir or name differ from the checkpoint's, so that it
+// writes to the new run_dir/name instead of the checkpoint's own run directory.
+static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) {
+  if (moved) *moved = false;
   if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
   Config stored;
   // Without a file: the checkpoint's own configuration, with --set applied on top.
   Config *own = opt->config_path ? NULL : cfg;
   if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) return -1;
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
-  return checkpoint_check_compatible(&stored, cfg, opt->resume);
+  if (checkpoint_check_compatible(&stored, cfg, opt->resume) != 0) return -1;
+  if (moved) *moved = strcmp(stored.run.run_dir, cfg->run.run_dir) != 0 || strcmp(stored.run.name, cfg->run.name) != 0;
+  // A total below the steps already taken would end the run at once and cut the metrics to it.
+  int64_t taken;
+  if (checkpoint_read_timesteps(opt->resume, &taken) != 0) return -1;
+  if (cfg->run.total_timesteps < taken) {
+    char where[512];
+    config_describe_key(cfg, "run", "total_timesteps", where, sizeof where);
+    error_set("%s: below the %lld steps the checkpoint %s has taken (a resumed run continues to a larger total)", where,
+              (long long)taken, opt->resume);
+    return -1;
+  }
+  return 0;
 }
+
+int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) { return resolve_config(opt, cfg, NULL); }
 
 // --- the run -------------------------------------------------------------------------------------------
 
@@ -306,7 +333,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   rank_opt.quiet = opt_in->quiet || !root;
   const TrainRunOptions *opt = &rank_opt;
   Config cfg;
-  if (train_run_resolve_config(opt, &cfg) != 0) {
+  bool moved;
+  if (resolve_config(opt, &cfg, &moved) != 0) {
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }
@@ -340,7 +368,7 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
   if (opt->run_dir)
     snprintf(run_dir, sizeof run_dir, "%s", opt->run_dir);
-  else if (opt->resume)
+  else if (opt->resume && !moved)  // the checkpoint's own run, continued where it is
     checkpoint_run_dir(opt->resume, run_dir, sizeof run_dir);
   else
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
@@ -360,11 +388,11 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  if (root && opt->resume && opt->run_dir && path_exists(path) && !same_directory(opt->run_dir, opt->resume)) {
+  if (root && opt->resume && path_exists(path) && !same_directory(run_dir, opt->resume)) {
     error_set(
-        "--run-dir %s already holds a run (metrics.csv) other than the checkpoint's: resume into the "
-        "checkpoint's own run directory (drop --run-dir) or into a new one",
-        run_dir);
+        "%s %s already holds a run (metrics.csv) other than the checkpoint's: resume into the checkpoint's "
+        "own run directory or into a new one",
+        opt->run_dir ? "--run-dir" : "[run] run_dir/name", run_dir);
     fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
     return EXIT_BAD_INPUT;
@@ -436,7 +464,7 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
   double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
   int status = EXIT_OK;
-  int64_t done_here = 0;
+  int64_t done_here = 0, saved_at = -1;  // saved_at: the iteration of the last checkpoint written here
   bool interrupted = false;
   while (trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
     if (opt->max_iterations > 0 && done_here >= opt->max_iterations) break;
@@ -524,7 +552,8 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
         status = EXIT_RUNTIME;
         break;
       }
-      if (root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
+      if (root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
+      saved_at = trainer_counters(tr)->iterations;
     }
     // A signal may reach the ranks at different steps: they stop together, after the same iteration.
     if (dist_host_allreduce_max_int(trainer_stop_requested())) {
@@ -535,8 +564,11 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   if (tty) log_progress_end();
   result->seconds = timer_now() - t_start;
   if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
-    bool saved = save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0;
-    if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep);
+    // (not again when this iteration's periodic checkpoint was just written: a preemption's grace
+    // period is short)
+    bool saved = saved_at == trainer_counters(tr)->iterations ||
+                 save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0;
+    if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       status = EXIT_RUNTIME;

@@ -4,6 +4,7 @@
 // market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1). The CUDA cases skip,
 // visibly, without a device.
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
@@ -438,6 +439,10 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   const char *changed[] = {"ppo.n_steps=32"};
   resume.overrides = changed;
   cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
+  const char *fewer[] = {"run.total_timesteps=128"};  // below the 256 steps taken: it cut metrics.csv
+  resume.overrides = fewer;
+  cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
+  cr_expect(strstr(error_message(), "below the 256 steps the checkpoint"), "%s", error_message());
   // into another run's directory: refused (the two runs' metrics and checkpoints would mix)
   char other[600];
   snprintf(other, sizeof other, "%s/other_run", tmp_root);
@@ -449,6 +454,46 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
             error_message());
   // the checkpoint itself still resumes, into its own directory named explicitly too
   cr_expect_eq(run(NULL, ckpt, dir, 1, 1, more), 0, "%s", error_message());
+}
+
+// Resumed from an earlier checkpoint, the run's pruning keeps its own newest checkpoints: the ones
+// past the resume point (the earlier timeline's) are neither counted nor deleted, and the one just
+// written stays (it was deleted as the oldest of the newest, last.h5 left pointing at nothing). The
+// temporary file of a writer that died is removed.
+Test(train, resume_from_an_earlier_checkpoint_keeps_what_it_writes) {
+  const char *cfg = config_file("prune");
+  char dir[512], path[700], stale[700];
+  snprintf(dir, sizeof dir, "%s/prune", tmp_root);
+  const char *all[] = {"run.total_timesteps=1536", "run.checkpoint_keep=0", "eval.every=0"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, all), 0, "%s", error_message());
+  pid_t dead = 4000000;  // a pid no process has (kill says so), for the dead writer's file name
+  while (kill(dead, 0) == 0 || errno != ESRCH) dead++;
+  snprintf(stale, sizeof stale, "%s/checkpoints/.ckpt_000009.h5.tmp.%d", dir, (int)dead);
+  write_text(stale, "partial");
+  snprintf(path, sizeof path, "%s/checkpoints/ckpt_000002.h5", dir);
+  const char *keep2[] = {"run.checkpoint_keep=2"};
+  cr_assert_eq(run(NULL, path, NULL, 1, 1, keep2), 0, "%s", error_message());
+  const int expect[7] = {0, 0, 1, 1, 1, 1, 1};  // iterations 2 and 3 of this timeline, 4 to 6 of the other
+  for (int it = 1; it <= 6; it++) {
+    snprintf(path, sizeof path, "%s/checkpoints/ckpt_%06d.h5", dir, it);
+    cr_expect_eq(access(path, F_OK) == 0, expect[it], "ckpt_%06d.h5", it);
+  }
+  snprintf(path, sizeof path, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(access(path, R_OK), 0, "last.h5 names a file that exists");
+  cr_expect_neq(access(stale, F_OK), 0, "the dead writer's temporary file is removed");
+  // another [run] run_dir / name on resume: the run goes on there, the original run is left alone
+  char sets_dir[600], fork[700], metrics[700];
+  snprintf(sets_dir, sizeof sets_dir, "run.run_dir=%s", tmp_root);
+  const char *moved[] = {sets_dir, "run.name=forked"};
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  struct stat before, after;
+  cr_assert_eq(stat(metrics, &before), 0);
+  snprintf(path, sizeof path, "%s/checkpoints/ckpt_000002.h5", dir);
+  cr_assert_eq(run(NULL, path, NULL, 1, 2, moved), 0, "%s", error_message());
+  snprintf(fork, sizeof fork, "%s/forked/checkpoints/ckpt_000003.h5", tmp_root);
+  cr_expect_eq(access(fork, F_OK), 0, "the resumed run writes to run_dir/name");
+  cr_assert_eq(stat(metrics, &after), 0);
+  cr_expect(before.st_size == after.st_size && before.st_mtime == after.st_mtime, "the original metrics untouched");
 }
 
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
