@@ -134,7 +134,7 @@ static const ConfigKey config_keys[] = {
     K_REAL(env, slippage_random_max_bps, "0", 0, 10000, 0, "extra slippage drawn uniformly in [0, this]; 0 = off"),
     K_REAL(env, financing_long_apr, "0", -1, 1, 0, "financing charged on long notional per year (negative = earned)"),
     K_REAL(env, financing_short_apr, "0", -1, 1, 0, "financing charged on short notional per year (borrow fee)"),
-    K_REAL(env, impact_y, "0", 0, INF, 0, "square-root market impact coefficient Y; 0 = off (needs volume)"),
+    K_REAL(env, impact_y, "0", 0, 0, 0, "square-root market impact coefficient Y; only 0 (off): not modelled yet"),
     K_REAL(env, cost_mult, "1.0", 0, 100, 0, "multiplies every cost (stress tests)"),
     K_AUTO_INT(env, episode_length, 1, 1e9, "training episode length in bars; auto = 2048 hourly, 252 daily"),
     K_AUTO_INT(env, window, 1, 10000, "bars of features in one observation; auto = 32 hourly, 30 daily"),

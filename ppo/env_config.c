@@ -125,8 +125,11 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
   m->features = features_compute(m->data, &fp);
   TradingParams tp;
   env_config_trading_params(cfg, &tp);
-  if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {
-    error_prepend("[env] with data %s: ", m->data->source);
+  if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the split dates, window, ...
+    if (cfg->env.type == CONFIG_ENV_SYNTHETIC)
+      error_prepend("[env] with the synthetic market (%lld bars): ", (long long)m->data->rows);
+    else
+      error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
     env_market_close(m);
     return -1;
   }
