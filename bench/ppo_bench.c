@@ -334,15 +334,17 @@ static int bench_policy(Backend *b, const BenchOptions *opt, NnDtype dt) {
 
 // --- main ---------------------------------------------------------------------------------------------------
 
-static int usage(void) {
-  fprintf(stderr,
+static int usage_to(FILE *out, int status) {
+  fprintf(out,
           "usage: ppo-bench backend [--backend cpu|cuda|auto] [--precision all|fp32|fp16|bf16[,...]] [--obs O]\n"
           "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n"
           "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n"
           "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n"
           "       ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]\n");
-  return EXIT_BAD_INPUT;
+  return status;
 }
+
+static int usage(void) { return usage_to(stderr, EXIT_BAD_INPUT); }
 
 static int parse_list(const char *text, int *out, int max) {
   int n = 0;
@@ -378,6 +380,7 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage_to(stdout, EXIT_OK);
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).
   if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
   // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).
