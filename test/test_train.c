@@ -515,10 +515,12 @@ Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
 }
 
-Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
-  const char *cfg = config_file("sigterm");
-  char dir[512], metrics[600], ckpt[600];
-  snprintf(dir, sizeof dir, "%s/sigterm", tmp_root);
+// A run of `name` that would go on for hours, in a child process, once `lines` lines of its
+// metrics.csv (the header and lines - 1 iterations) are written; dir receives its run directory.
+static pid_t start_long_run(const char *name, char *dir, size_t capacity, int lines) {
+  const char *cfg = config_file(name);
+  char metrics[700];
+  snprintf(dir, capacity, "%s/%s", tmp_root, name);
   snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
   pid_t pid = fork();
   cr_assert(pid >= 0);
@@ -526,7 +528,13 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
     const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0"};
     _exit(run(cfg, NULL, dir, 0, 2, sets));
   }
-  wait_for_lines(metrics, 3, 30);  // two iterations logged, then ask it to stop
+  wait_for_lines(metrics, lines, 30);
+  return pid;
+}
+
+Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
+  char dir[512], ckpt[600];
+  pid_t pid = start_long_run("sigterm", dir, sizeof dir, 3);  // two iterations logged, then ask it to stop
   terminate_expect_exit_0(pid);
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   Config stored;
@@ -538,17 +546,8 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
 // coreutils' timeout sends SIGTERM to the process and then to its group: two signals well within a
 // second of each other are one request (one a second or more later still ends the run at once).
 Test(train, a_repeated_sigterm_at_once_is_one_request) {
-  const char *cfg = config_file("sigterm2");
-  char dir[512], metrics[600], ckpt[600];
-  snprintf(dir, sizeof dir, "%s/sigterm2", tmp_root);
-  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
-  pid_t pid = fork();
-  cr_assert(pid >= 0);
-  if (pid == 0) {
-    const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0"};
-    _exit(run(cfg, NULL, dir, 0, 2, sets));
-  }
-  wait_for_lines(metrics, 2, 30);
+  char dir[512], ckpt[600];
+  pid_t pid = start_long_run("sigterm2", dir, sizeof dir, 2);
   cr_assert_eq(kill(pid, SIGTERM), 0);
   struct timespec pause = {0, 2000000};  // 2 ms: the first is handled, the run still stopping; back to back,
   nanosleep(&pause, NULL);               // the kernel would merge the two into one delivery
