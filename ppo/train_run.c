@@ -85,12 +85,12 @@ static int write_config_file(const Config *cfg, const char *path) {
   return atomic_file_commit(&af);
 }
 
-// Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all), by iteration number, whatever
-// cadence wrote them (a final or interrupted run's checkpoint falls between multiples of every).
-// Keeps the `keep` newest checkpoints up to iteration `current` (the one just written is the newest).
-// Checkpoints past `current` are another timeline's (this run resumed from an earlier one): left as
-// they are, never counted. Also removes the temporary files of writers that died (kill -9 in the
-// middle of a checkpoint: .ckpt_NNNNNN.h5.tmp.PID of a process that is gone).
+// Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all) up to iteration `current` (the
+// one just written), by iteration number, whatever cadence wrote them (a final or interrupted run's
+// checkpoint falls between multiples of every). Checkpoints past `current` are another timeline's
+// (this run resumed from an earlier one): left as they are, never counted. Also removes the
+// temporary files of writers that died (kill -9 in the middle of a checkpoint: .ckpt_NNNNNN.h5.tmp.PID
+// of a process that is gone).
 static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -374,7 +374,9 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
   if (strlen(run_dir) > RUN_DIR_MAX) {
     fprintf(stderr, "ppo-train: run directory %.60s...: longer than %d characters (%s)\n", run_dir, RUN_DIR_MAX,
-            opt->run_dir ? "--run-dir" : "the checkpoint's directory");
+            opt->run_dir            ? "--run-dir"
+            : opt->resume && !moved ? "the checkpoint's directory"
+                                    : "[run] run_dir and name");
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
