@@ -669,8 +669,8 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   }
 }
 
+// dir exists (evaluate_checkpoint made it).
 static int write_outputs(const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o, const char *dir) {
-  if (make_directories(dir) != 0) return -1;
   JsonArgs j = {ev, checkpoint, o};
   if (write_atomic(dir, "report.json", report_json_fn, &j) != 0) return -1;
   if (write_atomic(dir, "equity.csv", equity_csv_fn, ev) != 0) return -1;
