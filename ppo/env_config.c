@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/log.h"
 
 // The enums list their choices in the same order on both sides.
 _Static_assert((int)CONFIG_EXEC_CLOSE == (int)TRADING_EXEC_CLOSE, "exec enums out of step");
@@ -125,6 +126,13 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
   m->features = features_compute(m->data, &fp);
   TradingParams tp;
   env_config_trading_params(cfg, &tp);
+  const MarketData *d = m->data;
+  if (!cfg->env.test_end.is_auto && cfg->env.test_end.seconds > d->ts[d->rows - 1]) {  // the split ends with the data
+    char last[40];
+    log_warn("%s: after the data's last bar (%s); the test split ends there",
+             config_describe_key(cfg, "env", "test_end", where, sizeof where),
+             market_time_format(d->ts[d->rows - 1], last, sizeof last));
+  }
   if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the split dates, window, ...
     if (cfg->env.type == CONFIG_ENV_SYNTHETIC)
       error_prepend("[env] with the synthetic market (%lld bars): ", (long long)m->data->rows);
