@@ -387,6 +387,7 @@ Test(config_ini, each_error_class_with_location) {
   expect_error("[env]\nexec = next-open\n",
                "t.ini:2: [env] exec = next-open: not one of the choices (allowed: next_open, close)");
   expect_error("[ppo]\nn_epochs = 0\n", "t.ini:2: [ppo] n_epochs = 0: out of range (allowed: 1 <= value <= 10000)");
+  expect_error("[env]\nimpact_y = 0.1\n", "t.ini:2: [env] impact_y = 0.1: out of range (allowed: 0 <= value <= 0)");
 }
 
 Test(config_ini, inline_comments_follow_inih) {

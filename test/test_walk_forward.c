@@ -370,6 +370,9 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
   char dir[600];
   snprintf(dir, sizeof dir, "%s/r", tmp_root);
   cr_expect(!exists(dir), "a refused walk-forward must not create its directory");
+  snprintf(args, sizeof args, "'%s' --iterations 99999999999999999999", cfg);  // past int64
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "--iterations needs a whole number in 1 .. 9223372036854775807"), "%s", out);
   // run directories that cannot be: empty (it was the filesystem's root), under a file, too long
   const char *modes[] = {"--walk-forward ", ""};
   for (int m = 0; m < 2; m++) {
