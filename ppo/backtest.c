@@ -14,7 +14,7 @@
 #define FEATURE_X_STRATEGY 9     // envs/features.h: sign(EMA_fast - EMA_slow)
 
 const char *backtest_strategy_name(BacktestStrategy s) {
-  static const char *names[] = {"agent_greedy", "agent_sampled", "buy_and_hold", "flat",
+  static const char *names[] = {"agent_greedy", "agent_sampled", "buy_and_hold",    "flat",
                                 "random",       "ma_rule",       "oracle_zero_cost"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
@@ -81,8 +81,11 @@ static void ledger_fill(Ledger *lg, BacktestPass *p, int64_t step, double q_old,
     lg->open = false;
   }
   if (opens) {
-    lg->trade = (ReportTrade){.entry_step = step, .side = s_new, .entry_price = price,
-                              .entry_equity = equity_at_fill - exit_cost, .cost = cost - exit_cost};
+    lg->trade = (ReportTrade){.entry_step = step,
+                              .side = s_new,
+                              .entry_price = price,
+                              .entry_equity = equity_at_fill - exit_cost,
+                              .cost = cost - exit_cost};
     lg->open = true;
   } else if (lg->open) {
     if (fabs(q_new) > fabs(q_old))  // adding to the position: volume-weighted entry price
@@ -155,9 +158,14 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
     const double dq = e->fill_units;
     ledger_fill(&s->ledger, p, i, q0, cash0, dq, e->fill_price, e->fill_mid, e->fill_cost);
     const double sl = e->fill_cost - e->fill_spread - e->fill_commission - e->fill_fee;
-    p->fills[p->n_fills++] = (BacktestFill){.step = i, .ts = d->ts[next_open ? t0 + 1 : t0], .units = dq,
-                                            .price = e->fill_price, .mid = e->fill_mid, .spread = e->fill_spread,
-                                            .slippage = sl, .commission = e->fill_commission + e->fill_fee};
+    p->fills[p->n_fills++] = (BacktestFill){.step = i,
+                                            .ts = d->ts[next_open ? t0 + 1 : t0],
+                                            .units = dq,
+                                            .price = e->fill_price,
+                                            .mid = e->fill_mid,
+                                            .spread = e->fill_spread,
+                                            .slippage = sl,
+                                            .commission = e->fill_commission + e->fill_fee};
     spread += e->fill_spread;
     slippage += sl;
     commission += e->fill_commission + e->fill_fee;
@@ -169,9 +177,15 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
     const TradingFill *x = &e->exit_fill;
     ledger_fill(&s->ledger, p, i, e->q, e->cash, x->units, x->price, x->mid, x->cost);
     const double sl = x->cost - x->spread - x->commission - x->fee;
-    p->fills[p->n_fills++] = (BacktestFill){.step = i, .ts = d->ts[next_open ? e->t + 1 : e->t], .forced = true,
-                                            .units = x->units, .price = x->price, .mid = x->mid,
-                                            .spread = x->spread, .slippage = sl, .commission = x->commission + x->fee};
+    p->fills[p->n_fills++] = (BacktestFill){.step = i,
+                                            .ts = d->ts[next_open ? e->t + 1 : e->t],
+                                            .forced = true,
+                                            .units = x->units,
+                                            .price = x->price,
+                                            .mid = x->mid,
+                                            .spread = x->spread,
+                                            .slippage = sl,
+                                            .commission = x->commission + x->fee};
     spread += x->spread;
     slippage += sl;
     commission += x->commission + x->fee;
@@ -191,7 +205,7 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
   p->n = i;
 }
 
-static void finish_input(BacktestPass *p) {
+void backtest_pass_finish_input(BacktestPass *p) {
   p->input = (ReportInput){.n = p->n,
                            .ts = p->ts,
                            .equity = p->equity,
@@ -388,7 +402,7 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
         p->env_trades_opened = e->trades_opened;
         p->env_trades_closed = e->trades_closed;
         p->env_trades_won = e->trades_won;
-        finish_input(p);
+        backtest_pass_finish_input(p);
       }
     }
   }

@@ -50,9 +50,9 @@ typedef enum {
 const char *backtest_strategy_name(BacktestStrategy s);  // "agent_greedy", "buy_and_hold", ...
 
 typedef struct {
-  int64_t step;   // 1..N: the step that booked it
-  int64_t ts;     // the bar it filled at (open of t+1, or close of t in CLOSE mode)
-  bool forced;    // the forced close at the end of the pass
+  int64_t step;  // 1..N: the step that booked it
+  int64_t ts;    // the bar it filled at (open of t+1, or close of t in CLOSE mode)
+  bool forced;   // the forced close at the end of the pass
   double units, price, mid, spread, slippage, commission;  // commission includes the fixed fee
 } BacktestFill;
 
@@ -73,7 +73,7 @@ typedef struct {
   ReportTrade *trades;
   int64_t n_trades;
   int env_trades_opened, env_trades_closed, env_trades_won;  // the env's own counts (cross-checks)
-  bool terminated;  // ended by max_loss before the split's end
+  bool terminated;                                           // ended by max_loss before the split's end
   int64_t capacity;
   ReportInput input;  // views of the arrays above, ready for report_compute
 } BacktestPass;
@@ -81,9 +81,9 @@ typedef struct {
 typedef struct {
   const TradingContext *base;  // the market's context: data, features, resolved params (not eval)
   TradingSplit split;
-  Policy *policy;              // NULL: no agent pass allowed
-  const VecNormalize *norm;    // the agent's frozen observation statistics (NULL: none)
-  uint64_t sample_subsequence; // AGENT_SAMPLED passes draw from Philox(seed, this subsequence)
+  Policy *policy;               // NULL: no agent pass allowed
+  const VecNormalize *norm;     // the agent's frozen observation statistics (NULL: none)
+  uint64_t sample_subsequence;  // AGENT_SAMPLED passes draw from Philox(seed, this subsequence)
 } BacktestSetup;
 
 // Runs the passes (specs, n of them) in lockstep and fills passes[0..n) (allocated here; free each
@@ -91,6 +91,9 @@ typedef struct {
 // without a policy, a policy batch too small: the policy's max_batch must cover the agent passes).
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes);
 void backtest_pass_free(BacktestPass *pass);  // NULL-safe, idempotent
+// Points pass->input (the report's view) at the pass's arrays and counts: after they change (a
+// run, or ppo-eval's walk-forward chain appending a fold).
+void backtest_pass_finish_input(BacktestPass *pass);
 
 // The largest |E_i - rebuilt E_i| over the pass, where the rebuilt equity replays the fill ledger
 // and the financing on a cash account from E_0 (cash -= units price + commission; E = cash + q M_i).

@@ -769,18 +769,7 @@ static void chain_append(BacktestPass *c, const BacktestPass *p) {
     c->trades[c->n_trades++] = t;
   }
   c->n = start + add;
-  c->input = (ReportInput){.n = c->n,
-                           .ts = c->ts,
-                           .equity = c->equity,
-                           .position = c->position,
-                           .turnover = c->turnover,
-                           .notional = c->notional,
-                           .cost_spread = c->cost_spread,
-                           .cost_slippage = c->cost_slippage,
-                           .cost_commission = c->cost_commission,
-                           .cost_financing = c->cost_financing,
-                           .trades = c->trades,
-                           .n_trades = c->n_trades};
+  backtest_pass_finish_input(c);
 }
 
 typedef struct {
