@@ -3,7 +3,10 @@
 #ifndef PPO_APPS_CLI_H
 #define PPO_APPS_CLI_H
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // Is arg the option `name`, alone or as "name=value"?
@@ -23,6 +26,25 @@ static inline const char *cli_option_value(int argc, char **argv, int *i, const 
   else if (*i + 1 < argc)
     v = argv[++*i];
   return v && *v ? v : NULL;
+}
+
+// text as a whole decimal number in [lo, hi] into *out; false (and *out untouched) for anything
+// else: empty, trailing characters, out of range, or past long long. Callers name the option, the
+// text and the range in their message.
+static inline bool cli_parse_integer(const char *text, long long lo, long long hi, long long *out) {
+  if (!text || !*text) return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (*end != '\0' || errno == ERANGE || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// "PROG: OPTION 'VALUE': ALLOWED" on stderr; returns exit status 2 (EXIT_BAD_INPUT).
+static inline int cli_bad_value(const char *prog, const char *option, const char *value, const char *allowed) {
+  fprintf(stderr, "%s: %s '%s': %s\n", prog, option, value ? value : "", allowed);
+  return 2;
 }
 
 #endif

@@ -55,14 +55,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_BAD_INPUT;
 }
 
-static int parse_count(const char *text, int *out) {
-  char *end;
-  long v = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 0 || v > 1000000) return -1;
-  *out = (int)v;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   EvalRunOptions o;
   eval_run_options_default(&o);
@@ -101,10 +93,12 @@ int main(int argc, char **argv) {
         int *dst = strcmp(opt, "--seeds") == 0          ? &o.sampled_seeds
                    : strcmp(opt, "--random-seeds") == 0 ? &o.random_seeds
                                                         : &o.bootstrap_samples;
-        if (parse_count(v, dst) != 0) {
+        long long n;
+        if (!cli_parse_integer(v, 0, 1000000, &n)) {
           fprintf(stderr, "ppo-eval: %s %s: a whole number in 0..1000000 allowed\n", opt, v);
           return EXIT_BAD_INPUT;
         }
+        *dst = (int)n;
       }
     } else {
       return usage_error("unknown argument %s", a);

@@ -9,7 +9,7 @@
 // Data-parallel: `mpirun -np R ppo-train CONFIG.ini` runs R ranks (docs/DISTRIBUTED.md); rank 0
 // prints and writes the run directory. The run itself is ppo/train_run.c. Exit status: 0 success (also after
 // SIGINT/SIGTERM with a checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
-#include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,10 +113,8 @@ static int train_main(int argc, char **argv) {
         status = usage_error("%s needs a directory", arg);
     } else if (cli_is_option(arg, "--iterations")) {
       const char *v = cli_option_value(argc, argv, &i, "--iterations");
-      char *end = NULL;
-      errno = 0;
-      long long n = v ? strtoll(v, &end, 10) : 0;
-      if (!v || *end != '\0' || n < 1 || errno == ERANGE)
+      long long n;
+      if (!cli_parse_integer(v, 1, LLONG_MAX, &n))
         status = usage_error("--iterations needs a whole number in 1 .. 9223372036854775807, got '%s'", v ? v : "");
       else
         opt.max_iterations = n;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/cli.h"
 #include "common/timer.h"
 #include "nn/backend.h"
 #include "ppo/dist.h"
@@ -28,12 +29,19 @@ int main(int argc, char **argv) {
   size_t sizes[16];
   int n_sizes = 0, reps = 50;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-      reps = atoi(argv[++i]);
-    else if (n_sizes < 16)
-      sizes[n_sizes++] = (size_t)strtoull(argv[i], NULL, 10);
+    long long n;
+    if (strcmp(argv[i], "--reps") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      if (!cli_parse_integer(v, 1, 100000, &n))
+        dist_abort(EXIT_BAD_INPUT, "ppo-bench-allreduce: --reps '%s': a whole number in 1 .. 100000 allowed", v);
+      reps = (int)n;
+    } else if (n_sizes == 16 || !cli_parse_integer(argv[i], 1, (long long)1 << 32, &n)) {
+      dist_abort(EXIT_BAD_INPUT,
+                 "ppo-bench-allreduce: '%s': up to 16 sizes, whole numbers of floats in 1 .. 2^32, allowed", argv[i]);
+    } else {
+      sizes[n_sizes++] = (size_t)n;
+    }
   }
-  if (reps < 1) dist_abort(EXIT_BAD_INPUT, "ppo-bench-allreduce: --reps needs a number >= 1");
   if (n_sizes == 0) {
     const size_t defaults[] = {9155, 65536, 524288, 2097152, 5517829, 7369744};
     for (size_t k = 0; k < sizeof defaults / sizeof defaults[0]; k++) sizes[n_sizes++] = defaults[k];

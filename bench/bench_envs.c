@@ -17,11 +17,13 @@
 // row, with its range, also goes to bench_report (`ppo-bench all`).
 // Issue targets: at least 20 M CartPole steps/s per core; at least 8.5 M trading steps/s for 32 envs on
 // 2 threads; market data resident once (adding envs costs a few KiB at most).
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/cli.h"
 #include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
@@ -150,22 +152,27 @@ static double run_serial(void *context, long steps, uint64_t *t) {
 static int parse_options(int argc, char **argv, BenchOptions *o) {
   *o = (BenchOptions){.num_envs = 32, .steps = 100000, .repeats = 7, .data_path = PPO_SOURCE_DIR "/data/XAUUSD_1H.h5"};
   for (int a = 1; a < argc; a++) {
-    long value = a + 1 < argc ? strtol(argv[a + 1], NULL, 10) : 0;
-    if (strcmp(argv[a], "--envs") == 0 && value >= 1 && value <= TRADING_MAX_ENVS)
-      o->num_envs = (int)value;
-    else if (strcmp(argv[a], "--steps") == 0 && value >= 5)
-      o->steps = value;
-    else if (strcmp(argv[a], "--repeats") == 0 && value >= 1)
-      o->repeats = (int)value;
-    else if (strcmp(argv[a], "--data") == 0 && a + 1 < argc)
-      o->data_path = argv[a + 1];
-    else if (strcmp(argv[a], "--json") == 0 && a + 1 < argc)
-      o->json_path = argv[a + 1];
-    else {
+    const char *opt = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+    long long n = 0;
+    int envs = strcmp(opt, "--envs") == 0, steps = strcmp(opt, "--steps") == 0, reps = strcmp(opt, "--repeats") == 0;
+    if (envs || steps || reps) {
+      long long lo = steps ? 5 : 1, hi = envs ? TRADING_MAX_ENVS : steps ? LONG_MAX : 1000;
+      if (!cli_parse_integer(v, lo, hi, &n)) {
+        error_set("%s '%s': a whole number in %lld .. %lld allowed", opt, v ? v : "", lo, hi);
+        return -1;
+      }
+      if (envs) o->num_envs = (int)n;
+      if (steps) o->steps = n;
+      if (reps) o->repeats = (int)n;
+    } else if (strcmp(opt, "--data") == 0 && v) {
+      o->data_path = v;
+    } else if (strcmp(opt, "--json") == 0 && v) {
+      o->json_path = v;
+    } else {
       error_set(
-          "%s: bad option or value (usage: ppo-bench envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
+          "%s: unknown option or missing value (usage: ppo-bench envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
           "[--data FILE] [--json FILE])",
-          argv[a], TRADING_MAX_ENVS);
+          opt, TRADING_MAX_ENVS);
       return -1;
     }
     a++;

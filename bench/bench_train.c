@@ -7,11 +7,13 @@
 // removed afterwards unless --keep), so the numbers include everything a user's run pays: env
 // steps, uploads, the truncation bootstrap, GAE, every minibatch, logging and checkpoints.
 // samples/s of the update = n_epochs x n_steps x n_envs per iteration over the update seconds.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "apps/cli.h"
 #include "bench/bench.h"
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -36,9 +38,12 @@ int bench_train_main(int argc, char **argv) {
       config = argv[++i];
     else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc)
       sets[n_sets++] = argv[++i];
-    else if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc)
-      iterations = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+    else if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
+      if (!cli_parse_integer(argv[++i], 1, LLONG_MAX, &iterations)) {
+        free(sets);
+        return cli_bad_value("ppo-bench train", "--iterations", argv[i], "a whole number of at least 1 allowed");
+      }
+    } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
       json = argv[++i];
     else if (strcmp(argv[i], "--keep") == 0)
       keep = 1;
@@ -47,7 +52,7 @@ int bench_train_main(int argc, char **argv) {
       return train_usage();
     }
   }
-  if (!config || iterations < 0) {
+  if (!config) {
     free(sets);
     return train_usage();
   }

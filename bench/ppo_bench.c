@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/cli.h"
 #include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
@@ -407,22 +408,24 @@ int bench_backend_main(int argc, char **argv) {
     if (strcmp(a, "--backend") == 0)
       opt.backend = v;
     else if (strcmp(a, "--precision") == 0) {
-      if (parse_precisions(v, &opt)) return usage();
-    } else if (strcmp(a, "--obs") == 0)
-      opt.obs = atoi(v);
-    else if (strcmp(a, "--actions") == 0)
-      opt.actions = atoi(v);
-    else if (strcmp(a, "--hidden") == 0) {
-      if ((opt.n_hidden = parse_list(v, opt.hidden, NN_MAX_LINEAR - 1)) < 1) return usage();
-    } else if (strcmp(a, "--repeats") == 0)
-      opt.repeats = atoi(v);
-    else if (strcmp(a, "--json") == 0)
+      if (parse_precisions(v, &opt))
+        return cli_bad_value("ppo-bench backend", a, v, "all, or fp32, fp16, bf16 separated by commas, allowed");
+    } else if (strcmp(a, "--obs") == 0 || strcmp(a, "--actions") == 0 || strcmp(a, "--repeats") == 0) {
+      long long n, lo = strcmp(a, "--actions") == 0 ? 2 : 1;
+      if (!cli_parse_integer(v, lo, 65536, &n))
+        return cli_bad_value("ppo-bench backend", a, v,
+                             lo == 2 ? "a whole number in 2 .. 65536 allowed" : "a whole number in 1 .. 65536 allowed");
+      *(strcmp(a, "--obs") == 0 ? &opt.obs : strcmp(a, "--actions") == 0 ? &opt.actions : &opt.repeats) = (int)n;
+    } else if (strcmp(a, "--hidden") == 0) {
+      if ((opt.n_hidden = parse_list(v, opt.hidden, NN_MAX_LINEAR - 1)) < 1)
+        return cli_bad_value("ppo-bench backend", a, v,
+                             "1 to 8 comma-separated layer widths, each 1 .. 65536, allowed");
+    } else if (strcmp(a, "--json") == 0)
       opt.json = v;
     else
       return usage();
     i++;
   }
-  if (opt.obs < 1 || opt.actions < 2 || opt.repeats < 1) return usage();
   Backend *b = backend_open(opt.backend);
   if (!b) return fprintf(stderr, "ppo-bench: %s\n", error_message()), EXIT_BAD_INPUT;
   backend_label = backend_name(b);

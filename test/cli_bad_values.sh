@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# test/cli_bad_values.sh BIN_DIR SOURCE_DIR: bad command-line values to every program. Each must
+# exit with status 2 and name the option and the value it refused on stderr (README: bad input).
+# The programs stop while parsing, so nothing here trains or writes.
+set -uo pipefail
+bin=$1
+src=$2
+cd "$src"
+fail=0
+expect() {  # expect 'text stderr must hold' program args...
+  local want=$1
+  shift
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -ne 2 ]; then
+    echo "FAIL $*: exit status $rc, not 2"
+    fail=1
+  elif ! grep -qF -- "$want" <<< "$err"; then
+    echo "FAIL $*: stderr lacks '$want':"
+    sed 's/^/    /' <<< "$err"
+    fail=1
+  else
+    echo "ok   $*"
+  fi
+}
+expect "--iterations needs a whole number in 1 .. 9223372036854775807, got 'x'" "$bin/ppo-train" configs/cartpole.ini --iterations x
+expect "got '99999999999999999999'" "$bin/ppo-train" configs/cartpole.ini --iterations 99999999999999999999
+expect "--seeds 2x: a whole number" "$bin/ppo-eval" --checkpoint none.h5 --seeds 2x
+expect "--obs 'x': a whole number in 1 .. 65536" "$bin/ppo-bench" backend --obs x
+expect "--actions '1': a whole number in 2 .. 65536" "$bin/ppo-bench" backend --actions 1
+expect "--repeats '0'" "$bin/ppo-bench" backend --repeats 0
+expect "--hidden '64,,64'" "$bin/ppo-bench" backend --hidden 64,,64
+expect "--precision 'fp8'" "$bin/ppo-bench" backend --precision fp8
+expect "--iterations 'abc': a whole number of at least 1" "$bin/ppo-bench" train --config configs/cartpole.ini --iterations abc
+expect "--steps '3': a whole number in 5 .." "$bin/ppo-bench" envs --steps 3
+expect "--envs '1e3'" "$bin/ppo-bench" envs --envs 1e3
+expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats 65
+if [ -x "$bin/ppo-bench-allreduce" ]; then
+  expect "--reps 'x': a whole number" "$bin/ppo-bench-allreduce" --reps x
+  expect "'12x': up to 16 sizes" "$bin/ppo-bench-allreduce" 12x
+fi
+exit $fail
