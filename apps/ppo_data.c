@@ -78,6 +78,19 @@ static bool name_ok(const char *s, size_t capacity, const char *extra) {
   return true;
 }
 
+// The zone is a label (timestamps are stored as the file gives them), but it ends up in every file
+// and report: a name the system's zone database (TZDIR or /usr/share/zoneinfo) lacks is refused,
+// so "America/NewYork" is caught. Without a database (a minimal image without tzdata) only the
+// characters are checked.
+static bool zone_known(const char *name) {
+  const char *dir = getenv("TZDIR") && *getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return true;
+  char path[PATH_MAX];
+  if (name[0] == '/' || snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return false;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static void format_bar_size(int64_t seconds, char *buf, size_t capacity) {
   if (seconds > 0 && seconds % 86400 == 0)
     snprintf(buf, capacity, "%lld s (%lld d)", (long long)seconds, (long long)(seconds / 86400));
@@ -118,8 +131,11 @@ static int command_import(int argc, char **argv) {
   if (market_format_parse(format_name, &format) != 0) return usage_error("%s", error_message());
   if (symbol && !name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"))
     return usage_error("--symbol '%s': 1 to 63 letters, digits or . _ - /", symbol);
-  if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/"))
-    return usage_error("--timezone '%s': an IANA zone name such as UTC or America/New_York", timezone);
+  if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/") || !zone_known(timezone))
+    return usage_error(
+        "--timezone '%s': an IANA zone name such as UTC or America/New_York (the system's zone "
+        "database lists them: /usr/share/zoneinfo)",
+        timezone);
 
   if (same_file(positional[0], positional[1]))
     return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);

@@ -36,6 +36,10 @@ expect "--iterations 'abc': a whole number of at least 1" "$bin/ppo-bench" train
 expect "--steps '3': a whole number in 5 .." "$bin/ppo-bench" envs --steps 3
 expect "--envs '1e3'" "$bin/ppo-bench" envs --envs 1e3
 expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats 65
+expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone /etc/passwd
+if [ -d "${TZDIR:-/usr/share/zoneinfo}" ]; then  # without tzdata only the characters are checked
+  expect "--timezone 'America/NewYork'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone America/NewYork
+fi
 if [ -x "$bin/ppo-bench-allreduce" ]; then
   expect "--reps 'x': a whole number" "$bin/ppo-bench-allreduce" --reps x
   expect "'12x': up to 16 sizes" "$bin/ppo-bench-allreduce" 12x
