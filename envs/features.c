@@ -51,14 +51,21 @@ static inline float clip_feature(double x) {
 // x / d, 0 where d is not a positive number yet (no history).
 static inline double ratio(double x, double d) { return d > 0 ? x / d : 0.0; }
 
+#define FEATURES_HEAD_BYTES ((sizeof(Features) + 63) / 64 * 64)
+
+// The slab: the head, the (T, F) values padded to a cache line, then sigma (T doubles).
+static size_t values_bytes_of(int64_t T) { return ((size_t)T * FEATURES_COUNT * sizeof(float) + 63) / 64 * 64; }
+
+size_t features_bytes(int64_t rows) {
+  return FEATURES_HEAD_BYTES + values_bytes_of(rows) + (size_t)rows * sizeof(double);
+}
+
 Features *features_compute(const MarketData *data, const FeatureParams *params) {
   CHECK(!params->daily_auto && params->sigma_halflife > 0 && params->ema_slow > params->ema_fast,
         "features_compute needs params resolved by features_params_resolve");
   const int64_t T = data->rows;
   const int F = FEATURES_COUNT;
-  size_t head = (sizeof(Features) + 63) / 64 * 64;
-  size_t values_bytes = ((size_t)T * F * sizeof(float) + 63) / 64 * 64;
-  size_t bytes = head + values_bytes + (size_t)T * sizeof(double);
+  size_t head = FEATURES_HEAD_BYTES, values_bytes = values_bytes_of(T), bytes = features_bytes(T);
   unsigned char *slab = CHECK_ALLOC(bytes, "feature matrix");
   Features *f = (Features *)slab;
   *f = (Features){.rows = T, .count = F, .params = *params, .bytes = bytes};

@@ -67,6 +67,7 @@ FeatureParams features_params_default(void);  // everything auto
 int features_params_resolve(FeatureParams *params, const MarketData *data);
 // Computes the matrix for `data` with resolved params. Never NULL (exits when out of memory).
 Features *features_compute(const MarketData *data, const FeatureParams *params);
+size_t features_bytes(int64_t rows);  // what features_compute allocates for `rows` bars
 void features_free(Features *features);  // NULL is fine
 // Writes the matrix as CSV: a header "time,NAME..." and one line per bar, the bar start as
 // "YYYY-MM-DD HH:MM[:SS]" (UTC calendar) and each feature as %.9g (reads back to the same float).

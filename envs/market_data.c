@@ -35,13 +35,20 @@ int market_format_parse(const char *name, MarketFormat *out) {
 
 // --- the slab --------------------------------------------------------------------------------------
 
+#define MARKET_HEAD_BYTES ((sizeof(MarketData) + 63) / 64 * 64)  // columns start on a cache line
+#define MARKET_ROW_BYTES (sizeof(int64_t) + MARKET_DOUBLE_COLUMNS * sizeof(double))
+
+size_t market_data_bytes(int64_t rows) {
+  if (rows < 0 || (uint64_t)rows > (SIZE_MAX - MARKET_HEAD_BYTES) / MARKET_ROW_BYTES) return SIZE_MAX;
+  return MARKET_HEAD_BYTES + (size_t)rows * MARKET_ROW_BYTES;
+}
+
 MarketData *market_data_new(int64_t rows) {
   CHECK(rows >= 0, "a MarketData needs a non-negative row count");
-  size_t head = (sizeof(MarketData) + 63) / 64 * 64;  // columns start on a cache line
-  size_t per_row = sizeof(int64_t) + MARKET_DOUBLE_COLUMNS * sizeof(double);
-  CHECK((uint64_t)rows <= (SIZE_MAX - head) / per_row, "too many bars for this machine's address space");
+  size_t head = MARKET_HEAD_BYTES, bytes = market_data_bytes(rows);
+  CHECK(bytes != SIZE_MAX, "too many bars for this machine's address space");
   size_t n = (size_t)rows;
-  char *slab = CHECK_ALLOC(head + n * per_row, "market data");
+  char *slab = CHECK_ALLOC(bytes, "market data");
   MarketData *data = (MarketData *)slab;
   memset(data, 0, sizeof *data);
   data->rows = rows;

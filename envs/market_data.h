@@ -116,6 +116,9 @@ uint64_t market_data_hash(const MarketData *data);
 // A MarketData of `rows` bars: ts zero, prices and volume NaN, metadata empty, has_* false.
 // The caller fills it, then calls market_data_validate. Never NULL (exits when out of memory).
 MarketData *market_data_new(int64_t rows);
+// The bytes market_data_new(rows) allocates (SIZE_MAX past the address space): checked against
+// the available memory before a configured size is built.
+size_t market_data_bytes(int64_t rows);
 // Checks every row as the loaders do and recomputes bar_seconds. `where` prefixes the message
 // (a file name or "synthetic"). 0, or -1 and "WHERE: row R (TIME): reason".
 int market_data_validate(MarketData *data, const char *where);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/host_memory.h"
 #include "common/rng.h"
 
 #define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
@@ -120,19 +121,7 @@ static void cpu_sync(Backend *backend) {}
 
 static int cpu_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
   (void)backend;
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return -1;
-  char line[256];
-  unsigned long long kib, avail = 0, total = 0;
-  while (fgets(line, sizeof line, f)) {
-    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) avail = kib;
-    if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) total = kib;
-  }
-  fclose(f);
-  if (!avail || !total) return -1;
-  *free_bytes = (size_t)avail * 1024;
-  *total_bytes = (size_t)total * 1024;
-  return 0;
+  return host_memory_info(free_bytes, total_bytes);
 }
 
 static void cpu_reserve_workspace(Backend *backend, size_t bytes) {

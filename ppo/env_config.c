@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "common/log.h"
 
 // The enums list their choices in the same order on both sides.
@@ -94,6 +95,29 @@ void env_config_synthetic_params(const Config *cfg, SyntheticParams *out) {
   *out = p;
 }
 
+// The generated market and its features are built before the memory plan (which lists them):
+// a [env] synthetic_bars that cannot fit in the available memory or [run] memory_limit is bad
+// input, refused before the allocation fails (at 1e9 bars that would be 184 GB).
+static int synthetic_fits(const Config *cfg, int64_t bars) {
+  char where[512], limit_key[512];
+  size_t need = market_data_bytes(bars) + features_bytes(bars), available, total;
+  if (cfg->run.memory_limit > 0 && need > (size_t)cfg->run.memory_limit) {
+    error_set("%s: the generated market and its features need %zu bytes (%.1f MiB), over %s",
+              config_describe_key(cfg, "env", "synthetic_bars", where, sizeof where), need, need / 1048576.0,
+              config_describe_key(cfg, "run", "memory_limit", limit_key, sizeof limit_key));
+    return -1;
+  }
+  if (host_memory_info(&available, &total) == 0 && need > available) {
+    error_set(
+        "%s: the generated market and its features need %zu bytes (%.1f MiB), more than the %.1f MiB "
+        "of memory available",
+        config_describe_key(cfg, "env", "synthetic_bars", where, sizeof where), need, need / 1048576.0,
+        available / 1048576.0);
+    return -1;
+  }
+  return 0;
+}
+
 int env_market_open(EnvMarket *m, const Config *cfg) {
   memset(m, 0, sizeof *m);
   char where[512];
@@ -104,6 +128,7 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
   if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
     SyntheticParams sp;
     env_config_synthetic_params(cfg, &sp);
+    if (synthetic_fits(cfg, sp.bars) != 0) return -1;
     m->data = synthetic_market_new(&sp);
     if (!m->data) {
       error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));

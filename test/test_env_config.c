@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "common/time_utc.h"
+#include "envs/features.h"
+#include "envs/market_data.h"
 #include "envs/vecenv.h"
 #include "ppo/env_config.h"
 
@@ -84,4 +86,28 @@ Test(env_config, markets_open_for_trading_and_synthetic) {
   cr_assert_eq(env_market_open(&m, &c), -1);
   cr_assert_not_null(strstr(error_message(), "[env] data = /nonexistent/bars.h5"), "%s", error_message());
   cr_assert_null(m.data);
+}
+
+// A generated market is built before the memory plan: one that cannot fit is refused by name
+// before its allocation would fail. features_bytes and market_data_bytes are what the two
+// allocations take: 112 + 72 bytes per bar (a timestamp and 13 price columns; 16 float features
+// and a double sigma), plus the two headers.
+Test(env_config, a_synthetic_market_too_big_for_memory_is_refused) {
+  cr_assert_lt(market_data_bytes(1000) + features_bytes(1000) - 1000 * 184, 1024);
+  cr_assert_eq(market_data_bytes(-1), SIZE_MAX);
+  const char *over_limit[] = {"env.type=synthetic", "env.synthetic_bars=100000", "run.memory_limit=1000000"};
+  Config c = load(3, over_limit);
+  EnvMarket m;
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  cr_expect(strstr(error_message(),
+                   "[env] synthetic_bars = 100000: the generated market and its features need "
+                   "18400"),
+            "%s", error_message());
+  cr_expect(strstr(error_message(), "over command line: --set #3: [run] memory_limit = 1000000"), "%s",
+            error_message());
+  cr_assert_null(m.data);
+  const char *huge[] = {"env.type=synthetic", "env.synthetic_bars=1000000000"};  // 184 GB
+  c = load(2, huge);
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  cr_expect(strstr(error_message(), "of memory available"), "%s", error_message());
 }
