@@ -195,6 +195,80 @@ static void print_table(FILE *out, const MarketData *data, bool daily, const Wal
             utc_format(folds[i].test_end, true, d, sizeof d));
 }
 
+// Is `text` the folds.csv of the first R folds of this plan, R its number of fold rows (R may be
+// more than `count`, the folds of this max_folds: then the plan is made again with max_folds = R)?
+static bool fold_file_matches(const char *text, const Config *cfg, const MarketData *data, bool daily,
+                              const WalkForwardFold *folds, int count) {
+  int rows = -1;  // lines after the header
+  for (const char *p = text; *p; p++) rows += *p == '\n';
+  if (rows < 1 || rows > WALK_FORWARD_FOLDS_MAX) return false;
+  const WalkForwardFold *plan = folds;
+  static WalkForwardFold more[WALK_FORWARD_FOLDS_MAX];
+  static Config wide;
+  if (rows > count) {
+    wide = *cfg;
+    wide.walk_forward.max_folds = rows;
+    int n = 0;
+    if (walk_forward_plan(&wide, data, daily, more, WALK_FORWARD_FOLDS_MAX, &n) != 0 || n < rows) return false;
+    plan = more;
+  }
+  size_t length = 0;
+  char *expected = folds_csv(plan, rows, &length);
+  bool same = expected && strcmp(expected, text) == 0;
+  free(expected);
+  return same;
+}
+
+// Makes the run directory and writes RUN/folds.csv, or checks the one a first run wrote. 0, or an exit status.
+static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const MarketData *data, bool daily,
+                           char *run_dir, size_t run_dir_cap, const WalkForwardFold *folds, int count) {
+  if (opt->run_dir)
+    snprintf(run_dir, run_dir_cap, "%s", opt->run_dir);
+  else
+    snprintf(run_dir, run_dir_cap, "%s/%s", cfg->run.run_dir, cfg->run.name);
+  if (strlen(run_dir) > WALK_RUN_DIR_MAX) {
+    fprintf(stderr, "ppo-train --walk-forward: run directory %.60s...: longer than %d characters\n", run_dir,
+            WALK_RUN_DIR_MAX);
+    return EXIT_BAD_INPUT;
+  }
+  if (make_directories(run_dir) != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s (%s)\n", error_message(),
+            opt->run_dir ? "--run-dir" : "[run] run_dir and name");
+    return EXIT_BAD_INPUT;
+  }
+  char path[PATH_CAP];
+  size_t length = 0;
+  char *csv = folds_csv(folds, count, &length);
+  if (!csv) {
+    fprintf(stderr, "ppo-train --walk-forward: out of memory\n");
+    return EXIT_RUNTIME;
+  }
+  // A second run of the same command resumes. The same folds with a different max_folds are the
+  // same plan (the file keeps the longer), so a folds.csv of R fold rows must be exactly what this
+  // data and these keys give with max_folds = R; any other file (other folds, edits, a line added)
+  // is refused.
+  snprintf(path, sizeof path, "%s/folds.csv", run_dir);
+  char *existing = read_small_file(path);
+  size_t existing_length = existing ? strlen(existing) : 0;
+  if (existing && !fold_file_matches(existing, cfg, data, daily, folds, count)) {
+    fprintf(stderr,
+            "ppo-train --walk-forward: %s holds another fold plan (the data or the [walk_forward] keys changed, or "
+            "the file was edited); choose another --run-dir or [run] name, or remove that directory\n",
+            path);
+    free(existing);
+    free(csv);
+    return EXIT_BAD_INPUT;
+  }
+  int rc = existing && existing_length >= length ? 0 : write_text_atomic(path, csv);
+  free(existing);
+  free(csv);
+  if (rc != 0) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+    return EXIT_RUNTIME;
+  }
+  return EXIT_OK;
+}
+
 // Checks the command and the data, plans the folds and writes RUN/folds.csv. 0, or an exit status.
 static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_t run_dir_cap, WalkForwardFold *folds,
                    int *count) {
@@ -233,52 +307,9 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
   }
   WalkForwardLengths l = walk_forward_lengths(cfg, daily);
   print_table(stderr, data, daily, &l, folds, *count);
+  int status = prepare_run_dir(opt, cfg, data, daily, run_dir, run_dir_cap, folds, *count);
   market_data_free(data);
-
-  if (opt->run_dir)
-    snprintf(run_dir, run_dir_cap, "%s", opt->run_dir);
-  else
-    snprintf(run_dir, run_dir_cap, "%s/%s", cfg->run.run_dir, cfg->run.name);
-  if (strlen(run_dir) > WALK_RUN_DIR_MAX) {
-    fprintf(stderr, "ppo-train --walk-forward: run directory %.60s...: longer than %d characters\n", run_dir,
-            WALK_RUN_DIR_MAX);
-    return EXIT_BAD_INPUT;
-  }
-  if (make_directories(run_dir) != 0) {
-    fprintf(stderr, "ppo-train --walk-forward: %s (%s)\n", error_message(),
-            opt->run_dir ? "--run-dir" : "[run] run_dir and name");
-    return EXIT_BAD_INPUT;
-  }
-  char path[PATH_CAP];
-  size_t length = 0;
-  char *csv = folds_csv(folds, *count, &length);
-  if (!csv) {
-    fprintf(stderr, "ppo-train --walk-forward: out of memory\n");
-    return EXIT_RUNTIME;
-  }
-  // A second run of the same command resumes. The same folds with a different max_folds are the
-  // same plan (one is a prefix of the other: the file keeps the longer); other folds are refused.
-  snprintf(path, sizeof path, "%s/folds.csv", run_dir);
-  char *existing = read_small_file(path);
-  size_t existing_length = existing ? strlen(existing) : 0;
-  size_t common = existing_length < length ? existing_length : length;
-  if (existing && strncmp(existing, csv, common) != 0) {
-    fprintf(stderr,
-            "ppo-train --walk-forward: %s holds another fold plan (the data or the [walk_forward] keys changed); "
-            "choose another --run-dir or [run] name, or remove that directory\n",
-            path);
-    free(existing);
-    free(csv);
-    return EXIT_BAD_INPUT;
-  }
-  int rc = existing && existing_length >= length ? 0 : write_text_atomic(path, csv);
-  free(existing);
-  free(csv);
-  if (rc != 0) {
-    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
-    return EXIT_RUNTIME;
-  }
-  return EXIT_OK;
+  return status;
 }
 
 int walk_forward_run(const TrainRunOptions *opt) {

@@ -315,6 +315,16 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=2", cfg, run);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "holds another fold plan"), "%s", out);
+
+  // 6. So is a folds.csv with a line added after the plan's (a prefix check let it pass with max_folds = 2).
+  snprintf(path, sizeof path, "%s/folds.csv", run);
+  FILE *f = fopen(path, "a");
+  cr_assert_not_null(f);
+  fputs("3,2000-04-03,2000-06-03,2000-07-03,2000-08-02\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2", cfg, run);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "holds another fold plan"), "%s", out);
 }
 
 // SIGTERM inside a fold: train_run writes a checkpoint and returns 0; the walk-forward stops there
