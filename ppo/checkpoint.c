@@ -379,7 +379,7 @@ static int read_params(hid_t f, Policy *pol, float *host) {
   if (h5io_attr_read_int64(f, "/", "param_count", &param_count) != 0) return -1;
   if (param_count != (int64_t)P) {
     error_set("the checkpoint's networks have %lld parameters, this configuration's %zu", (long long)param_count, P);
-    return -1;
+    return CHECKPOINT_OTHER_SHAPE;
   }
   if (read_mlp(f, "params/pi", &pol->pi_shape, &pol->params.pi, pol->params_memory, host) != 0) return -1;
   if (read_mlp(f, "params/vf", &pol->vf_shape, &pol->params.vf, pol->params_memory, host) != 0) return -1;
@@ -541,7 +541,7 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
   if (rc == 0) {
     float *host = malloc(policy->param_count * sizeof(float) + 64);
     CHECK(host, "out of host memory (checkpoint staging)");
-    rc = read_params(f, policy, host);
+    rc = read_params(f, policy, host);  // CHECKPOINT_OTHER_SHAPE is passed on
     free(host);
   }
   if (rc == 0 && norm) rc = vecnorm_load(norm, f, "normalize");

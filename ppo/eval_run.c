@@ -268,7 +268,8 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
                    nz->clip_reward, nz->epsilon, ev->stored.ppo.gamma) != 0)
     return EXIT_BAD_INPUT;
   ev->norm_ready = true;
-  if (checkpoint_load_policy(checkpoint, ev->policy, &ev->norm, &ev->info) != 0) {
+  int loaded = checkpoint_load_policy(checkpoint, ev->policy, &ev->norm, &ev->info);
+  if (loaded == CHECKPOINT_OTHER_SHAPE) {  // the env settings that decide the network's input and output
     char what[2048];
     snprintf(what, sizeof what, "%s", error_message());
     error_set(
@@ -277,6 +278,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
         what, spec.obs_dim, spec.action_kind == ENV_ACTION_DISCRETE ? spec.action_count : spec.action_dim);
     return EXIT_BAD_INPUT;
   }
+  if (loaded != 0) return EXIT_BAD_INPUT;
   return 0;
 }
 
