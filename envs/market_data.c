@@ -364,6 +364,13 @@ MarketData *market_data_load(const char *path) {
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
     if (got == sizeof head && memcmp(head, signature, sizeof head) == 0) return market_data_load_h5(path);
+    // A name ending in .h5 or .hdf5 without the signature is a damaged or misnamed file: read as
+    // CSV it would be refused for its "first column", which names the wrong problem.
+    size_t n = strlen(path);
+    if ((n >= 3 && strcmp(path + n - 3, ".h5") == 0) || (n >= 5 && strcmp(path + n - 5, ".hdf5") == 0)) {
+      error_set("%s: not an HDF5 file (its first bytes lack HDF5's signature; damaged, or a CSV misnamed)", path);
+      return NULL;
+    }
   }
   return market_data_load_csv(path, MARKET_FORMAT_AUTO);  // reports a file it cannot open
 }

@@ -633,8 +633,17 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
   snprintf(path, sizeof path, "%s/csv/SPY_1D_LEAN.csv.gz", DATA_DIR);
   cr_expect_null(market_data_load_h5(path));
   cr_expect(strstr(error_message(), "not an HDF5 file"), "%s", error_message());
+  // market_data_load (by content) says so too for a name ending in .h5, instead of reading it as CSV
+  snprintf(path, sizeof path, "%s/text.h5", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("garbage\n", f);
+  fclose(f);
+  cr_expect_null(market_data_load(path));
+  cr_expect(strstr(error_message(), "text.h5: not an HDF5 file") && !strstr(error_message(), "column"), "%s",
+            error_message());
   market_data_free(d);
-  cr_expect_eq(count_entries(dir), 7, "5 cases + 2 bad rows, no temporary files");
+  cr_expect_eq(count_entries(dir), 8, "5 cases + 2 bad rows + text.h5, no temporary files");
   remove_tree(dir);
   free(dir);
 }
