@@ -118,6 +118,28 @@ static int synthetic_fits(const Config *cfg, int64_t bars) {
   return 0;
 }
 
+MarketData *env_config_load_bars(const Config *cfg) {
+  char where[512];
+  MarketData *data;
+  if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
+    SyntheticParams sp;
+    env_config_synthetic_params(cfg, &sp);
+    if (synthetic_fits(cfg, sp.bars) != 0) return NULL;
+    if (!(data = synthetic_market_new(&sp)))
+      error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));
+    return data;
+  }
+  if ((data = market_data_load(cfg->env.data))) return data;
+  // The loaders' messages start with the path, which the key's description already shows.
+  char message[2048];
+  const char *text = error_message();
+  size_t n = strlen(cfg->env.data);
+  snprintf(message, sizeof message, "%s",
+           strncmp(text, cfg->env.data, n) == 0 && text[n] == ':' && text[n + 1] == ' ' ? text + n + 2 : text);
+  error_set("%s: %s", config_describe_key(cfg, "env", "data", where, sizeof where), message);
+  return NULL;
+}
+
 int env_market_open(EnvMarket *m, const Config *cfg) {
   memset(m, 0, sizeof *m);
   char where[512];
@@ -125,22 +147,7 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
     error_set("%s: cartpole has no market", config_describe_key(cfg, "env", "type", where, sizeof where));
     return -1;
   }
-  if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
-    SyntheticParams sp;
-    env_config_synthetic_params(cfg, &sp);
-    if (synthetic_fits(cfg, sp.bars) != 0) return -1;
-    m->data = synthetic_market_new(&sp);
-    if (!m->data) {
-      error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));
-      return -1;
-    }
-  } else {
-    m->data = market_data_load(cfg->env.data);
-    if (!m->data) {
-      error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
-      return -1;
-    }
-  }
+  if (!(m->data = env_config_load_bars(cfg))) return -1;
   FeatureParams fp;
   env_config_feature_params(cfg, &fp);
   if (features_params_resolve(&fp, m->data) != 0) {

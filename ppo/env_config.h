@@ -35,6 +35,9 @@ void env_config_synthetic_params(const Config *cfg, SyntheticParams *out);  // t
 // ("FILE:LINE: [env] data = ...: ..."); nothing is left allocated on failure. CartPole needs no market:
 // -1 and a message saying so.
 int env_market_open(EnvMarket *market, const Config *cfg);
+// Only the bars env_market_open starts from ([env] data, or the generated market when it fits in
+// memory), errors naming the key; NULL and the message on failure. The walk-forward plans on them.
+MarketData *env_config_load_bars(const Config *cfg);
 void env_market_close(EnvMarket *market);  // frees data and features; a zeroed EnvMarket is fine
 
 #endif

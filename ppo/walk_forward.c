@@ -119,22 +119,6 @@ int walk_forward_overrides(const WalkForwardFold *fold, char buf[4][64], const c
 
 // --- the run -----------------------------------------------------------------------------------------
 
-// The bars only (no features, no splits): the plan needs the data's first and last day and bar size.
-static MarketData *load_bars(const Config *cfg) {
-  char where[512];
-  MarketData *data;
-  if (cfg->env.type == CONFIG_ENV_SYNTHETIC) {
-    SyntheticParams sp;
-    env_config_synthetic_params(cfg, &sp);
-    data = synthetic_market_new(&sp);
-    if (!data) error_prepend("%s: ", config_describe_key(cfg, "env", "synthetic_model", where, sizeof where));
-  } else {
-    data = market_data_load(cfg->env.data);
-    if (!data) error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
-  }
-  return data;
-}
-
 // folds.csv as text (malloc'ed; NULL when out of memory).
 static char *folds_csv(const WalkForwardFold *folds, int count, size_t *length) {
   char *text = NULL;
@@ -294,7 +278,7 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
       return EXIT_BAD_INPUT;
     }
   }
-  MarketData *data = load_bars(cfg);
+  MarketData *data = env_config_load_bars(cfg);  // no features or splits: the plan needs the days
   if (!data) {
     fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
     return EXIT_BAD_INPUT;
