@@ -24,7 +24,7 @@ static void usage(FILE *out) {
           "                [--no-plot] [--quiet]\n"
           "       ppo-eval --walk-forward RUN_DIR [--out DIR] [--set section.key=value]... [...]\n"
           "\n"
-          "Backtests a trained policy over a whole split (TRADING_ENV.md section 9): greedy and sampled\n"
+          "Backtests a trained policy over a whole split (docs/spec/TRADING_ENV.md section 9): greedy and sampled\n"
           "actions with the checkpoint's frozen normalisation, the forced close at the end, against\n"
           "buy-and-hold, flat, a random policy, the MA rule and the zero-cost oracle on the same span and\n"
           "costs, and the agent, buy-and-hold and the MA rule at 0x, 1x and 2x the costs.\n"
@@ -32,7 +32,8 @@ static void usage(FILE *out) {
           "  --checkpoint CKPT.h5  the policy (RUN/best.h5, RUN/checkpoints/last.h5, ...)\n"
           "  --config C.ini        market, costs and [eval] from C.ini instead of the checkpoint's own\n"
           "                        configuration (the network always comes from the checkpoint)\n"
-          "  --split S             train, val or test (default test: the split evaluated once)\n"
+          "  --split S             train, val or test (default test: the split evaluated once); not with\n"
+          "                        --walk-forward, which evaluates each fold's test split\n"
           "  --out DIR             output directory (default RUN/eval/<checkpoint name>_<split>)\n"
           "  --set SECTION.KEY=V   override a key, e.g. --set env.cost_mult=2 or --set eval.n_trials=20\n"
           "  --seeds N             sampled-agent passes (default 8; mean and sd reported)\n"
@@ -40,11 +41,12 @@ static void usage(FILE *out) {
           "  --bootstrap N         stationary-bootstrap resamples for the Sharpe and return CIs (default 1000)\n"
           "  --walk-forward RUN    evaluate every fold of a `ppo-train --walk-forward` run on its test split\n"
           "                        and chain the out-of-sample curves (RUN/walk_forward/)\n"
-          "  --no-plot             no equity.png (gnuplot)\n"
+          "  --no-plot             no equity.gp and no equity.png (gnuplot)\n"
           "  --quiet               no summary table on stdout\n"
           "  --help                this text\n"
           "\n"
-          "Writes report.json, equity.csv, trades.csv, fills.csv, equity.gp and equity.png.\n");
+          "Writes report.json, equity.csv, trades.csv, fills.csv, and without --no-plot equity.gp and\n"
+          "equity.png.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -110,6 +112,9 @@ int main(int argc, char **argv) {
   if (o.walk_forward && o.config_path)
     return usage_error("%s",
                        "--config does not go with --walk-forward (each fold is evaluated on its own split dates)");
+  if (o.walk_forward && o.split)
+    return usage_error("--split %s does not go with --walk-forward (each fold is evaluated on its test split)",
+                       o.split);
   static const char *const split_keys[] = {"env.train_start", "env.val_start", "env.test_start", "env.test_end"};
   for (int k = 0; o.walk_forward && k < n_overrides; k++)
     for (int j = 0; j < 4; j++)
