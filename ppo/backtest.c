@@ -205,6 +205,21 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
   p->n = i;
 }
 
+// A pass that max_loss stopped at step p->n (decision bar t) holds cash from there: steps up to
+// `steps` (the split's end) keep its last equity, with no position, turnover or cost.
+static void pad_flat(BacktestPass *p, const TradingContext *c, int64_t t, int64_t steps) {
+  const MarketData *d = c->data;
+  for (int64_t j = p->n + 1; j <= steps; j++) {
+    int64_t bar = t + (j - p->n);
+    p->ts[j] = d->ts[bar];
+    p->price[j] = d->close[bar];
+    p->equity[j] = p->equity[p->n];
+    p->position[j] = p->turnover[j] = p->notional[j] = 0.0;
+    p->cost_spread[j] = p->cost_slippage[j] = p->cost_commission[j] = p->cost_financing[j] = 0.0;
+  }
+  p->n = steps;
+}
+
 void backtest_pass_finish_input(BacktestPass *p) {
   p->input = (ReportInput){.n = p->n,
                            .ts = p->ts,
@@ -399,6 +414,8 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
         live--;
         BacktestPass *p = &passes[k];
         p->terminated = terminated;
+        p->stop_step = i;
+        if (terminated) pad_flat(p, c, e->t, steps);
         p->env_trades_opened = e->trades_opened;
         p->env_trades_closed = e->trades_closed;
         p->env_trades_won = e->trades_won;

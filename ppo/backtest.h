@@ -73,7 +73,11 @@ typedef struct {
   ReportTrade *trades;
   int64_t n_trades;
   int env_trades_opened, env_trades_closed, env_trades_won;  // the env's own counts (cross-checks)
-  bool terminated;                                           // ended by max_loss before the split's end
+  // Stopped by max_loss before the split's end, at step stop_step (its equity net of the forced
+  // close): the pass stays flat in cash from there to the split's end, so that its N, span and
+  // periods per year are the benchmarks' (TRADING_ENV.md section 9: the same span for all).
+  bool terminated;
+  int64_t stop_step;
   int64_t capacity;
   ReportInput input;  // views of the arrays above, ready for report_compute
 } BacktestPass;

@@ -339,6 +339,7 @@ static void json_pass(JsonWriter *w, const Evaluation *ev, int k) {
   json_kv_string(w, "strategy", backtest_strategy_name(p->spec.strategy));
   json_kv_number(w, "cost_mult", p->spec.cost_mult);
   json_kv_bool(w, "terminated_by_max_loss", p->terminated);
+  if (p->terminated) json_kv_int(w, "stopped_at_step", p->stop_step);
   json_kv_number(w, "ledger_equity_max_abs_error", backtest_ledger_check(p));
   json_key(w, "metrics");
   json_report(w, &ev->reports[k]);
@@ -659,10 +660,10 @@ static void print_summary(FILE *out, const Evaluation *ev) {
     if (!p->terminated || (p->spec.strategy == BT_RANDOM && k != ev->first_random) ||
         (p->spec.strategy == BT_AGENT_SAMPLED && k != ev->first_sampled) || k >= ev->first_stress)
       continue;
-    fprintf(out, "note: %s%s stopped at [env] max_loss = %g on %s (equity %.4f)\n",
+    fprintf(out, "note: %s%s stopped at [env] max_loss = %g on %s (equity %.4f), then held cash to the split's end\n",
             backtest_strategy_name(p->spec.strategy),
             p->spec.strategy == BT_RANDOM || p->spec.strategy == BT_AGENT_SAMPLED ? " (first seed)" : "",
-            c->params.max_loss, time_text(p->ts[p->n], a, sizeof a), p->equity[p->n]);
+            c->params.max_loss, time_text(p->ts[p->stop_step], a, sizeof a), p->equity[p->stop_step]);
   }
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];

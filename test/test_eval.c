@@ -215,6 +215,40 @@ Test(backtest, oracle_bounds_flat_stays_flat_costs_only_hurt) {
   market_close(&m);
 }
 
+// TRADING_ENV.md section 9: every pass covers the same span. One that max_loss stops holds cash
+// from there to the split's end (it was reported over its own shorter span: another N, Y and P
+// than the benchmarks beside it).
+Test(backtest, a_pass_stopped_by_max_loss_holds_cash_to_the_end) {
+  TradingParams params = trading_params_default();
+  params.max_loss = 0.02;  // a random policy pays costs on most bars: 2 % is lost within weeks
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", params);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_RANDOM, 1, 1.0}, {BT_FLAT, 0, 1.0}};
+  BacktestPass passes[2];
+  cr_assert_eq(backtest_run(&setup, specs, 2, passes), 0, "%s", error_message());
+  const BacktestPass *bh = &passes[0], *flat = &passes[1];
+  cr_assert(bh->terminated && !flat->terminated);
+  cr_assert_lt(bh->stop_step, flat->n / 2, "stopped early: step %lld of %lld", (long long)bh->stop_step,
+               (long long)flat->n);
+  cr_expect(bh->equity[bh->stop_step] < 0.98 && bh->equity[bh->stop_step] > 0.97,
+            "stopped at %g: just past 1 - max_loss, after the forced close", bh->equity[bh->stop_step]);
+  cr_assert_eq(bh->n, flat->n, "the same N as the benchmark");
+  cr_expect_eq(bh->ts[bh->n], flat->ts[flat->n], "and the same last timestamp");
+  for (int64_t i = bh->stop_step + 1; i <= bh->n; i++) {
+    cr_assert_eq(bh->equity[i], bh->equity[bh->stop_step], "step %lld", (long long)i);
+    cr_assert(bh->position[i] == 0 && bh->turnover[i] == 0 && bh->cost_spread[i] == 0 && bh->cost_financing[i] == 0);
+    cr_assert_eq(bh->ts[i], flat->ts[i]);
+  }
+  cr_expect_lt(backtest_ledger_check(bh), 1e-12);
+  Report r = report_of(bh), rf = report_of(flat);
+  cr_expect_float_eq(r.m.total_return, bh->equity[bh->stop_step] - 1.0, 1e-15);
+  cr_expect(r.m.periods_per_year == rf.m.periods_per_year && r.m.years == rf.m.years,
+            "annualised over the benchmark's span");
+  for (int k = 0; k < 2; k++) backtest_pass_free(&passes[k]);
+  market_close(&m);
+}
+
 Test(backtest, refuses_an_agent_pass_without_a_policy) {
   Market m;
   market_open(&m, "SPY_1D.h5", trading_params_default());
