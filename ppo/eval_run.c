@@ -282,6 +282,17 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   return 0;
 }
 
+// The report's settings from [eval] (risk-free rate, MAR, trials) and the bootstrap count.
+static ReportOptions report_options_for(const Config *cfg, const EvalRunOptions *o) {
+  ReportOptions ro = report_options_default();
+  ro.rf = cfg->eval.risk_free_rate;
+  ro.mar = cfg->eval.min_acceptable_return;
+  ro.n_trials = cfg->eval.n_trials;
+  ro.bootstrap_samples = o->bootstrap_samples;
+  ro.seed = rng_stream_seed((uint64_t)cfg->run.seed, EVAL_SEED_STREAM - 1);
+  return ro;
+}
+
 static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
   const int S = o->sampled_seeds, R = o->random_seeds;
   const int cap = 1 + S + 5 + R + N_STRESS * STRESS_PER_FACTOR;
@@ -315,12 +326,7 @@ static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
   }
   BacktestSetup setup = {.base = &ev->market.context, .split = ev->split, .policy = ev->policy, .norm = &ev->norm};
   if (backtest_run(&setup, ev->specs, ev->n_passes, ev->passes) != 0) return EXIT_BAD_INPUT;
-  ReportOptions ro = report_options_default();
-  ro.rf = ev->cfg.eval.risk_free_rate;
-  ro.mar = ev->cfg.eval.min_acceptable_return;
-  ro.n_trials = ev->cfg.eval.n_trials;
-  ro.bootstrap_samples = o->bootstrap_samples;
-  ro.seed = rng_stream_seed(seed, EVAL_SEED_STREAM - 1);
+  ReportOptions ro = report_options_for(&ev->cfg, o);
   for (int k = 0; k < ev->n_passes; k++) {
     ReportOptions rk = ro;
     // The bootstrap CI matters for the agent; the many baseline passes skip it (their means are reported).
@@ -854,6 +860,7 @@ static int walk_forward_run(const EvalRunOptions *o) {
   if (o->out_dir) snprintf(out_dir, sizeof out_dir, "%s", o->out_dir);
   int status = 0;
   BacktestPass chain = {0}, chain_bh = {0};
+  ReportOptions chain_ro = report_options_default();
   if (make_directories(out_dir) != 0) {
     fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "--walk-forward RUN");
     status = EXIT_BAD_INPUT;
@@ -902,6 +909,7 @@ static int walk_forward_run(const EvalRunOptions *o) {
                rb->m.sharpe);
       chain_append(&chain, g);
       chain_append(&chain_bh, bh);
+      if (k == 0) chain_ro = report_options_for(&ev.cfg, o);  // the first fold's [eval] (--set applies to all)
     }
     evaluation_free(&ev);
   }
@@ -914,9 +922,7 @@ static int walk_forward_run(const EvalRunOptions *o) {
   }
   if (status == 0) {
     Report ra, rb;
-    ReportOptions ro = report_options_default();
-    ro.bootstrap_samples = o->bootstrap_samples;
-    if (report_compute(&ra, &chain.input, &ro) != 0 || report_compute(&rb, &chain_bh.input, &ro) != 0) {
+    if (report_compute(&ra, &chain.input, &chain_ro) != 0 || report_compute(&rb, &chain_bh.input, &chain_ro) != 0) {
       fprintf(stderr, "ppo-eval: %s\n", error_message());
       status = EXIT_RUNTIME;
     } else {

@@ -634,5 +634,21 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   char *report = read_text(path, NULL);
   cr_assert_not_null(report);
   cr_expect_float_eq(json_number_after(report, "\"agent_greedy\"", "total_return"), growth - 1.0, 1e-8);
+  // The chained metrics use [eval]'s risk-free rate, as each fold's do (they used the defaults):
+  // Sharpe = mean(r - rf/P) / sd(r) sqrt(P), so the excess return lowers it by rf / (sd(r) sqrt(P)) = rf / vol.
+  double sharpe0 = json_number_after(report, "\"buy_and_hold\"", "sharpe");
+  double vol = json_number_after(report, "\"buy_and_hold\"", "ann_vol");
+  free(report);
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100 --quiet --out '%s/rf' --set "
+           "eval.risk_free_rate=0.2",
+           run, tmp_root);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/rf/report.json", tmp_root);
+  report = read_text(path, NULL);
+  cr_assert_not_null(report, "%s", path);
+  double sharpe_rf = json_number_after(report, "\"buy_and_hold\"", "sharpe");
+  cr_expect_float_eq(sharpe0 - sharpe_rf, 0.2 / vol, 1e-9, "Sharpe %g at rf 0, %g at rf 0.2, volatility %g", sharpe0,
+                     sharpe_rf, vol);
   free(report);
 }
