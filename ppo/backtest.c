@@ -324,6 +324,14 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
   }
   const TradingContext *c0 = &ctxs[0];
   const int O = c0->obs_dim;
+  for (int k = 0; k < n && c0->flat_level < 0; k++)  // target 0 would go to the level -L: a short, not flat
+    if (specs[k].strategy == BT_FLAT || specs[k].strategy == BT_MA_RULE) {
+      error_set(
+          "backtest: [env] action_mode = toggle2 without long_only has no flat action, so the %s pass cannot "
+          "be traded through the env (allowed: long_only = true, or discrete3, discrete_k or continuous)",
+          backtest_strategy_name(specs[k].strategy));
+      goto done;
+    }
   if (agents > 0) {
     Policy *pol = setup->policy;
     if (pol->spec.obs_dim != O) {

@@ -261,6 +261,18 @@ Test(backtest, refuses_an_agent_pass_without_a_policy) {
   cr_expect_eq(backtest_run(&setup, specs, 1, passes), -1);
   cr_expect(strstr(error_message(), "cost multiplier -1"), "%s", error_message());
   market_close(&m);
+  // toggle2 without long_only holds -L or +L: target 0 was the level -L, a "flat" pass fully short
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_TOGGLE2;
+  market_open(&m, "SPY_1D.h5", p);
+  specs[0] = (BacktestPassSpec){BT_FLAT, 0, 1.0};
+  cr_expect_eq(backtest_run(&setup, specs, 1, passes), -1);
+  cr_expect(strstr(error_message(), "toggle2 without long_only has no flat action, so the flat pass"), "%s",
+            error_message());
+  specs[0] = (BacktestPassSpec){BT_BUY_AND_HOLD, 0, 1.0};
+  cr_assert_eq(backtest_run(&setup, specs, 1, passes), 0, "buy-and-hold needs no flat level: %s", error_message());
+  backtest_pass_free(&passes[0]);
+  market_close(&m);
 }
 
 // A sampled agent pass depends on its seed only, not on the passes batched with it: a pass's
