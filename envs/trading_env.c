@@ -533,8 +533,9 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
     trade = level != e->level;
   } else {
     double a = *(const float *)action;
-    a = a > 1.0 ? 1.0 : a < -1.0 ? -1.0 : a == a ? a : 0.0;  // NaN: flat
-    w_target = p->long_only ? L * (a + 1.0) * 0.5 : L * a;
+    a = a > 1.0 ? 1.0 : a < -1.0 ? -1.0 : a;
+    // NaN: flat (with long_only, a = 0 is a half position, so flat is set after the mapping)
+    w_target = a != a ? 0.0 : p->long_only ? L * (a + 1.0) * 0.5 : L * a;
     trade = true;  // decided by the band below, after vol scaling
   }
   if (p->reward == TRADING_REWARD_VOL_TARGET) {

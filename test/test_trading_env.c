@@ -455,6 +455,8 @@ Test(trading_actions, levels_band_and_long_only) {
   cr_assert_float_eq(trading_env_position(&e), 0.35, 1e-7);
   step_cont(&e, 7.0f, obs);
   cr_assert_float_eq(trading_env_position(&e), 1.0, 1e-12, "clipped to L");
+  step_cont(&e, NAN, obs);
+  cr_assert_eq(e.q, 0.0, "a NaN action goes flat");
   free(obs);
 
   // long_only: continuous -1 is flat; discrete3 levels are {0, L/2, L}.
@@ -463,6 +465,10 @@ Test(trading_actions, levels_band_and_long_only) {
   obs = obs_new(&c);
   env_start(&e, &c, obs);
   step_cont(&e, -1.0f, obs);
+  cr_assert_eq(e.q, 0.0);
+  step_cont(&e, 0.0f, obs);  // a = 0 is half of L
+  cr_assert_float_eq(trading_env_position(&e), 0.5, 1e-7);
+  step_cont(&e, NAN, obs);  // a NaN action goes flat here too (it gave a = 0: the half position)
   cr_assert_eq(e.q, 0.0);
   free(obs);
   p.action_mode = TRADING_ACTION_DISCRETE3;
