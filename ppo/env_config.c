@@ -173,6 +173,14 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
     env_market_close(m);
     return -1;
   }
+  // Training needs only its own split, so an empty validation or test split is allowed, but said:
+  // [eval] and ppo-eval would have nothing to run on.
+  static const char *const start_keys[] = {"val_start", "test_start"};
+  for (int s = TRADING_SPLIT_VAL; s <= TRADING_SPLIT_TEST; s++)
+    if (m->context.split_hi[s] <= m->context.split_lo[s])
+      log_warn("%s: the %s split holds no bars of the data; nothing can be evaluated on it",
+               config_describe_key(cfg, "env", start_keys[s - TRADING_SPLIT_VAL], where, sizeof where),
+               trading_split_name((TradingSplit)s));
   return 0;
 }
 

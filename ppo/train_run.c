@@ -278,6 +278,10 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
           data->has_bid_ask ? ", bid/ask" : "");
   for (int split = TRADING_SPLIT_TRAIN; split <= TRADING_SPLIT_TEST; split++) {
     int64_t lo = ctx->split_lo[split], hi = ctx->split_hi[split];
+    if (hi <= lo) {  // an empty validation or test split (env_market_open warned)
+      fprintf(out, "%-5s split: 0 bars\n", trading_split_name((TradingSplit)split));
+      continue;
+    }
     fprintf(out, "%-5s split: %lld bars %s .. %s\n", trading_split_name((TradingSplit)split), (long long)(hi - lo),
             market_time_format(data->ts[lo], first, sizeof first),
             market_time_format(data->ts[hi - 1], last, sizeof last));

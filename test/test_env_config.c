@@ -1,6 +1,7 @@
 // test/test_env_config.c: Config [env] -> simulator parameters (ppo/env_config.h), and the market an
 // env type opens. Values are set through config_load's --set path, as a user would.
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <string.h>
 
@@ -111,4 +112,21 @@ Test(env_config, a_synthetic_market_too_big_for_memory_is_refused) {
   c = load(2, huge);
   cr_assert_eq(env_market_open(&m, &c), -1);
   cr_expect(strstr(error_message(), "of memory available"), "%s", error_message());
+}
+
+// Training needs only the train split: an empty test split opens, with a warning naming the key.
+Test(env_config, an_empty_test_split_is_warned_about, .init = cr_redirect_stderr) {
+  const char *sets[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5", "env.test_start=2030-01-01",
+                        "env.test_end=2030-06-01"};
+  Config c = load(3, sets);
+  EnvMarket m;
+  cr_assert_eq(env_market_open(&m, &c), 0, "%s", error_message());
+  cr_expect_eq(m.context.split_hi[TRADING_SPLIT_TEST], m.context.split_lo[TRADING_SPLIT_TEST]);
+  env_market_close(&m);
+  fflush(stderr);
+  char text[4096] = {0};
+  FILE *err = cr_get_redirected_stderr();
+  size_t n = fread(text, 1, sizeof text - 1, err);
+  text[n] = '\0';
+  cr_expect(strstr(text, "[env] test_start = 2030-01-01: the test split holds no bars of the data"), "%s", text);
 }
