@@ -406,7 +406,15 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
         else
           cont = (float)(2.0 * rng_uniform(&s->rng) - 1.0);
       } else {
-        action_for_target(c, baseline_target(c, strat, e->t), &level, &cont);
+        double w = baseline_target(c, strat, e->t);
+        // Buy-and-hold and the MA rule hold their units while their side is unchanged: with
+        // continuous actions a fixed target w re-levers whenever the weight drifts past the no-trade
+        // band (discrete levels hold by themselves). Vol targeting re-sizes by design; a weight
+        // drifted past L, where the actions end, is traded back to L.
+        if (c->n_levels == 0 && c->params.reward != TRADING_REWARD_VOL_TARGET && e->q != 0 &&
+            (strat == BT_BUY_AND_HOLD || strat == BT_MA_RULE) && (w > 0) == (e->q > 0) && w != 0)
+          w = trading_env_position(e);
+        action_for_target(c, w, &level, &cont);
       }
       const double q0 = e->q, cash0 = e->cash, E0 = e->equity, M0 = c->data->close[e->t];
       float reward, log[ENV_LOG_MAX];

@@ -249,6 +249,27 @@ Test(backtest, a_pass_stopped_by_max_loss_holds_cash_to_the_end) {
   market_close(&m);
 }
 
+// Buy-and-hold is one entry and the forced close, with continuous actions too: a fixed target of
+// L re-levered at every drift past the no-trade band (158 fills on this span at L = 2).
+Test(backtest, buy_and_hold_holds_its_units_with_continuous_actions) {
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS, p.max_leverage = 2;
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_BUY_AND_HOLD, 0, 1.0}};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, specs, 1, &pass), 0, "%s", error_message());
+  int64_t forced = 0;
+  for (int64_t f = 0; f < pass.n_fills; f++) forced += pass.fills[f].forced;
+  cr_expect_eq(forced, 1);
+  cr_expect_leq(pass.n_fills - forced, 10, "%lld fills before the close (deleveraging past L only)",
+                (long long)(pass.n_fills - forced));
+  cr_expect_gt(pass.position[1], 1.99, "entered at L");
+  backtest_pass_free(&pass);
+  market_close(&m);
+}
+
 Test(backtest, refuses_an_agent_pass_without_a_policy) {
   Market m;
   market_open(&m, "SPY_1D.h5", trading_params_default());
