@@ -8,6 +8,19 @@
 
 bool dist_is_root(void) { return dist_rank() == 0; }
 
+static long env_count(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 10) : 0;
+}
+
+long dist_unconnected_copies(const char **launcher) {
+  long mpirun = env_count("OMPI_COMM_WORLD_SIZE"), pmi = env_count("PMI_SIZE");
+  long srun = getenv("SLURM_PROCID") ? env_count("SLURM_STEP_NUM_TASKS") : 0;  // srun's tasks, not sbatch's
+  *launcher = mpirun > 1 ? "mpirun" : pmi > 1 ? "an MPI launcher (PMI)" : "srun";
+  long n = mpirun > 1 ? mpirun : pmi > 1 ? pmi : srun;
+  return n > 1 ? n : 0;
+}
+
 // The backend whose communicator the ranks joined (dist_attach_backend): its memory is reduced on
 // the device by the backend itself (NCCL); any other backend's memory must be host memory.
 static Backend *joined_backend = NULL;
@@ -17,9 +30,10 @@ int dist_attach_backend(Backend *backend) {
   size_t id_bytes = backend_comm_id_bytes(backend);
   if (id_bytes == 0) {
     if (strcmp(backend_name(backend), "cpu") == 0) return 0;  // host memory: MPI reduces it in place
-    error_set("the %s backend of this build has no all-reduce across ranks (CUDA needs NCCL at build time); "
-              "run the ranks with [run] device = cpu",
-              backend_name(backend));
+    error_set(
+        "the %s backend of this build has no all-reduce across ranks (CUDA needs NCCL at build time); "
+        "run the ranks with [run] device = cpu",
+        backend_name(backend));
     return -1;
   }
   // Rank 0 makes the id; every rank learns whether that worked before it waits for anything else,

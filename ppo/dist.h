@@ -37,7 +37,13 @@
 
 // Initialises MPI when this process was started by an MPI launcher and the build has MPI; a world
 // of one rank otherwise. Call once, first thing in main (MPI may consume its own arguments).
+// A process that a launcher started as one of several but that would run as a world of one (a
+// build without MPI under mpirun; srun without an MPI plugin) is refused there, with exit status 2:
+// every copy would train alone into the same run directory.
 void dist_init(int *argc, char ***argv);
+// The number of processes the launcher's environment says it started alongside this one when MPI
+// does not connect them (dist_init's check; 0 when none); *launcher names it.
+long dist_unconnected_copies(const char **launcher);
 void dist_finalize(void);         // MPI_Finalize when dist_init started MPI; call on the success path only
 int dist_rank(void);              // 0 .. size-1
 int dist_size(void);              // R, 1 without MPI

@@ -21,6 +21,13 @@ static bool launched_by_mpi(void) {
 }
 
 void dist_init(int *argc, char ***argv) {
+  const char *launcher;
+  long copies = launched_by_mpi() ? 0 : dist_unconnected_copies(&launcher);
+  if (copies > 1)
+    dist_abort(EXIT_BAD_INPUT,
+               "%s started %ld tasks without connecting them through MPI (srun needs --mpi=pmix or --mpi=pmi2, or "
+               "run mpirun inside the allocation): each would train alone into the same run directory",
+               launcher, copies);
   if (started || !launched_by_mpi()) return;
   int provided;
   // OpenMP threads step the envs and run the GEMMs; only the main thread calls MPI.

@@ -7,7 +7,15 @@
 
 #include "ppo/dist.h"
 
-void dist_init(int *argc, char ***argv) {}
+void dist_init(int *argc, char ***argv) {
+  const char *launcher;
+  long copies = dist_unconnected_copies(&launcher);
+  if (copies > 1)
+    dist_abort(EXIT_BAD_INPUT,
+               "%s started %ld processes, but this build has no MPI (CMake found none; install libopenmpi-dev "
+               "and configure with -DPPO_MPI=ON): each would train alone into the same run directory",
+               launcher, copies);
+}
 void dist_finalize(void) {}
 int dist_rank(void) { return 0; }
 int dist_size(void) { return 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test/cli_bad_values.sh BIN_DIR SOURCE_DIR: bad command-line values to every program. Each must
-# exit with status 2 and name the option and the value it refused on stderr (README: bad input).
+# test/cli_bad_values.sh BIN_DIR SOURCE_DIR: bad command-line values to every program (and a bad
+# launch). Each must exit with status 2 and name the option and the value it refused on stderr
+# (README: bad input).
 # The programs stop while parsing, so nothing here trains or writes.
 set -uo pipefail
 bin=$1
@@ -40,6 +41,9 @@ expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.cs
 if [ -d "${TZDIR:-/usr/share/zoneinfo}" ]; then  # without tzdata only the characters are checked
   expect "--timezone 'America/NewYork'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone America/NewYork
 fi
+# Several copies started by a launcher but not connected through MPI would each train alone into
+# the same run directory (srun without --mpi=pmix; mpirun with a build without MPI).
+expect "srun started 2 " env SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=2 "$bin/ppo-train" configs/cartpole.ini --plan
 if [ -x "$bin/ppo-bench-allreduce" ]; then
   expect "--reps 'x': a whole number" "$bin/ppo-bench-allreduce" --reps x
   expect "'12x': up to 16 sizes" "$bin/ppo-bench-allreduce" 12x
