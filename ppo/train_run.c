@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/check.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -325,6 +326,27 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
 
 int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) { return resolve_config(opt, cfg, NULL); }
 
+// Data-parallel ranks train one model: every key that shapes training must have the same value on
+// every rank (an MPMD launch can give each its own --set). Per-process keys may differ.
+#define KEY_TEXT 1024  // per key: the longest value text compared (paths)
+static bool same_config_on_every_rank(const Config *cfg) {
+  if (dist_size() == 1) return true;
+  static const char *const per_process[] = {"threads", "name", "run_dir", "log_every", "memory_limit"};
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  char *text = calloc((size_t)count, KEY_TEXT);
+  CHECK(text, "out of host memory (configuration check)");
+  for (int i = 0; i < count; i++) {
+    bool skip = false;
+    for (size_t k = 0; k < sizeof per_process / sizeof *per_process; k++)
+      skip |= strcmp(keys[i].section, "run") == 0 && strcmp(keys[i].key, per_process[k]) == 0;
+    if (!skip) config_value_text(cfg, i, text + (size_t)i * KEY_TEXT, KEY_TEXT);
+  }
+  bool same = dist_check_identical(text, (size_t)count * KEY_TEXT);
+  free(text);
+  return same;
+}
+
 // --- the run -------------------------------------------------------------------------------------------
 
 int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
@@ -344,6 +366,12 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   }
   if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
   if (!opt->quiet && dist_size() > 1) fprintf(stderr, "data-parallel: %s\n", dist_describe());
+  if (!same_config_on_every_rank(&cfg)) {
+    fprintf(stderr,
+            "ppo-train: the ranks resolved different configurations (another file or --set on some rank); every "
+            "key but [run] threads, name, run_dir, log_every and memory_limit must be the same on every rank\n");
+    return EXIT_BAD_INPUT;
+  }
 
   // Market, envs and backend first; the slabs only once the plan is known to fit.
   Trainer *tr = trainer_open(&cfg);

@@ -22,7 +22,11 @@ int main(int argc, char **argv) {
   if (!tr) dist_abort(EXIT_BAD_INPUT, "%s", error_message());
   int iterations = atoi(argv[3]);
   TrainStats s;
-  for (int i = 0; i < iterations; i++) trainer_iteration(tr, &s);
+  int early = 0;  // iterations the approx-KL stop cut short
+  for (int i = 0; i < iterations; i++) {
+    trainer_iteration(tr, &s);
+    early += s.early_stopped;
+  }
   char path[1024];
   snprintf(path, sizeof path, "%s.rank%d.bin", argv[2], dist_rank());
   FILE *f = fopen(path, "wb");
@@ -35,9 +39,9 @@ int main(int argc, char **argv) {
   fwrite(&norm->obs_rms.count, sizeof(double), 1, f);
   fwrite(&norm->ret_rms.count, sizeof(double), 1, f);
   fclose(f);
-  printf("rank %d of %d: %lld timesteps, %lld skipped steps, ep_rew_mean %.3f over %d episodes\n", dist_rank(),
-         dist_size(), (long long)trainer_counters(tr)->timesteps, (long long)trainer_counters(tr)->skipped_steps,
-         s.ep_rew_mean, s.episodes);
+  printf("rank %d of %d: %lld timesteps, %lld skipped steps, ep_rew_mean %.3f over %d episodes, %d early stops\n",
+         dist_rank(), dist_size(), (long long)trainer_counters(tr)->timesteps,
+         (long long)trainer_counters(tr)->skipped_steps, s.ep_rew_mean, s.episodes, early);
   trainer_free(tr);
   dist_finalize();
   return EXIT_OK;

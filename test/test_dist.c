@@ -92,6 +92,9 @@ static void expect_replicas_identical(const char *precision, const char *extra) 
   if (strstr(extra, "init_scale"))  // of 36 minibatches, the first ones overflow and later ones step
     cr_expect(!strstr(output, " 0 skipped steps") && !strstr(output, " 36 skipped steps"),
               "some steps skipped, not all:\n%s", output);
+  if (strstr(extra, "target_kl"))  // each rank's own KL would stop at different minibatches
+    cr_expect(strstr(output, "rank 0 of 2") && strstr(output, "rank 1 of 2") && !strstr(output, " 0 early stops"),
+              "every rank stops early:\n%s", output);
   free(a);
   free(b);
 }
@@ -105,6 +108,8 @@ Test(dist, replicas_stay_identical_fp16_with_loss_scaling) { expect_replicas_ide
 // skipped on every rank alike while the scale backs off, the later ones step, and the replicas stay
 // identical.
 Test(dist, replicas_agree_on_skipped_steps_fp16) { expect_replicas_identical("fp16", "amp.init_scale=1e9"); }
+// The approx-KL early stop is agreed across ranks (the base config's target_kl = 0.5 never triggers).
+Test(dist, replicas_agree_on_the_kl_early_stop) { expect_replicas_identical("fp32", "ppo.target_kl=0.00002"); }
 // VecNormalize's statistics take every rank's batch moments at every step: the same on each rank.
 Test(dist, replicas_share_the_normalisation_statistics) {
   expect_replicas_identical("fp32", "normalize.obs=true normalize.reward=true");
@@ -280,10 +285,36 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   hsize_t dims[2];
   cr_expect_eq(h5io_shape(f, "envs/obs", 2, dims), 2);
   cr_expect_eq(dims[0], 8, "2 ranks x 4 envs of rows, got %llu", (unsigned long long)dims[0]);
+  // each rank's own envs (own seeds and start positions), not rank 0's written twice
+  float *obs = malloc((size_t)dims[0] * dims[1] * sizeof(float));
+  cr_assert_not_null(obs);
+  cr_assert_eq(h5io_read(f, "envs/obs", H5IO_FLOAT32, 2, dims, obs), 0, "%s", error_message());
+  size_t half = (size_t)dims[0] / 2 * dims[1];
+  cr_expect_neq(memcmp(obs, obs + half, half * sizeof(float)), 0, "rank 1's env rows equal rank 0's");
+  free(obs);
   h5io_close(f);
   snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/one' --quiet", a, tmp_root);
   cr_expect_eq(run_program(TRAIN, args, output, sizeof output), 2, "%s", output);
   cr_expect(strstr(output, "holds the envs of 2 rank(s) and this run has 1"), "%s", output);
+}
+
+// An MPMD launch can give the ranks different settings: refused before training, exit status 2.
+Test(dist, ranks_with_different_configurations_are_refused) {
+  char line[4096];
+  const char *common = "--oversubscribe --timeout 60 --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1";
+  snprintf(line, sizeof line,
+           "%s -np 1 '%s' '%s' --run-dir '%s/mpmd' --quiet : -np 1 '%s' '%s' --quiet --set ppo.gamma=0.5", common,
+           TRAIN, config_path, tmp_root, TRAIN, config_path);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
+  cr_expect(strstr(output, "the ranks resolved different configurations"), "%s", output);
+  // per-process keys may differ
+  snprintf(line, sizeof line,
+           "%s -np 1 '%s' '%s' --run-dir '%s/mpmd2' --quiet --set run.total_timesteps=512 : -np 1 '%s' '%s' --quiet "
+           "--set run.total_timesteps=512 --set run.log_every=3",
+           common, TRAIN, config_path, tmp_root, TRAIN, config_path);
+  cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 0, "%s", output);
 }
 
 // What several ranks do not support is a usage error (exit status 2).
