@@ -806,14 +806,20 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   if (tr->ranks > 1) dist_reduce_stats(tr, s);
 }
 
+#define STOP_VOTE_STEPS 16  // rollout steps between the ranks' stop votes
+
 TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   memset(s, 0, sizeof *s);
   snapshot_save(tr);
   double t0 = timer_now();
   for (int t = 0; t < tr->T; t++) {
-    // A preemption notice: back to the iteration's start. Several ranks must all stop or all go on,
-    // so they agree once per iteration instead (ppo/train_run.c), and the rollout runs to its end.
-    if (tr->ranks == 1 && trainer_stop_requested()) {
+    // A preemption notice: back to the iteration's start. Several ranks must all stop or all go on:
+    // they vote every STOP_VOTE_STEPS steps (each rank runs the same T steps, so they vote at the same
+    // steps; one integer all-reduce, microseconds). A signal during the update is agreed after it
+    // (ppo/train_run.c).
+    bool stop = tr->ranks == 1 ? trainer_stop_requested()
+                               : t % STOP_VOTE_STEPS == 0 && dist_host_allreduce_max_int(trainer_stop_requested());
+    if (stop) {
       snapshot_restore(tr);
       return TRAINER_INTERRUPTED;
     }

@@ -208,8 +208,9 @@ static pid_t newest_child(pid_t parent) {
   return newest;
 }
 
-// A SIGTERM that reaches one rank only (a preemption notice to one node) stops every rank after the
-// same iteration: rank 0 writes the checkpoint, the job exits 0 and the checkpoint resumes.
+// A SIGTERM that reaches one rank only (a preemption notice to one node) stops every rank at the same
+// point (the same rollout step, or after the same update): rank 0 writes the checkpoint, the job
+// exits 0 and the checkpoint resumes.
 Test(dist, a_signal_to_one_rank_stops_every_rank) {
   char dir[600], metrics[700], args[1400];
   snprintf(dir, sizeof dir, "%s/signal", tmp_root);
