@@ -341,7 +341,23 @@ static int usage_to(FILE *out, int status) {
           "                         [--actions A] [--hidden 2048,1024,512] [--repeats R] [--json FILE]\n"
           "       ppo-bench envs [--envs N] [--steps S] [--repeats R] [--data FILE] [--json FILE]\n"
           "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n"
-          "       ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]\n");
+          "                       [--keep]\n"
+          "       ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]\n"
+          "\n"
+          "backend  every GEMM of an actor and a critic with --hidden layers (default the headline's\n"
+          "         2048,1024,512) on --obs observations (default 24; configs/seed.ini's trading env gives 517)\n"
+          "         at batch 32 and 1024, each checked against double precision first; then the update step\n"
+          "         (samples/s), rollout inference and a square 2048^3 GEMM. Medians of --repeats (default 7).\n"
+          "envs     env steps/s of CartPole and the trading env (--data, default data/XAUUSD_1H.h5) on --envs\n"
+          "         envs (default 32) for 1 and 2 threads, --steps vector steps (default 100000).\n"
+          "train    a whole ppo-train run of CONFIG (into a temporary directory; --keep keeps it): SPS with the\n"
+          "         rollout / GAE / update split and peak RSS; --iterations N stops after N iterations.\n"
+          "all      every benchmark above on every backend and precision plus scaling studies, into\n"
+          "         bench/results/STAMP-all[-quick].json and .md (--json OUT names them) and gnuplot PNGs;\n"
+          "         --only backend,envs,train,scaling,memory,sb3 picks groups; sb3 (full mode only) runs\n"
+          "         Stable-Baselines3 from the Python named by $PPO_SB3_PYTHON.\n"
+          "--json FILE appends one JSON object per measurement (name, backend, precision, shape, value, unit).\n"
+          "Exit status: 0, 1 when a check or run fails, 2 on bad usage.\n");
   return status;
 }
 
@@ -381,7 +397,8 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage_to(stdout, EXIT_OK);
+  for (int i = 1; i < argc; i++)  // ppo-bench --help, or after a subcommand
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage_to(stdout, EXIT_OK);
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).
   if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
   // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).

@@ -125,8 +125,9 @@ static const ConfigKey config_keys[] = {
     K_REAL(env, shaping_flat, "0", 0, INF, 0, "shaping: subtract this on every flat bar (cash penalty)"),
     K_NONE_REAL(env, reward_clip, 0, INF, MIN_OPEN, "clip the scaled reward to [-c, c]; none = no clip"),
     K_AUTO_BOOL(env, use_data_spread, "fill at the data's bid/ask; auto = on when the data has bid/ask"),
-    K_AUTO_REAL(env, half_spread_bps, 0, 10000, 0,
-                "half spread without bid/ask data; auto = XAUUSD 1.5, EURUSD 0.5, SPY 0.5, GOOGL 1.0"),
+    K_AUTO_REAL(
+        env, half_spread_bps, 0, 10000, 0,
+        "half spread without bid/ask data; auto = XAUUSD 1.5, EURUSD 0.5, SPY 0.5, GOOGL 1.0, other symbols 1.0"),
     K_AUTO_REAL(env, commission_bps, 0, 10000, 0, "commission per side on notional; auto = 0.35 FX/gold, 0.5 stocks"),
     K_REAL(env, fee_fixed, "0", 0, INF, 0, "fixed fee per trade, in units of the initial equity (E_0 = 1)"),
     K_AUTO_REAL(env, slippage_bps, 0, 10000, 0, "slippage per fill; auto = 0.5 FX/gold, 1.0 stocks"),
