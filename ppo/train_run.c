@@ -349,6 +349,43 @@ static bool same_config_on_every_rank(const Config *cfg) {
 
 // --- the run -------------------------------------------------------------------------------------------
 
+// The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
+// PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another run.
+static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool moved, bool root, char *run_dir,
+                          size_t capacity) {
+  char path[PATH_CAP];
+  if (opt->run_dir)
+    snprintf(run_dir, capacity, "%s", opt->run_dir);
+  else if (opt->resume && !moved)  // the checkpoint's own run, continued where it is
+    checkpoint_run_dir(opt->resume, run_dir, capacity);
+  else
+    snprintf(run_dir, capacity, "%s/%s", cfg->run.run_dir, cfg->run.name);
+  if (strlen(run_dir) > RUN_DIR_MAX) {
+    fprintf(stderr, "ppo-train: run directory %.60s...: longer than %d characters (%s)\n", run_dir, RUN_DIR_MAX,
+            opt->run_dir            ? "--run-dir"
+            : opt->resume && !moved ? "the checkpoint's directory"
+                                    : "[run] run_dir and name");
+    return EXIT_BAD_INPUT;
+  }
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+  if (root && !opt->resume && path_exists(path)) {
+    fprintf(stderr,
+            "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
+            "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
+            run_dir, run_dir);
+    return EXIT_BAD_INPUT;
+  }
+  if (root && opt->resume && path_exists(path) && !same_directory(run_dir, opt->resume)) {
+    error_set(
+        "%s %s already holds a run (metrics.csv) other than the checkpoint's: resume into the checkpoint's "
+        "own run directory or into a new one",
+        opt->run_dir ? "--run-dir" : "[run] run_dir/name", run_dir);
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  return EXIT_OK;
+}
+
 int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   memset(result, 0, sizeof *result);
   result->ep_rew_mean = NAN;
@@ -364,14 +401,19 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
-  if (!opt->quiet && dist_size() > 1) fprintf(stderr, "data-parallel: %s\n", dist_describe());
   if (!same_config_on_every_rank(&cfg)) {
     fprintf(stderr,
             "ppo-train: the ranks resolved different configurations (another file or --set on some rank); every "
             "key but [run] threads, name, run_dir, log_every and memory_limit must be the same on every rank\n");
     return EXIT_BAD_INPUT;
   }
+  char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
+  if (!opt->plan_only) {  // an unusable run directory is said before the market loads
+    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir);
+    if (status != EXIT_OK) return status;
+  }
+  if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
+  if (!opt->quiet && dist_size() > 1) fprintf(stderr, "data-parallel: %s\n", dist_describe());
 
   // Market, envs and backend first; the slabs only once the plan is known to fit.
   Trainer *tr = trainer_open(&cfg);
@@ -395,42 +437,7 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     return EXIT_OK;
   }
 
-  // Run directory.
-  // (at most RUN_DIR_MAX characters, so that every file's path under it fits PATH_CAP)
-  char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
-  if (opt->run_dir)
-    snprintf(run_dir, sizeof run_dir, "%s", opt->run_dir);
-  else if (opt->resume && !moved)  // the checkpoint's own run, continued where it is
-    checkpoint_run_dir(opt->resume, run_dir, sizeof run_dir);
-  else
-    snprintf(run_dir, sizeof run_dir, "%s/%s", cfg.run.run_dir, cfg.run.name);
-  if (strlen(run_dir) > RUN_DIR_MAX) {
-    fprintf(stderr, "ppo-train: run directory %.60s...: longer than %d characters (%s)\n", run_dir, RUN_DIR_MAX,
-            opt->run_dir            ? "--run-dir"
-            : opt->resume && !moved ? "the checkpoint's directory"
-                                    : "[run] run_dir and name");
-    trainer_free(tr);
-    return EXIT_BAD_INPUT;
-  }
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
-  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-  if (root && !opt->resume && path_exists(path)) {
-    fprintf(stderr,
-            "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
-            "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
-            run_dir, run_dir);
-    trainer_free(tr);
-    return EXIT_BAD_INPUT;
-  }
-  if (root && opt->resume && path_exists(path) && !same_directory(run_dir, opt->resume)) {
-    error_set(
-        "%s %s already holds a run (metrics.csv) other than the checkpoint's: resume into the checkpoint's "
-        "own run directory or into a new one",
-        opt->run_dir ? "--run-dir" : "[run] run_dir/name", run_dir);
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    trainer_free(tr);
-    return EXIT_BAD_INPUT;
-  }
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
   if (root && make_directories(ckpt_dir) != 0) {  // the directory given is unusable: bad input
