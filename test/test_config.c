@@ -737,17 +737,20 @@ Test(config_train, market_data_that_does_not_load_exits_2_naming_the_key) {
   cr_assert_not_null(f);
   fputs("[run]\nseed = 3\n\n[env]\ndata = /nonexistent/gold.h5\n", f);
   fclose(f);
-  char args[512];
-  snprintf(args, sizeof args, "'%s'", path);
+  // (a run directory of its own that does not exist: an existing run there is refused first)
+  char args[512], run_dir[128];
+  snprintf(run_dir, sizeof run_dir, "/tmp/ppo_test_config_%d_run", (int)getpid());
+  snprintf(args, sizeof args, "'%s' --run-dir '%s'", path, run_dir);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   char expected[512];
-  snprintf(expected, sizeof expected, "%s:5: [env] data = /nonexistent/gold.h5: /nonexistent/gold.h5: cannot open",
-           path);
-  cr_expect(strstr(out, expected), "%s", out);
-  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set env.data='" PPO_SOURCE_DIR
-                         "/test/data/broken_csv/ask_below_bid_close.csv'",
-                         out, sizeof out),
-               2, "%s", out);
+  snprintf(expected, sizeof expected, "%s:5: [env] data = /nonexistent/gold.h5: cannot open", path);
+  cr_expect(strstr(out, expected), "the path once: %s", out);
+  snprintf(args, sizeof args,
+           "'" PPO_SOURCE_DIR "/configs/default.ini' --run-dir '%s' --set env.data='" PPO_SOURCE_DIR
+           "/test/data/broken_csv/ask_below_bid_close.csv'",
+           run_dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(access(run_dir, F_OK) != 0, "nothing made at %s", run_dir);
   cr_expect(strstr(out, "command line: --set #1: [env] data = "), "%s", out);
   cr_expect(strstr(out, "ask_below_bid_close.csv:2: ask_close 1.14 < bid_close 1.15"), "%s", out);
   remove(path);
