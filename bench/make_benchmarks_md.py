@@ -2,13 +2,17 @@
 """docs/BENCHMARKS.md from the JSON of `ppo-bench all` (Python 3 standard library only).
 
 Usage:
-  python3 bench/make_benchmarks_md.py [RESULTS.json] [--out docs/BENCHMARKS.md]
+  python3 bench/make_benchmarks_md.py [RESULTS.json] [--out docs/BENCHMARKS.md] [--sb3 SB3.json]...
+                                      [--torch STAMP-backend-cpu.txt]... [--gpu GPU-all.json]
 
-RESULTS.json defaults to the newest bench/results/*-all*.json. The page holds the date, machine,
-commit and the exact commands that produced the numbers (build, run, this script), the headline
-numbers, one table per benchmark group (median with the min-max range of the repeats), the scaling
-plots written next to the JSON, the memory plan per slab, the SB3 side by side when the run made
-one, and the list of raw files. Running it twice on the same JSON gives the same file.
+RESULTS.json defaults to the newest bench/results/*-all*.json. The page's "Reproduce" section
+repeats the exact command (with every --sb3 and --torch file) that wrote it: regenerate with that
+command. The page holds the date, machine, the commit of the source tree the run was made in and
+the build the binary reports (saying so when they differ), the exact commands that produced the
+numbers (build, run, this script), the headline numbers, one table per benchmark group (median
+with the min-max range of the repeats), the scaling plots written next to the JSON, the memory
+plan per slab, the SB3 side by side when the run made one, and the list of raw files. Running it
+twice on the same JSON gives the same file.
 """
 
 from __future__ import annotations
@@ -114,12 +118,43 @@ def machine_section(out, d):
     table(out, ["", "value"], rows, ["---", "---"])
 
 
+def provenance(d):
+    """(tree, build_commit, dirty, same) for a run: `commit` is the source tree's HEAD when ppo-bench ran
+    (bench_all.c; " + uncommitted changes" when tracked files differed from it), the machine's `build` is
+    what the binary was compiled from (ppo/build_info.cmake; "+dirty": uncommitted changes to tracked files).
+    same: the binary was built from exactly the tree's commit."""
+    tree = d["commit"]
+    m = re.search(r"commit ([0-9A-Za-z]+)(\+dirty)?", d.get("machine", {}).get("build", ""))
+    build_commit, dirty = (m.group(1), bool(m.group(2))) if m else (None, False)
+    same = build_commit is not None and not dirty and tree == build_commit
+    return tree, build_commit, dirty, same
+
+
+def provenance_text(d):
+    """A sentence on which code the numbers belong to: the tree's commit and the binary's build."""
+    tree, build_commit, dirty, same = provenance(d)
+    if same:
+        return f"The source tree and the binary were both at commit `{tree}`."
+    if build_commit is None:
+        return f"The source tree was at commit `{tree}` when it ran; the binary does not record its build commit."
+    built = f"`{build_commit}`" + (" with uncommitted changes to tracked files (`+dirty` in the build row below)"
+                                  if dirty else " (the build row below)")
+    return (f"The source tree was at commit `{tree}` when it ran, but the binary was built from {built}, so the "
+            f"numbers belong to that build, not exactly to commit `{tree}`.")
+
+
 def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None, torch=()):
     command = d["command"]
     binary = command.split()[0]
     build_dir = os.path.dirname(os.path.dirname(binary)) or "build"
     out.append("## Reproduce\n")
-    out.append(f"From the repository root, at commit `{d['commit']}`:\n")
+    tree, build_commit, dirty, same = provenance(d)
+    if same:
+        out.append(f"From the repository root, at commit `{tree}`:\n")
+    else:
+        out.append(f"From the repository root, at commit `{tree}` (the tree the run was made in; the measured binary "
+                   f"was built from `{build_commit or 'unknown'}`{' with uncommitted changes' if dirty else ''}, so "
+                   "a build of this commit may not be the same code):\n")
     out.append("```sh")
     out.append(f"cmake -S . -B {build_dir} -DCMAKE_BUILD_TYPE=Release")
     out.append(f"cmake --build {build_dir} -j\"$(nproc)\" --target ppo-bench")
@@ -137,16 +172,47 @@ def reproduce_section(out, d, json_rel, out_rel, extra_sb3=(), gpu_rel=None, tor
                "the median and, in parentheses, the min-max range.\n")
 
 
+def backend_network(res):
+    """(obs, hidden, actions) of the network `ppo-bench backend` timed, read from its forward GEMM shapes
+    (gemm_fwd_l{i}_B32: B x out x in); None when the run has no backend group."""
+    layers, i = [], 1
+    while True:
+        r = res.find("backend", f"gemm_fwd_l{i}_B32")
+        if not r:
+            break
+        m = re.match(r"(\d+)x(\d+)x(\d+)", r["params"].get("shape", ""))
+        if not m:
+            return None
+        layers.append((int(m.group(3)), int(m.group(2))))
+        i += 1
+    if len(layers) < 2:
+        return None
+    return layers[0][0], [n for _, n in layers[:-1]], layers[-1][1]
+
+
+def network_text(net):
+    """What `ppo-bench backend` times, said plainly: the headline network's hidden layers, but on the
+    observation count of the run (24 by default, not configs/seed.ini's 517)."""
+    if not net:
+        return "the network of `ppo-bench backend`"
+    obs, hidden, actions = net
+    return (f"the headline network's hidden layers ({'-'.join(str(h) for h in hidden)}, actor and critic) on "
+            f"{obs} observations, {actions} actions")
+
+
 def headline_section(out, res):
     rows = []
     for prec in ("fp32", "bf16", "fp16"):
         r = res.find("backend", "machine_best_gemm", precision=prec)
         if r:
             rows.append((f"best square GEMM 2048^3, {prec}", cell(r), r["unit"]))
+    net = backend_network(res)
+    hidden = "-".join(str(h) for h in net[1]) if net else "?"
+    obs = f" on {net[0]} observations" if net else ""
     for prec in ("fp32", "bf16", "fp16"):
         r = res.find("backend", "train_step_fwd_bwd_adam", precision=prec)
         if r:
-            rows.append((f"update step 2048-1024-512 actor+critic, B=1024, {prec}", cell(r), r["unit"]))
+            rows.append((f"update step, hidden {hidden} actor+critic{obs}, B=1024, {prec}", cell(r), r["unit"]))
     for r in res.group("envs"):
         if r["unit"] == "steps/s":
             rows.append((f"{r['name']} ({params_text(r['params'])})", cell(r), r["unit"]))
@@ -164,9 +230,17 @@ def backend_section(out, res):
     if not rows:
         return
     out.append("## Backend: GEMM shapes and the update step (`ppo-bench backend`)\n")
-    out.append("Headline network (obs 24, actor and critic 2048-1024-512, 3 actions); GEMMs at batch 32 "
-               "(rollout) and 1024 (update), each checked against a double-precision dot product before it "
-               "is timed. `machine_best_gemm` is the square GEMM that shows what the machine reaches.\n")
+    net = backend_network(res)
+    if net and net[0] == 517:
+        obs_note = "configs/seed.ini's observation count, so its first layer too"
+    else:
+        obs_note = (("`ppo-bench backend`'s default `--obs 24`" if net and net[0] == 24 else "`--obs` as run") +
+                    ", not configs/seed.ini's 517 observations: the first layer's GEMMs (`_l1_`), the update step "
+                    "and rollout inference depend on the count, and `ppo-bench backend --obs 517` gives "
+                    "seed.ini's first layer")
+    out.append(f"Timed on {network_text(net)} ({obs_note}); GEMMs at batch 32 (rollout) and 1024 (update), each "
+               "checked against a double-precision dot product before it is timed. `machine_best_gemm` is the "
+               "square GEMM that shows what the machine reaches.\n")
     for backend in unique(r["backend"] for r in rows):
         precs = unique(r["precision"] for r in rows if r["backend"] == backend)
         names = unique((r["name"], r["params"].get("shape", ""), r["unit"]) for r in rows if r["backend"] == backend)
@@ -353,7 +427,9 @@ def torch_section(out, files, docs_dir):
     out.append("`ppo-bench backend` and `bench/torch_reference.py` (the same networks and steps in PyTorch, fp32) "
                "alternated 3 times under each OpenMP waiting mode; each program in its fastest mode, the median "
                "of that mode's runs (in parentheses: ours / PyTorch's samples/s, and the target). The targets are "
-               "issue #3's.\n")
+               "the project's CPU speed targets (`TARGETS` in bench/backend_vs_torch_summary.py): ours over "
+               "PyTorch fp32 at least 1.4x for the training step in fp32, 4.0x for it in bf16, and 2.0x for "
+               "rollout inference in either.\n")
     header = ["raw file", "measured (UTC, commit)", "train step fp32", "train step bf16", "rollout fp32",
               "rollout bf16"]
     rows, torch_train = [], []
@@ -400,8 +476,8 @@ def render(d, json_path, out_path, extra_sb3=(), gpu=None, torch=()):
         "",
         f"<!-- Generated by bench/make_benchmarks_md.py from {json_rel}; edit the script, not this file. -->",
         "",
-        f"Measured {d['date']} at commit `{d['commit']}` with `{d['command']}` ({d.get('mode', '?')} mode, "
-        f"{fmt(d.get('wall_seconds'))} s). Every number below comes from `{json_rel}`.",
+        f"Measured {d['date']} with `{d['command']}` ({d.get('mode', '?')} mode, {fmt(d.get('wall_seconds'))} s). "
+        f"{provenance_text(d)} Every number below comes from `{json_rel}`.",
         "",
     ]
     machine_section(out, d)
@@ -421,8 +497,9 @@ def render(d, json_path, out_path, extra_sb3=(), gpu=None, torch=()):
         gpu_path, g = gpu
         gpu_rel = os.path.relpath(os.path.abspath(gpu_path), ROOT)
         out += ["# On a GPU", "",
-                f"Measured {g['date']} at commit `{g['commit']}` with `{g['command']}` ({g.get('mode', '?')} mode) on "
-                f"the machine below; every number in this part comes from `{gpu_rel}` (bench/gpu_session.sh bench).",
+                f"Measured {g['date']} with `{g['command']}` ({g.get('mode', '?')} mode) on the machine below. "
+                f"{provenance_text(g)} Every number in this part comes from `{gpu_rel}` (bench/gpu_session.sh "
+                "bench).",
                 ""]
         gres = Results(g["results"])
         machine_section(out, g)
