@@ -222,6 +222,8 @@ def headline_section(out, res):
                          r["unit"]))
     if rows:
         out.append("## Headline numbers\n")
+        out.append("Training SPS is env steps per second of a whole training run (rollout and update, as "
+                   "`ppo-train` runs them), not of the envs alone.\n")
         table(out, ["measurement", "median (min-max)", "unit"], rows, ["---", "---:", "---"])
 
 
@@ -340,7 +342,8 @@ def memory_section(out, d, res, docs_dir, json_dir):
         return
     out.append("## Memory per slab against network size (trainer_memory_plan; nothing trained)\n")
     out.append("configs/default.ini (32 envs x 256 steps, minibatch 256) with `policy.pi_layers` = "
-               "`policy.vf_layers` = the network; bytes per slab, in MiB.\n")
+               "`policy.vf_layers` = the network; bytes per slab (one allocation per kind of data, as "
+               "`ppo-train --plan` lists them), in MiB.\n")
     for prec in unique(r["precision"] for r in rows):
         nets = unique(r["params"]["network"] for r in rows if r["precision"] == prec)
         slabs = unique(r["name"] for r in rows if r["precision"] == prec)
