@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
+
 // Is arg the option `name`, alone or as "name=value"?
 static inline bool cli_is_option(const char *arg, const char *name) {
   size_t len = strlen(name);
@@ -41,10 +43,10 @@ static inline bool cli_parse_integer(const char *text, long long lo, long long h
   return true;
 }
 
-// "PROG: OPTION 'VALUE': ALLOWED" on stderr; returns exit status 2 (EXIT_BAD_INPUT).
+// "PROG: OPTION 'VALUE': ALLOWED" on stderr; returns EXIT_BAD_INPUT.
 static inline int cli_bad_value(const char *prog, const char *option, const char *value, const char *allowed) {
   fprintf(stderr, "%s: %s '%s': %s\n", prog, option, value ? value : "", allowed);
-  return 2;
+  return EXIT_BAD_INPUT;
 }
 
 #endif

@@ -428,11 +428,12 @@ int bench_backend_main(int argc, char **argv) {
       if (parse_precisions(v, &opt))
         return cli_bad_value("ppo-bench backend", a, v, "all, or fp32, fp16, bf16 separated by commas, allowed");
     } else if (strcmp(a, "--obs") == 0 || strcmp(a, "--actions") == 0 || strcmp(a, "--repeats") == 0) {
-      long long n, lo = strcmp(a, "--actions") == 0 ? 2 : 1;
+      int *dst = strcmp(a, "--obs") == 0 ? &opt.obs : strcmp(a, "--actions") == 0 ? &opt.actions : &opt.repeats;
+      long long n, lo = dst == &opt.actions ? 2 : 1;  // a categorical head needs two actions
       if (!cli_parse_integer(v, lo, 65536, &n))
         return cli_bad_value("ppo-bench backend", a, v,
                              lo == 2 ? "a whole number in 2 .. 65536 allowed" : "a whole number in 1 .. 65536 allowed");
-      *(strcmp(a, "--obs") == 0 ? &opt.obs : strcmp(a, "--actions") == 0 ? &opt.actions : &opt.repeats) = (int)n;
+      *dst = (int)n;
     } else if (strcmp(a, "--hidden") == 0) {
       if ((opt.n_hidden = parse_list(v, opt.hidden, NN_MAX_LINEAR - 1)) < 1)
         return cli_bad_value("ppo-bench backend", a, v,
