@@ -82,6 +82,11 @@ struct Trainer {
   HostBuffers h;
   VecEnvStateInfo snap_info;
   TrainCounters snap_counters;
+  // The optimiser's state at the start of the update (backend memory, one allocation): params,
+  // Adam m, v (param_count floats each), then the OptimScalars; restored when an update is stopped.
+  float *update_snap;
+  TrainerStopCheck stop_check;  // polled during the rollout and the update (trainer_set_stop_check)
+  void *stop_ctx;
   // The recorded graphs (backend_graph_run): a rollout step's policy, and one full minibatch's
   // update, recorded again when the learning rate it holds changes (the linear schedule).
   BackendGraph rollout_graph, update_graph;
@@ -224,6 +229,9 @@ static void plan_add(TrainerPlan *plan, const char *name, size_t bytes, bool dev
     plan->host_total += bytes;
 }
 
+// The update's snapshot: three slabs of params_bytes (params, Adam m, v), then the optimiser scalars.
+static size_t update_snap_bytes(size_t params_bytes) { return 3 * params_bytes + sizeof(OptimScalars); }
+
 static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, const RolloutSpec *rs) {
   memset(plan, 0, sizeof *plan);
   PolicyMemoryPlan pp = policy_plan(ps);
@@ -236,6 +244,7 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
   plan_add(plan, "GEMM workspace and weight layouts", policy_backend_bytes(ps, tr->backend), true);
   plan_add(plan, "rollout buffer", rollout_plan_bytes(tr->backend, rs), true);
   plan_add(plan, "optimiser scalars", sizeof(OptimScalars), true);
+  plan_add(plan, "update snapshot (params, Adam m, v)", update_snap_bytes(pp.params), true);
   plan_add(plan, "envs (states, episode logs)", vecenv_memory_bytes(tr->vec), false);
   if (tr->has_market) {
     const MarketData *d = tr->market.data;
@@ -257,6 +266,7 @@ void trainer_free(Trainer *tr) {
     backend_graph_reset(tr->backend, &tr->rollout_graph);  // before the memory the graphs use
     backend_graph_reset(tr->backend, &tr->update_graph);
     rollout_free(&tr->rollout);
+    backend_free(tr->backend, tr->update_snap);
     optim_free(tr->optim);
     policy_free(tr->policy);
     backend_host_free(tr->backend, tr->host_memory);
@@ -360,6 +370,8 @@ int trainer_allocate(Trainer *tr) {
     error_prepend("[normalize]: ");
     return -1;
   }
+  tr->update_snap = backend_alloc(tr->backend, update_snap_bytes(tr->policy->plan.params));
+  tr->stop_check = NULL;  // trainer_stop_requested
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
@@ -472,6 +484,48 @@ static void snapshot_restore(Trainer *tr) {
   CHECK(loaded == 0, "the snapshot of the envs was made by this VecEnv");
   norm_snapshot(&tr->norm, h->snap_norm, false);
   tr->counters = tr->snap_counters;
+}
+
+// Copies the policy's params, Adam m and v and the optimiser scalars to (save) or from the update's
+// snapshot, on the backend (device to device on CUDA: no host wait). A restore also refreshes the
+// low-precision weights and what derives from them, as a checkpoint load does.
+static void update_snapshot(Trainer *tr, bool save) {
+  Policy *pol = tr->policy;
+  Backend *be = tr->backend;
+  size_t slab = pol->plan.params;
+  char *snap = (char *)tr->update_snap;
+  void *parts[] = {pol->params_memory, pol->m_memory, pol->v_memory, tr->optim->scalars};
+  size_t bytes[] = {slab, slab, slab, sizeof(OptimScalars)};
+  for (int k = 0; k < 4; k++) {
+    if (save)
+      backend_copy(be, snap, parts[k], bytes[k]);
+    else
+      backend_copy(be, parts[k], snap, bytes[k]);
+    snap += bytes[k];
+  }
+  if (!save) policy_refresh_lowp(pol);
+}
+
+// --- stopping mid-iteration ----------------------------------------------------------------------------
+
+// Polls between the several ranks' stop votes: rollout steps, and minibatches of the update (a
+// headline minibatch on the 2-core CPU is ~47 ms: a vote every ~0.2 s, against one all-reduce of
+// 29 MB of gradients per minibatch).
+#define STOP_VOTE_STEPS 16
+#define STOP_VOTE_MINIBATCHES 4
+
+void trainer_set_stop_check(Trainer *tr, TrainerStopCheck check, void *ctx) {
+  tr->stop_check = check;
+  tr->stop_ctx = ctx;
+}
+
+// Does the run stop at this poll? One rank asks its check at every poll. Several ranks must all stop
+// or all go on: they vote at every `every`-th poll (each rank runs the same T steps and the same
+// minibatches, so they vote at the same polls) with one integer all-reduce, microseconds.
+static bool stop_agreed(Trainer *tr, TrainerPhase phase, int index, int every) {
+  if (tr->ranks > 1 && index % every != 0) return false;
+  bool local = tr->stop_check ? tr->stop_check(tr->stop_ctx, phase, index) : trainer_stop_requested();
+  return tr->ranks == 1 ? local : dist_host_allreduce_max_int(local) != 0;
 }
 
 // --- rollout -----------------------------------------------------------------------------------------
@@ -619,6 +673,7 @@ typedef struct {
   int rows;            // stats rows written
   int last_epoch_row;  // first row of the last epoch run
   bool early_stopped;
+  bool stopped;  // a stop was agreed before minibatch `rows`: the caller restores the snapshot
 } UpdateResult;
 
 // One minibatch's update in two halves around SB3's approx-KL check. The arguments are the same
@@ -686,13 +741,18 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
   double lr = optim_lr(tr->optim, progress_remaining);
   if (lr != tr->update_graph_lr) backend_graph_reset(be, &tr->update_graph);  // it holds the old rate
   tr->update_graph_lr = lr;
-  UpdateResult r = {0, 0, false};
+  UpdateResult r = {0, 0, false, false};
   int per_epoch = rollout_minibatches(rb);
   for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
     rollout_permute(rb, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_PERMUTATION),
                     (uint64_t)tr->counters.epochs_drawn++);
     r.last_epoch_row = r.rows;
     for (int k = 0; k < per_epoch; k++) {
+      // A stop request between two minibatches (not after the last: the update is then done)
+      if (r.rows > 0 && stop_agreed(tr, TRAINER_PHASE_UPDATE, r.rows, STOP_VOTE_MINIBATCHES)) {
+        r.stopped = true;
+        return r;
+      }
       mb.B = rollout_select(rb, k);
       float *stats = rb->stats + (size_t)r.rows * PPO_STAT_COUNT;
       r.rows++;
@@ -806,20 +866,13 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   if (tr->ranks > 1) dist_reduce_stats(tr, s);
 }
 
-#define STOP_VOTE_STEPS 16  // rollout steps between the ranks' stop votes
-
 TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   memset(s, 0, sizeof *s);
   snapshot_save(tr);
   double t0 = timer_now();
   for (int t = 0; t < tr->T; t++) {
-    // A preemption notice: back to the iteration's start. Several ranks must all stop or all go on:
-    // they vote every STOP_VOTE_STEPS steps (each rank runs the same T steps, so they vote at the same
-    // steps; one integer all-reduce, microseconds). A signal during the update is agreed after it
-    // (ppo/train_run.c).
-    bool stop = tr->ranks == 1 ? trainer_stop_requested()
-                               : t % STOP_VOTE_STEPS == 0 && dist_host_allreduce_max_int(trainer_stop_requested());
-    if (stop) {
+    // A preemption notice: back to the iteration's start (several ranks vote every STOP_VOTE_STEPS)
+    if (stop_agreed(tr, TRAINER_PHASE_ROLLOUT, t, STOP_VOTE_STEPS)) {
       snapshot_restore(tr);
       return TRAINER_INTERRUPTED;
     }
@@ -834,9 +887,15 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   // SB3 updates the progress after the rollout, before train(): the update uses the new value.
   double progress = 1.0 - (double)tr->counters.timesteps / (double)tr->cfg.run.total_timesteps;
   if (progress < 0.0) progress = 0.0;
+  update_snapshot(tr, true);
   size_t syncs_before_update = backend_sync_count(tr->backend);
   UpdateResult u = update(tr, progress);
   s->update_host_syncs = (int64_t)(backend_sync_count(tr->backend) - syncs_before_update);
+  if (u.stopped) {  // the optimiser's state and the envs' back to the iteration's start
+    update_snapshot(tr, false);
+    snapshot_restore(tr);
+    return TRAINER_INTERRUPTED;
+  }
   backend_sync(tr->backend);
   double t3 = timer_now();
   tr->counters.iterations++;

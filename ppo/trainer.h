@@ -27,12 +27,14 @@
 // (TrainStats.update_host_syncs counts them; SB3's target_kl check reads one number per minibatch).
 // The per-step host buffers are page-locked on CUDA (backend_host_alloc).
 //
-// Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes a rollout in
-// progress stop at the next step; the trainer then restores its state from the start of that
-// iteration (trainer_iteration returns TRAINER_INTERRUPTED), so a checkpoint written afterwards is
-// exactly the state at the iteration boundary. A stop requested during the update takes effect
-// after the update (the parameters are half-way otherwise). With several ranks the rollout is never
-// abandoned: the ranks agree on stopping at the iteration boundary (ppo/train_run.c).
+// Interruption: trainer_request_stop (async-signal-safe: it stores a flag) makes an iteration in
+// progress stop before its next rollout step or its next minibatch; the trainer then restores its
+// state from the start of that iteration (trainer_iteration returns TRAINER_INTERRUPTED), so a
+// checkpoint written afterwards is exactly the state at the iteration boundary. The envs, the
+// observation and the normaliser come back from a host snapshot; the parameters, Adam m and v and
+// the optimiser scalars from the update snapshot, three more params-sized slabs of backend memory
+// (in the memory plan). Several ranks vote on stopping every 16 rollout steps and every 4
+// minibatches, so they stop at the same point.
 //
 // Legend for shapes: T n_steps, N n_envs, O obs dim, A action columns, B batch size, L log fields.
 // Depends on ppo/config.h, ppo/env_config.h, ppo/normalize.h, buffers/rollout.h, nn/ (policy,
@@ -126,6 +128,14 @@ TrainerStatus trainer_iteration(Trainer *trainer, TrainStats *stats);
 void trainer_request_stop(void);  // async-signal-safe
 bool trainer_stop_requested(void);
 void trainer_clear_stop(void);
+// Where an iteration polls for a stop: before rollout step `index` (0 .. T - 1), and before
+// minibatch `index` of the update (counted over its epochs, from 1: never before the first).
+typedef enum { TRAINER_PHASE_ROLLOUT, TRAINER_PHASE_UPDATE } TrainerPhase;
+// true stops the iteration (TRAINER_INTERRUPTED, the state of its start restored).
+typedef bool (*TrainerStopCheck)(void *ctx, TrainerPhase phase, int index);
+// Replaces the stop condition (default NULL: trainer_stop_requested, the signal flag), e.g. for a
+// wall-clock budget of the caller's own. With several ranks it is asked only at their votes.
+void trainer_set_stop_check(Trainer *trainer, TrainerStopCheck check, void *ctx);
 
 const Config *trainer_config(const Trainer *trainer);
 const EnvMarket *trainer_market(const Trainer *trainer);  // NULL for CartPole

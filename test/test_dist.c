@@ -262,6 +262,38 @@ static void expect_same_checkpoint(const char *a_path, const char *b_path) {
 
 // (d) 2 + 2 iterations with a resume in between end where 4 straight do; the checkpoint holds both
 // ranks' envs (8 rows), and resuming it on one rank is refused.
+// A stop asked by rank 1 alone in the middle of the second iteration's update: both ranks stop at
+// the same vote, return to the iteration's start and run it again, ending with the bytes of a run
+// that was never stopped.
+Test(dist, a_stop_during_the_update_is_agreed_and_undone) {
+  char out[2][600], args[2048], path[1300];
+  unsigned char *bytes[2][2];
+  size_t sizes[2][2];
+  for (int stopped = 0; stopped < 2; stopped++) {
+    snprintf(out[stopped], sizeof out[stopped], "%s/update_stop_%d", tmp_root, stopped);
+    snprintf(args, sizeof args, "'%s' '%s' 3 run.precision=fp16 ppo.target_kl=none", config_path, out[stopped]);
+    if (stopped) setenv("PROBE_STOP_IN_UPDATE", "1 5", 1);  // the ranks vote every 4 minibatches: before the 8th
+    cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
+    unsetenv("PROBE_STOP_IN_UPDATE");
+    const char *expect = stopped ? "1 interrupted" : "0 interrupted";
+    for (int r = 0; r < 2; r++) {
+      char rank_line[64];
+      snprintf(rank_line, sizeof rank_line, "rank %d of 2: 1536 timesteps", r);
+      const char *line = strstr(output, rank_line);
+      cr_expect(line && strstr(line, expect) && strchr(line, '\n') > strstr(line, expect), "rank %d, %s:\n%s", r,
+                expect, output);
+      snprintf(path, sizeof path, "%s.rank%d.bin", out[stopped], r);
+      bytes[stopped][r] = read_bytes(path, &sizes[stopped][r]);
+    }
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(sizes[0][r], sizes[1][r]);
+    cr_expect_eq(memcmp(bytes[0][r], bytes[1][r], sizes[0][r]), 0, "rank %d: the stopped run ends elsewhere", r);
+    free(bytes[0][r]);
+    free(bytes[1][r]);
+  }
+}
+
 Test(dist, a_two_rank_run_resumes_bit_exactly) {
   char args[1400], straight[600], resumed[600], a[700], b[700];
   snprintf(straight, sizeof straight, "%s/straight", tmp_root);

@@ -576,6 +576,95 @@ Test(train, no_allocation_inside_the_training_loop) {
   trainer_free(tr);
 }
 
+// A stop condition that says yes at `phase`'s poll `at` (or later), noting whether the parameters
+// then differ from `ref` (the state of the iteration's start, from a twin trainer).
+typedef struct {
+  TrainerPhase phase;
+  int at, asked;
+  Trainer *trainer;
+  const void *ref;
+  bool moved;
+} StopAt;
+
+static bool stop_at(void *ctx, TrainerPhase phase, int index) {
+  StopAt *s = ctx;
+  if (phase != s->phase || index < s->at) return false;
+  Policy *pol = trainer_policy(s->trainer);
+  s->moved = memcmp(pol->params_memory, s->ref, pol->plan.params) != 0;
+  s->asked++;
+  return true;
+}
+
+// Everything an iteration moves, byte for byte (CPU backend: the slabs are host memory).
+static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
+  Policy *pa = trainer_policy(a), *pb = trainer_policy(b);
+  size_t slab = pa->plan.params;
+  cr_expect_eq(memcmp(pa->params_memory, pb->params_memory, slab), 0, "%s: parameters", when);
+  cr_expect_eq(memcmp(pa->m_memory, pb->m_memory, slab), 0, "%s: Adam m", when);
+  cr_expect_eq(memcmp(pa->v_memory, pb->v_memory, slab), 0, "%s: Adam v", when);
+  if (pa->plan.lowp) cr_expect_eq(memcmp(pa->lowp_memory, pb->lowp_memory, pa->plan.lowp), 0, "%s: lowp", when);
+  OptimScalars oa, ob;
+  optim_read_state(trainer_optimizer(a), &oa);
+  optim_read_state(trainer_optimizer(b), &ob);
+  cr_expect_eq(memcmp(&oa, &ob, sizeof oa), 0, "%s: optimiser scalars (step %d / %d, scale %g / %g)", when,
+               oa.adam_step, ob.adam_step, oa.scale, ob.scale);
+  cr_expect_eq(memcmp(trainer_counters(a), trainer_counters(b), sizeof(TrainCounters)), 0, "%s: counters", when);
+  TrainerState sa = trainer_state(a), sb = trainer_state(b);
+  size_t N = (size_t)trainer_config(a)->env.n_envs, O = (size_t)trainer_env_spec(a)->obs_dim;
+  cr_expect_eq(memcmp(sa.obs, sb.obs, N * O * sizeof(float)), 0, "%s: observations", when);
+  cr_expect_eq(memcmp(sa.episode_starts, sb.episode_starts, N * sizeof(float)), 0, "%s: episode starts", when);
+  cr_expect_eq(memcmp(sa.norm->obs_rms.mean, sb.norm->obs_rms.mean, O * sizeof(double)), 0, "%s: obs mean", when);
+  cr_expect_eq(memcmp(sa.norm->returns, sb.norm->returns, N * sizeof(double)), 0, "%s: discounted returns", when);
+  cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
+}
+
+// Two trainers run 2 iterations; one is stopped at `phase`'s poll `at` of its third. It must be back
+// at the state after 2 iterations, and then go on exactly as the other (the envs, the normaliser,
+// the RNG counters, the parameters, Adam and the loss scaler all restored).
+static void stop_mid_iteration_case(const char *precision, TrainerPhase phase, int at) {
+  char set_precision[64];
+  snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
+  const char *sets[] = {set_precision};
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1, sets), 0, "%s",
+               error_message());
+  Trainer *a = trainer_init(&cfg), *b = trainer_init(&cfg);
+  cr_assert(a && b, "%s", error_message());
+  TrainStats s;
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(trainer_iteration(a, &s), TRAINER_OK);
+    cr_assert_eq(trainer_iteration(b, &s), TRAINER_OK);
+  }
+  StopAt stop = {.phase = phase, .at = at, .trainer = a, .ref = trainer_policy(b)->params_memory};
+  trainer_set_stop_check(a, stop_at, &stop);
+  cr_assert_eq(trainer_iteration(a, &s), TRAINER_INTERRUPTED);
+  cr_expect_eq(stop.asked, 1, "the stop was polled where asked");
+  if (phase == TRAINER_PHASE_UPDATE)
+    cr_expect(stop.moved, "%d minibatches had moved the parameters before the stop (else nothing is tested)", at);
+  expect_same_trainers(a, b, "after the stop");
+  trainer_set_stop_check(a, NULL, NULL);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(trainer_iteration(a, &s), TRAINER_OK);
+    cr_assert_eq(trainer_iteration(b, &s), TRAINER_OK);
+  }
+  expect_same_trainers(a, b, "two iterations later");
+  trainer_free(a);
+  trainer_free(b);
+}
+
+Test(train, a_stop_during_the_update_returns_to_the_iteration_start_fp32) {
+  stop_mid_iteration_case("fp32", TRAINER_PHASE_UPDATE, 3);
+}
+Test(train, a_stop_during_the_update_returns_to_the_iteration_start_fp16) {
+  stop_mid_iteration_case("fp16", TRAINER_PHASE_UPDATE, 8);  // in the second epoch
+}
+Test(train, a_stop_during_the_update_returns_to_the_iteration_start_bf16) {
+  stop_mid_iteration_case("bf16", TRAINER_PHASE_UPDATE, 5);
+}
+Test(train, a_stop_during_the_rollout_returns_to_the_iteration_start) {
+  stop_mid_iteration_case("fp32", TRAINER_PHASE_ROLLOUT, 40);
+}
+
 // The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
 // wait is a stream synchronisation): loss scale, found-inf, clip coefficient and Adam's step stay in
 // backend memory. Only SB3's target_kl check reads approx_kl, once per minibatch.
