@@ -599,9 +599,8 @@ static int run_memory_group(const Machine *m, bool quick) {
       snprintf(net, sizeof net, "%s", nets[n]);
       for (char *c = net; *c; c++)
         if (*c == ',') *c = '-';
-      double n_params = 0;
-      for (int i = 0; i < plan->count; i++)
-        if (strncmp(plan->name[i], "policy parameters", 17) == 0) n_params = (double)plan->bytes[i] / 4.0;
+      PolicySpec ps = trainer_policy_spec(trainer_config(t), trainer_env_spec(t));
+      double n_params = (double)policy_parameter_count(&ps);
       snprintf(params, sizeof params, "network=%s,parameters=%.0f", net, n_params);
       for (int i = 0; i < plan->count; i++) {
         double v = (double)plan->bytes[i];

@@ -78,22 +78,71 @@ static size_t padded_w_bytes(const PolicySpec *spec, const MlpShape *s) {
   return padded(spec) ? align64((size_t)s->dims[1] * policy_padded_obs_dim(spec) * nn_dtype_size(spec->dtype)) : 0;
 }
 
-// Parameter tensors of `p` (floats, packed without padding so the slab is one flat vector).
-static int param_table(SlabEntry *e, PolicyParams *p, const MlpShape *pi, const MlpShape *vf, const PolicySpec *spec) {
+// Parameter tensors of `p`, each starting at a multiple of POLICY_PARAM_ALIGN floats of the slab
+// (zero floats between them). Packed tensors put every critic tensor of seed.ini's networks (an odd
+// 3,685,379 actor parameters before it) 12 bytes past a 16-byte boundary, and its fp16 / bf16
+// copies 6 bytes past one, where cuBLAS's tensor-core kernels need 16-byte aligned operands and
+// AVX-512 loads split cache lines. The padding stays zero for good: its gradient is zero, so Adam
+// leaves it at zero (m = v = 0, step 0), and it adds nothing to the gradient norm.
+#define POLICY_PARAM_ALIGN 32  // floats: 128 bytes of fp32, 64 of the fp16 / bf16 copy
+
+// Entry n of the table: `floats` of the tensor, padded; used[n] (when asked for) its own bytes.
+static void param_entry(SlabEntry *e, size_t *used, int n, void **ptr, size_t floats) {
+  size_t padded = (floats + POLICY_PARAM_ALIGN - 1) / POLICY_PARAM_ALIGN * POLICY_PARAM_ALIGN;
+  e[n] = (SlabEntry){ptr, padded * sizeof(float)};
+  if (used) used[n] = floats * sizeof(float);
+}
+
+static int param_table(SlabEntry *e, size_t *used, PolicyParams *p, const MlpShape *pi, const MlpShape *vf,
+                       const PolicySpec *spec) {
   int n = 0;
   const MlpShape *shapes[2] = {pi, vf};
   MlpParams *nets[2] = {&p->pi, &p->vf};
   for (int net = 0; net < 2; net++)
     for (int l = 0; l < shapes[net]->n_linear; l++) {
       size_t I = (size_t)shapes[net]->dims[l], O = (size_t)shapes[net]->dims[l + 1];
-      e[n++] = (SlabEntry){(void **)&nets[net]->w[l], O * I * sizeof(float)};
-      e[n++] = (SlabEntry){(void **)&nets[net]->b[l], O * sizeof(float)};
+      param_entry(e, used, n++, (void **)&nets[net]->w[l], O * I);
+      param_entry(e, used, n++, (void **)&nets[net]->b[l], O);
     }
   p->log_std = NULL;
-  if (spec->head == POLICY_HEAD_GAUSSIAN)
-    e[n++] = (SlabEntry){(void **)&p->log_std, (size_t)spec->action_dim * sizeof(float)};
+  if (spec->head == POLICY_HEAD_GAUSSIAN) param_entry(e, used, n++, (void **)&p->log_std, (size_t)spec->action_dim);
   return n;
 }
+
+size_t policy_parameter_count(const PolicySpec *spec) {
+  MlpShape pi = net_shape(spec, 0), vf = net_shape(spec, 1);
+  return mlp_param_count(&pi) + mlp_param_count(&vf) +
+         (spec->head == POLICY_HEAD_GAUSSIAN ? (size_t)spec->action_dim : 0);
+}
+
+// Moves each tensor of a host copy of a params-layout slab between its slab place and the packed
+// order (tensor after tensor, no padding: the checkpoint's optim/m and optim/v). Unpacking zeroes
+// the padding.
+static void slab_repack(const Policy *policy, float *host, int pack) {
+  SlabEntry e[POLICY_MAX_ENTRIES];
+  size_t used[POLICY_MAX_ENTRIES];
+  PolicyParams dummy;
+  int n = param_table(e, used, &dummy, &policy->pi_shape, &policy->vf_shape, &policy->spec);
+  size_t slab_at[POLICY_MAX_ENTRIES], packed_at[POLICY_MAX_ENTRIES], at = 0, packed = 0;
+  for (int i = 0; i < n; i++) {
+    slab_at[i] = at / sizeof(float);
+    packed_at[i] = packed / sizeof(float);
+    at += e[i].bytes;
+    packed += used[i];
+  }
+  if (pack) {  // forwards: each tensor moves to a lower (or the same) place
+    for (int i = 0; i < n; i++) memmove(host + packed_at[i], host + slab_at[i], used[i]);
+    return;
+  }
+  for (int i = n - 1; i >= 0; i--) {  // backwards: each tensor moves to a higher place
+    memmove(host + slab_at[i], host + packed_at[i], used[i]);
+    size_t end = slab_at[i] + used[i] / sizeof(float), next = slab_at[i] + e[i].bytes / sizeof(float);
+    memset(host + end, 0, (next - end) * sizeof(float));
+  }
+}
+
+void policy_slab_pack(const Policy *policy, float *host) { slab_repack(policy, host, 1); }
+void policy_slab_unpack(const Policy *policy, float *host) { slab_repack(policy, host, 0); }
 
 static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const MlpShape *vf, const PolicySpec *spec) {
   int n = 0;
@@ -176,8 +225,8 @@ PolicyMemoryPlan policy_plan(const PolicySpec *spec) {
   PolicyActs a;
   SlabEntry e[POLICY_MAX_ENTRIES];
   PolicyMemoryPlan plan = {0};
-  plan.params = align64(table_bytes(e, param_table(e, &p, &pi, &vf, spec)));
-  size_t count = table_bytes(e, param_table(e, &p, &pi, &vf, spec)) / sizeof(float);
+  plan.params = align64(table_bytes(e, param_table(e, NULL, &p, &pi, &vf, spec)));
+  size_t count = table_bytes(e, param_table(e, NULL, &p, &pi, &vf, spec)) / sizeof(float);
   plan.lowp = spec->dtype == NN_F32 ? 0 : align64(count * nn_dtype_size(spec->dtype));
   plan.lowp += padded_w_bytes(spec, &pi) + padded_w_bytes(spec, &vf);  // after the packed copy
   plan.acts = table_bytes(e, acts_table(e, &a, &pi, &vf, spec));
@@ -296,20 +345,20 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   policy->pi_shape = net_shape(spec, 0);
   policy->vf_shape = net_shape(spec, 1);
   policy->plan = policy_plan(spec);
-  policy->param_count = mlp_param_count(&policy->pi_shape) + mlp_param_count(&policy->vf_shape) +
-                        (spec->head == POLICY_HEAD_GAUSSIAN ? (size_t)spec->action_dim : 0);
+  policy->parameters = policy_parameter_count(spec);
 
   SlabEntry e[POLICY_MAX_ENTRIES];
-  int n = param_table(e, &policy->params, &policy->pi_shape, &policy->vf_shape, spec);
+  int n = param_table(e, NULL, &policy->params, &policy->pi_shape, &policy->vf_shape, spec);
+  policy->param_count = table_bytes(e, n) / sizeof(float);
   policy->params_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->params_memory);
-  n = param_table(e, &policy->grads, &policy->pi_shape, &policy->vf_shape, spec);
+  n = param_table(e, NULL, &policy->grads, &policy->pi_shape, &policy->vf_shape, spec);
   policy->grads_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->grads_memory);
-  n = param_table(e, &policy->m, &policy->pi_shape, &policy->vf_shape, spec);
+  n = param_table(e, NULL, &policy->m, &policy->pi_shape, &policy->vf_shape, spec);
   policy->m_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->m_memory);
-  n = param_table(e, &policy->v, &policy->pi_shape, &policy->vf_shape, spec);
+  n = param_table(e, NULL, &policy->v, &policy->pi_shape, &policy->vf_shape, spec);
   policy->v_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->v_memory);
   if (spec->dtype != NN_F32) {  // the same packed layout as params, in 2-byte elements

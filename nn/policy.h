@@ -4,8 +4,9 @@
 //
 // The policy owns six slabs, each one backend allocation made in policy_init and addressed
 // through the pointer structs below, filled from one size table (STYLE rule 3, llm.c):
-//   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, param_count floats),
-//   lowp   (fp16 / bf16 copy of the params slab, same packed layout, so Adam writes it in the same
+//   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, param_count floats:
+//           the tensors in order, each at a multiple of 32 floats, zeros between them),
+//   lowp   (fp16 / bf16 copy of the params slab, same layout, so Adam writes it in the same
 //           pass; the GEMMs read its weights; absent in fp32 runs; then, when the observations are
 //           padded (policy_padded_obs_dim), each network's first-layer weights with zero columns;
 //           the backend may keep these weights in its own layout too: backend_weights_changed),
@@ -82,7 +83,8 @@ typedef struct {
   Backend *backend;  // not owned
   PolicySpec spec;
   MlpShape pi_shape, vf_shape;
-  size_t param_count;  // floats in each of params, grads, adam_m, adam_v
+  size_t param_count;  // floats in each of params, grads, adam_m, adam_v (the padding included)
+  size_t parameters;   // the networks' parameters (param_count less the padding between tensors)
   PolicyMemoryPlan plan;
   float *params_memory, *grads_memory, *m_memory, *v_memory;  // the slabs
   void *lowp_memory, *acts_memory;
@@ -101,6 +103,12 @@ int policy_obs_pad_multiple(const PolicySpec *spec);
 int policy_padded_obs_dim(const PolicySpec *spec);
 // Checks the spec; on bad values returns -1 and sets error_message() naming the field and what is allowed.
 int policy_spec_check(const PolicySpec *spec);
+size_t policy_parameter_count(const PolicySpec *spec);  // weights, biases (and log_std) of both networks
+// A host copy of a params-layout slab (param_count floats) in place to the packed order (the
+// `parameters` floats of every tensor, one after the other, as checkpoints store Adam's m and v),
+// and back (the padding zeroed).
+void policy_slab_pack(const Policy *policy, float *host);
+void policy_slab_unpack(const Policy *policy, float *host);
 // The memory plan of a spec without allocating (for --plan); spec must pass policy_spec_check.
 PolicyMemoryPlan policy_plan(const PolicySpec *spec);
 // The backend memory a policy of this spec makes the backend keep beside the slabs: the GEMM

@@ -204,7 +204,7 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   rc |= h5io_attr_write_int64(f, "/", "skipped_steps", c->skipped_steps);
   rc |= h5io_attr_write_int64(f, "/", "obs_dim", O);
   rc |= h5io_attr_write_int64(f, "/", "action_dim", pol->spec.action_dim);
-  rc |= h5io_attr_write_int64(f, "/", "param_count", (int64_t)P);
+  rc |= h5io_attr_write_int64(f, "/", "param_count", (int64_t)pol->parameters);
   if (rc) return -1;
 
   backend_sync(be);
@@ -216,10 +216,12 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
     if (h5io_write(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory), 0))
       return -1;
   }
-  hsize_t pd = (hsize_t)P;
+  hsize_t pd = (hsize_t)pol->parameters;  // packed: the slab's padding is not stored
   backend_download(be, host, pol->m_memory, P * sizeof(float));
+  policy_slab_pack(pol, host);
   if (h5io_write(f, "optim/m", H5IO_FLOAT32, 1, &pd, host, 0) != 0) return -1;
   backend_download(be, host, pol->v_memory, P * sizeof(float));
+  policy_slab_pack(pol, host);
   if (h5io_write(f, "optim/v", H5IO_FLOAT32, 1, &pd, host, 0) != 0) return -1;
   OptimScalars os;
   optim_read_state(opt, &os);
@@ -377,10 +379,12 @@ static int read_params(hid_t f, Policy *pol, float *host) {
   const size_t P = pol->param_count;
   int64_t param_count;
   if (h5io_attr_read_int64(f, "/", "param_count", &param_count) != 0) return -1;
-  if (param_count != (int64_t)P) {
-    error_set("the checkpoint's networks have %lld parameters, this configuration's %zu", (long long)param_count, P);
+  if (param_count != (int64_t)pol->parameters) {
+    error_set("the checkpoint's networks have %lld parameters, this configuration's %zu", (long long)param_count,
+              pol->parameters);
     return CHECKPOINT_OTHER_SHAPE;
   }
+  memset(host, 0, P * sizeof(float));  // the padding between the tensors
   if (read_mlp(f, "params/pi", &pol->pi_shape, &pol->params.pi, pol->params_memory, host) != 0) return -1;
   if (read_mlp(f, "params/vf", &pol->vf_shape, &pol->params.vf, pol->params_memory, host) != 0) return -1;
   if (pol->params.log_std) {
@@ -438,12 +442,16 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
     return -1;
   }
   if (read_params(f, pol, host) != 0) return -1;
-  hsize_t pd = (hsize_t)P, one = 1;
-  if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0 || check_values("optim/m", host, P, -INFINITY) != 0)
+  hsize_t pd = (hsize_t)pol->parameters, one = 1;  // packed (policy_slab_pack)
+  if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0 ||
+      check_values("optim/m", host, pol->parameters, -INFINITY) != 0)
     return -1;
+  policy_slab_unpack(pol, host);
   backend_upload(be, pol->m_memory, host, P * sizeof(float));
-  if (h5io_read(f, "optim/v", H5IO_FLOAT32, 1, &pd, host) != 0 || check_values("optim/v", host, P, 0.0f) != 0)
+  if (h5io_read(f, "optim/v", H5IO_FLOAT32, 1, &pd, host) != 0 ||
+      check_values("optim/v", host, pol->parameters, 0.0f) != 0)
     return -1;
+  policy_slab_unpack(pol, host);
   backend_upload(be, pol->v_memory, host, P * sizeof(float));
   backend_memset_zero(be, pol->grads_memory, P * sizeof(float));
   OptimScalars os;

@@ -7,7 +7,8 @@
 //                      epochs_drawn, skipped_steps, obs_dim, action_dim, param_count
 //   /params/pi/weight{l} (out, in), /params/pi/bias{l} (out), the same under /params/vf,
 //   /params/log_std (A)                      fp32 master weights in torch's nn.Linear layout
-//   /optim/m, /optim/v (param_count)          Adam moments, in the params slab's order
+//   /optim/m, /optim/v (param_count)          Adam moments, each tensor's in the params slab's
+//                                             order, packed (the slab's padding is not stored)
 //   /optim/step (1) int32                     Adam's step count
 //   /scaler/scale (1) fp32, /scaler/growth_tracker (1) int32
 //   /normalize/...                            VecNormalize statistics (ppo/normalize.h)

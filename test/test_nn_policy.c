@@ -100,10 +100,36 @@ Test(nn_policy, init_gains_biases_and_log_std) {
   for (int l = 0; l < 3; l++)
     for (int k = 0; k < p->pi_shape.dims[l + 1]; k++) cr_assert_eq(p->params.pi.b[l][k], 0.0f);
   for (int j = 0; j < 3; j++) cr_assert_eq(p->params.log_std[j], -0.3f);
-  // the slab is the packed tensors in order: pi w0 first, log_std last
-  cr_assert_eq(p->params.pi.w[0], p->params_memory);
-  cr_assert_eq(p->params.log_std + 3, p->params_memory + p->param_count);
-  cr_assert_eq(p->param_count, (size_t)(6 * 4 + 6 + 5 * 6 + 5 + 3 * 5 + 3) + (7 * 4 + 7 + 4 * 7 + 4 + 4 + 1) + 3);
+  // the slab is the tensors in order, pi w0 first, log_std last, each at a multiple of 32 floats
+  // (128 bytes) with zeros between them
+  size_t sizes[] = {6 * 4, 6, 5 * 6, 5, 3 * 5, 3, 7 * 4, 7, 4 * 7, 4, 4, 1, 3}, at = 0, total = 0;
+  const float *tensors[] = {p->params.pi.w[0], p->params.pi.b[0], p->params.pi.w[1], p->params.pi.b[1],
+                            p->params.pi.w[2], p->params.pi.b[2], p->params.vf.w[0], p->params.vf.b[0],
+                            p->params.vf.w[1], p->params.vf.b[1], p->params.vf.w[2], p->params.vf.b[2],
+                            p->params.log_std};
+  for (int k = 0; k < 13; k++) {
+    cr_assert_eq(tensors[k], p->params_memory + at, "tensor %d at float %zu", k, at);
+    for (size_t i = sizes[k]; i < 32; i++) cr_assert_eq(p->params_memory[at + i], 0.0f, "padding of tensor %d", k);
+    at += 32;
+    total += sizes[k];
+  }
+  cr_assert_eq(p->param_count, at);
+  cr_assert_eq(p->parameters, total);
+  cr_assert_eq(policy_parameter_count(&spec), total);
+  // pack: the tensors one after the other (a checkpoint's optim/m and v); unpack: back, padding zeroed
+  float *host = malloc(p->param_count * sizeof(float)), *want = malloc(total * sizeof(float));
+  for (size_t i = 0; i < p->param_count; i++) host[i] = (float)i + 0.5f;
+  size_t next = 0;
+  for (int k = 0; k < 13; k++)
+    for (size_t i = 0; i < sizes[k]; i++) want[next++] = (float)(32 * k + i) + 0.5f;
+  policy_slab_pack(p, host);
+  cr_assert_eq(memcmp(host, want, total * sizeof(float)), 0, "packed order");
+  policy_slab_unpack(p, host);
+  for (int k = 0; k < 13; k++)
+    for (size_t i = 0; i < 32; i++)
+      cr_assert_eq(host[32 * k + i], i < sizes[k] ? (float)(32 * k + i) + 0.5f : 0.0f, "tensor %d float %zu", k, i);
+  free(host);
+  free(want);
   policy_free(p);
   backend_close(b);
 }
