@@ -366,6 +366,16 @@ static int check_values(const char *dataset, const float *x, size_t n, float lo)
   return 0;
 }
 
+// Every value of a flag dataset 0 or 1.
+static int check_flags(const char *dataset, const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (x[i] != 0.0f && x[i] != 1.0f) {
+      error_set("%s[%zu] = %g: must be 0 or 1 (a damaged checkpoint)", dataset, i, (double)x[i]);
+      return -1;
+    }
+  return 0;
+}
+
 // An integer dataset or attribute read from a checkpoint inside [lo, hi].
 static int check_range(const char *name, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return 0;
@@ -499,6 +509,10 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   if (rc == 0) rc = h5io_read(f, "envs/episode_logs", H5IO_FLOAT32, 2, rd, rows.ring);
   if (rc == 0) rc = h5io_read(f, "envs/obs", H5IO_FLOAT32, 2, od, rows.obs);
   if (rc == 0) rc = h5io_read(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows.episode_starts);
+  if (rc == 0)  // what the next step acts on, and the episodes behind the logged means
+    rc = check_values("envs/obs", rows.obs, (size_t)R * Nr * (size_t)O, -INFINITY) ||
+         check_values("envs/episode_logs", rows.ring, (size_t)R * K * L, -INFINITY) ||
+         check_flags("envs/episode_starts", rows.episode_starts, (size_t)R * Nr);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows.ring_counters);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/norm_returns", H5IO_FLOAT64, 1, &nd, rows.norm_returns);
   if (rc == 0 && R == 1)

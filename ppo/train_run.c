@@ -311,14 +311,19 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
   if (checkpoint_check_compatible(&stored, cfg, opt->resume) != 0) return -1;
   if (moved) *moved = strcmp(stored.run.run_dir, cfg->run.run_dir) != 0 || strcmp(stored.run.name, cfg->run.name) != 0;
-  // A total below the steps already taken would end the run at once and cut the metrics to it.
+  // A total below the steps already taken would end the run at once and cut the metrics to it. A run
+  // takes whole iterations: one that has reached its total may have passed it (it is then done).
   int64_t taken;
   if (checkpoint_read_timesteps(opt->resume, &taken) != 0) return -1;
-  if (cfg->run.total_timesteps < taken) {
+  int64_t per_iteration = cfg->ppo.n_steps * cfg->env.n_envs * dist_size();
+  int64_t reached = (cfg->run.total_timesteps + per_iteration - 1) / per_iteration * per_iteration;
+  if (reached < taken) {
     char where[512];
     config_describe_key(cfg, "run", "total_timesteps", where, sizeof where);
-    error_set("%s: below the %lld steps the checkpoint %s has taken (a resumed run continues to a larger total)", where,
-              (long long)taken, opt->resume);
+    error_set(
+        "%s: below the %lld steps the checkpoint %s has taken (whole iterations of %lld steps: %lld; a resumed run "
+        "continues to a larger total)",
+        where, (long long)taken, opt->resume, (long long)per_iteration, (long long)reached);
     return -1;
   }
   return 0;
@@ -351,6 +356,22 @@ static bool same_config_on_every_rank(const Config *cfg) {
 
 // The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
 // PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another run.
+// Does run_dir/checkpoints hold a checkpoint (ckpt_*.h5 or last.h5, dangling or not)?
+static bool holds_checkpoint(const char *run_dir) {
+  char dir[PATH_CAP + 16];
+  snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  for (struct dirent *de; !found && (de = readdir(d));) {
+    size_t len = strlen(de->d_name);
+    found = strcmp(de->d_name, "last.h5") == 0 ||
+            (strncmp(de->d_name, "ckpt_", 5) == 0 && len > 8 && strcmp(de->d_name + len - 3, ".h5") == 0);
+  }
+  closedir(d);
+  return found;
+}
+
 static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool moved, bool root, char *run_dir,
                           size_t capacity) {
   char path[PATH_CAP];
@@ -369,11 +390,22 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   }
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   if (root && !opt->resume && path_exists(path)) {
-    fprintf(stderr,
-            "ppo-train: run directory %s already holds a run (metrics.csv); resume it with --resume "
-            "%s/checkpoints/last.h5, or choose another [run] name (--set run.name=...) or --run-dir\n",
-            run_dir, run_dir);
-    return EXIT_BAD_INPUT;
+    char last[PATH_CAP + 32];
+    snprintf(last, sizeof last, "%s/checkpoints/last.h5", run_dir);
+    if (holds_checkpoint(run_dir)) {
+      error_set(
+          "run directory %s already holds a run (metrics.csv); resume it with --resume %s, or choose another [run] "
+          "name (--set run.name=...) or --run-dir",
+          run_dir, last);
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      return EXIT_BAD_INPUT;
+    }
+    // Killed before its first checkpoint (SIGKILL, out of memory, a lost instance): nothing to
+    // resume, and the same configuration retraces the same iterations. Start it again.
+    log_warn(
+        "run directory %s holds a run that ended before its first checkpoint (no checkpoints/last.h5): starting "
+        "it again from the beginning",
+        run_dir);
   }
   if (root && opt->resume && path_exists(path) && !same_directory(run_dir, opt->resume)) {
     error_set(
@@ -386,7 +418,7 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   return EXIT_OK;
 }
 
-int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
+static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result) {
   memset(result, 0, sizeof *result);
   result->ep_rew_mean = NAN;
   // Several ranks (ppo/dist.h): rank 0 alone prints progress and writes the run directory; every
@@ -448,11 +480,6 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  if (root && write_config_file(&cfg, path) != 0) {
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    trainer_free(tr);
-    return EXIT_RUNTIME;
-  }
   if (trainer_allocate(tr) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     trainer_free(tr);
@@ -462,6 +489,11 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
     fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
     trainer_free(tr);
     return EXIT_BAD_INPUT;
+  }
+  if (root && write_config_file(&cfg, path) != 0) {  // after the checkpoint proved usable
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    trainer_free(tr);
+    return EXIT_RUNTIME;
   }
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.
@@ -500,7 +532,6 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;
   const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
 
-  install_signals();
   bool tty = log_is_tty() && !opt->quiet;
   double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
   double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
@@ -583,7 +614,9 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
               "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
               "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
               (long long)s.iteration, s.grad_norm, s.loss, cfg.run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
-              result->last_checkpoint[0] ? result->last_checkpoint : "none yet");
+              result->last_checkpoint[0] ? result->last_checkpoint
+              : opt->resume              ? opt->resume
+                                         : "none yet");
       status = EXIT_RUNTIME;
       break;
     }
@@ -618,7 +651,7 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
       if (last_signal)
         snprintf(by, sizeof by, "signal %d", (int)last_signal);
       else
-        snprintf(by, sizeof by, "a signal to another rank");
+        snprintf(by, sizeof by, dist_size() > 1 ? "a signal to another rank" : "a stop request");
       fprintf(stderr,
               "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n"
               "ppo-train: continue with: ppo-train --resume %s\n",
@@ -632,10 +665,19 @@ int train_run(const TrainRunOptions *opt_in, TrainRunResult *result) {
   result->iterations = trainer_counters(tr)->iterations;
   result->timesteps = trainer_counters(tr)->timesteps;
   result->peak_rss_bytes = peak_rss_bytes();
-  restore_signals();
   if (train_log) fclose(train_log);
   if (root) metrics_log_close(&metrics);
   evaluator_free(ev);
   trainer_free(tr);
+  return status;
+}
+
+// The handlers go in first: a signal during start-up (market, allocation, checkpoint load) stops
+// the run at its first step, with a checkpoint and exit 0, instead of killing it half-way through
+// writing its files.
+int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
+  install_signals();
+  int status = train_run_body(opt, result);
+  restore_signals();
   return status;
 }

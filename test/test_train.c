@@ -385,6 +385,9 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"optim/step", H5T_NATIVE_INT, -1, "optim/step = -1: allowed 0 .. 2147483647"},
       {"scaler/scale", H5T_NATIVE_FLOAT, -1.0, "scaler/scale = -1: must be finite and > 0"},
       {NULL, 0, -4, "iteration = -4: allowed 0"},
+      {"envs/obs", H5T_NATIVE_FLOAT, NAN, "envs/obs[0] = nan: must be finite"},
+      {"envs/episode_logs", H5T_NATIVE_FLOAT, INFINITY, "envs/episode_logs[0] = inf: must be finite"},
+      {"envs/episode_starts", H5T_NATIVE_FLOAT, 7, "envs/episode_starts[0] = 7: must be 0 or 1"},
   };
   for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
     char name[32];
@@ -439,10 +442,10 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   const char *changed[] = {"ppo.n_steps=32"};
   resume.overrides = changed;
   cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
-  const char *fewer[] = {"run.total_timesteps=128"};  // below the 256 steps taken: it cut metrics.csv
-  resume.overrides = fewer;
-  cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
-  cr_expect(strstr(error_message(), "below the 256 steps the checkpoint"), "%s", error_message());
+  // 128 is one whole iteration of 256 steps: the run has reached it (a finished run resumes as done)
+  const char *reached[] = {"run.total_timesteps=128"};
+  resume.overrides = reached;
+  cr_expect_eq(train_run_resolve_config(&resume, &resolved), 0, "%s", error_message());
   // into another run's directory: refused (the two runs' metrics and checkpoints would mix)
   char other[600];
   snprintf(other, sizeof other, "%s/other_run", tmp_root);
@@ -454,6 +457,45 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
             error_message());
   // the checkpoint itself still resumes, into its own directory named explicitly too
   cr_expect_eq(run(NULL, ckpt, dir, 1, 1, more), 0, "%s", error_message());
+  // now 512 steps taken: a total of 300 (2 whole iterations) is done already, one of 200 (1) is
+  // below them (it would cut metrics.csv)
+  const char *done[] = {"run.total_timesteps=300"}, *fewer[] = {"run.total_timesteps=200"};
+  cr_expect_eq(run(NULL, ckpt, NULL, 0, 1, done), 0, "%s", error_message());
+  resume.overrides = fewer;
+  cr_expect_eq(train_run_resolve_config(&resume, &resolved), -1);
+  cr_expect(strstr(error_message(), "below the 512 steps the checkpoint"), "%s", error_message());
+  cr_expect(strstr(error_message(), "whole iterations of 256 steps: 256"), "%s", error_message());
+}
+
+// A run killed before its first checkpoint (metrics.csv, no checkpoint) starts again in its
+// directory; once the directory holds a checkpoint, a fresh start there is refused with the resume
+// command. A stop requested before the first step (a signal during start-up) ends the run with a
+// checkpoint of iteration 0 and exit 0, and that checkpoint resumes.
+Test(train, restarts_a_run_without_checkpoints_and_stops_before_the_first_step) {
+  const char *cfg = config_file("restart");
+  char dir[512], file[700];
+  snprintf(dir, sizeof dir, "%s/restart", tmp_root);
+  mkdir(dir, 0777);
+  snprintf(file, sizeof file, "%s/metrics.csv", dir);
+  write_text(file, "time/iterations\n");  // what a run killed in its first iterations leaves
+  const char *sets[] = {"run.total_timesteps=512", "eval.every=0"};
+  cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 0, "%s", error_message());
+  snprintf(file, sizeof file, "%s/checkpoints/ckpt_000001.h5", dir);
+  cr_expect_eq(access(file, F_OK), 0, "the restarted run wrote its checkpoint");
+  cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 2);
+  cr_expect(strstr(error_message(), "already holds a run (metrics.csv); resume it with --resume"), "%s",
+            error_message());
+
+  char stopped[512], ckpt[700];
+  snprintf(stopped, sizeof stopped, "%s/stopped_at_start", tmp_root);
+  trainer_request_stop();  // as the handler does
+  cr_assert_eq(run(cfg, NULL, stopped, 0, 2, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000000.h5", stopped);
+  cr_assert_eq(access(ckpt, F_OK), 0, "a checkpoint of iteration 0");
+  cr_expect(!trainer_stop_requested(), "the request is cleared when the run returns");
+  cr_expect_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  snprintf(file, sizeof file, "%s/checkpoints/ckpt_000002.h5", stopped);
+  cr_expect_eq(access(file, F_OK), 0, "resumed to the end (2 iterations of 256 steps)");
 }
 
 // Resumed from an earlier checkpoint, the run's pruning keeps its own newest checkpoints: the ones
