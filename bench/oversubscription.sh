@@ -13,6 +13,7 @@ set -euo pipefail
 bin=${1:-build/bin}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp-oversubscription.txt
+# shellcheck disable=SC2054  # the commas are inside --set values, not between elements
 run=("$bin/ppo-bench" train --config configs/seed.ini --set env.type=synthetic --set env.synthetic_model=ar1
      --set run.device=cpu --set run.precision=fp32 --set policy.pi_layers=64,64 --set policy.vf_layers=64,64
      --set run.total_timesteps=131072 --iterations 1)

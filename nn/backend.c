@@ -217,7 +217,9 @@ void *backend_alloc(Backend *backend, size_t bytes) {
 }
 
 void backend_free(Backend *backend, void *ptr) {
-  if (ptr) backend->ops->free(backend, ptr);
+  if (!ptr) return;
+  CHECK_NOT_RECORDING(backend, "backend_free");  // cudaFree during a capture invalidates it
+  backend->ops->free(backend, ptr);
 }
 
 void *backend_host_alloc(Backend *backend, size_t bytes) {
@@ -233,6 +235,7 @@ void *backend_host_alloc(Backend *backend, size_t bytes) {
 
 void backend_host_free(Backend *backend, void *ptr) {
   if (!ptr) return;
+  CHECK_NOT_RECORDING(backend, "backend_host_free");
   if (backend->ops->host_free)
     backend->ops->host_free(backend, ptr);
   else

@@ -79,16 +79,18 @@ typedef struct {
   Backend *b;
   float *x;
   int calls;
-  int download;  // 1: the function breaks the recording contract
+  int download;  // 1: the function breaks the recording contract with a host wait, 2: with a free
 } GraphArg;
 
 static void graph_body(void *p) {
   GraphArg *g = p;
   g->calls++;
   backend_scale(g->b, g->x, 2.0f, 4);
-  if (g->download) {
+  if (g->download == 1) {
     float host;
     backend_download(g->b, &host, g->x, sizeof host);
+  } else if (g->download == 2) {
+    backend_free(g->b, g->x);
   }
 }
 
@@ -115,6 +117,15 @@ Test(nn_backend, graph_run_refuses_a_host_wait, .exit_code = 1) {
   float *x = backend_alloc(b, 4 * sizeof(float));
   BackendGraph graph = {0};
   GraphArg arg = {b, x, 0, 1};
+  backend_graph_run(b, &graph, graph_body, &arg);
+}
+
+// So is one that frees memory (cudaFree would invalidate the capture).
+Test(nn_backend, graph_run_refuses_a_free, .exit_code = 1) {
+  Backend *b = cpu();
+  float *x = backend_alloc(b, 4 * sizeof(float));
+  BackendGraph graph = {0};
+  GraphArg arg = {b, x, 0, 2};
   backend_graph_run(b, &graph, graph_body, &arg);
 }
 
