@@ -354,8 +354,6 @@ static bool same_config_on_every_rank(const Config *cfg) {
 
 // --- the run -------------------------------------------------------------------------------------------
 
-// The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
-// PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another run.
 // Does run_dir/checkpoints hold a checkpoint (ckpt_*.h5 or last.h5, dangling or not)?
 static bool holds_checkpoint(const char *run_dir) {
   char dir[PATH_CAP + 16];
@@ -372,6 +370,9 @@ static bool holds_checkpoint(const char *run_dir) {
   return found;
 }
 
+// The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
+// PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another
+// run (one with a checkpoint: a run killed before its first is started again).
 static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool moved, bool root, char *run_dir,
                           size_t capacity) {
   char path[PATH_CAP];
