@@ -228,7 +228,7 @@ PolicyMemoryPlan policy_plan(const PolicySpec *spec) {
   plan.params = align64(table_bytes(e, param_table(e, NULL, &p, &pi, &vf, spec)));
   size_t count = table_bytes(e, param_table(e, NULL, &p, &pi, &vf, spec)) / sizeof(float);
   plan.lowp = spec->dtype == NN_F32 ? 0 : align64(count * nn_dtype_size(spec->dtype));
-  plan.lowp += padded_w_bytes(spec, &pi) + padded_w_bytes(spec, &vf);  // after the packed copy
+  plan.lowp += padded_w_bytes(spec, &pi) + padded_w_bytes(spec, &vf);  // after the copy of the params slab
   plan.acts = table_bytes(e, acts_table(e, &a, &pi, &vf, spec));
   plan.total = 4 * plan.params + plan.lowp + plan.acts;
   return plan;
@@ -361,7 +361,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   n = param_table(e, NULL, &policy->v, &policy->pi_shape, &policy->vf_shape, spec);
   policy->v_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->v_memory);
-  if (spec->dtype != NN_F32) {  // the same packed layout as params, in 2-byte elements
+  if (spec->dtype != NN_F32) {  // the params slab's layout (padding included), in 2-byte elements
     policy->lowp_memory = backend_alloc(backend, policy->plan.lowp);
     char *base = policy->lowp_memory;
     size_t es = nn_dtype_size(spec->dtype);

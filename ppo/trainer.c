@@ -85,7 +85,7 @@ struct Trainer {
   // The optimiser's state at the start of the update (backend memory, one allocation): params,
   // Adam m, v (param_count floats each), then the OptimScalars; restored when an update is stopped.
   float *update_snap;
-  TrainerStopCheck stop_check;  // polled during the rollout and the update (trainer_set_stop_check)
+  TrainerStopCheck stop_check;  // polled during the rollout and the update; NULL (calloc): trainer_stop_requested
   void *stop_ctx;
   // The recorded graphs (backend_graph_run): a rollout step's policy, and one full minibatch's
   // update, recorded again when the learning rate it holds changes (the linear schedule).
@@ -371,7 +371,6 @@ int trainer_allocate(Trainer *tr) {
     return -1;
   }
   tr->update_snap = backend_alloc(tr->backend, update_snap_bytes(tr->policy->plan.params));
-  tr->stop_check = NULL;  // trainer_stop_requested
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
