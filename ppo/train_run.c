@@ -4,12 +4,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -89,9 +91,7 @@ static int write_config_file(const Config *cfg, const char *path) {
 // Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all) up to iteration `current` (the
 // one just written), by iteration number, whatever cadence wrote them (a final or interrupted run's
 // checkpoint falls between multiples of every). Checkpoints past `current` are another timeline's
-// (this run resumed from an earlier one): left as they are, never counted. Also removes the
-// temporary files of writers that died (kill -9 in the middle of a checkpoint: .ckpt_NNNNNN.h5.tmp.PID
-// of a process that is gone).
+// (this run resumed from an earlier one): left as they are, never counted.
 static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -100,14 +100,7 @@ static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   struct dirent *de;
   while ((de = readdir(d))) {
     long long it;
-    int pid;
     char tail[8];
-    if (sscanf(de->d_name, ".ckpt_%lld.h5.tmp.%d%7s", &it, &pid, tail) == 2 && pid > 0 && pid != (int)getpid() &&
-        kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-      char path[PATH_CAP];
-      if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) < (int)sizeof path) (void)unlink(path);
-      continue;
-    }
     if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0 || it > current) continue;
     if (count == cap) {
       cap = cap ? 2 * cap : 64;
@@ -354,6 +347,69 @@ static bool same_config_on_every_rank(const Config *cfg) {
 
 // --- the run -------------------------------------------------------------------------------------------
 
+// One ppo-train per run directory at a time: two would interleave their metrics rows and
+// checkpoints, and the second, finding no checkpoint yet, would start the first's run again over
+// it. RUN/.lock carries an exclusive flock(2) for the life of the run (the kernel drops it however
+// the process ends: a killed run leaves nothing to clean up) and the holder's pid, for the message.
+// *fd stays -1 while run_dir does not exist yet (nothing in it to protect; it is locked once made).
+static int lock_run_dir(const char *run_dir, int *fd) {
+  char path[PATH_CAP];
+  snprintf(path, sizeof path, "%s/.lock", run_dir);
+  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (f < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return EXIT_OK;  // not made yet (make_directories says why it cannot be)
+    error_set("%s: cannot create the run directory's lock file: %s", path, strerror(errno));
+    return EXIT_BAD_INPUT;
+  }
+  if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK) {
+      char text[24] = "";
+      ssize_t n = pread(f, text, sizeof text - 1, 0);
+      text[n > 0 ? n : 0] = '\0';
+      long pid = strtol(text, NULL, 10);  // 0 when the holder has not written it yet
+      close(f);
+      char holder[48] = "";
+      if (pid > 0) snprintf(holder, sizeof holder, " (pid %ld)", pid);
+      error_set(
+          "run directory %s is in use by another ppo-train%s, which holds %s: wait for it to end or stop it "
+          "(SIGTERM writes a checkpoint), or choose another [run] name (--set run.name=...) or --run-dir",
+          run_dir, holder, path);
+      return EXIT_BAD_INPUT;
+    }
+    // A file system without locks (some network mounts): the run goes on, unprotected.
+    log_warn("%s: cannot lock it (%s): nothing stops a second ppo-train from writing into this run directory", path,
+             strerror(err));
+  } else if (ftruncate(f, 0) != 0 || dprintf(f, "%ld\n", (long)getpid()) < 0) {
+    log_warn("%s: cannot write this process's pid into it: %s", path, strerror(errno));
+  }
+  *fd = f;
+  return EXIT_OK;
+}
+
+// Removes the temporary files of writers that died in dir (SIGKILL, out of memory or a lost
+// instance in the middle of a write: .NAME.tmp.PID of common/atomic_file.c, from checkpoints,
+// best.h5, metrics.csv and .h5, config.ini, best.txt). Called with the run directory locked, so no
+// other ppo-train writes there; a file whose pid is alive is left all the same (a directory used on
+// a file system without locks).
+static void remove_dead_writers_files(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *de; (de = readdir(d));) {
+    const char *name = de->d_name, *tmp = NULL;
+    for (const char *p = name; (p = strstr(p, ".tmp.")); p++) tmp = p;  // the last ".tmp."
+    if (name[0] != '.' || !tmp || tmp == name) continue;
+    char *end;
+    long pid = strtol(tmp + 5, &end, 10);
+    if (*end != '\0' || end == tmp + 5 || pid <= 0 || pid == (long)getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char path[PATH_CAP];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && unlink(path) == 0)
+      log_info("removed %s, left by a writer (pid %ld) that did not finish", path, pid);
+  }
+  closedir(d);
+}
+
 // Does run_dir/checkpoints hold a checkpoint (ckpt_*.h5 or last.h5, dangling or not)?
 static bool holds_checkpoint(const char *run_dir) {
   char dir[PATH_CAP + 16];
@@ -374,7 +430,7 @@ static bool holds_checkpoint(const char *run_dir) {
 // PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another
 // run (one with a checkpoint: a run killed before its first is started again).
 static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool moved, bool root, char *run_dir,
-                          size_t capacity) {
+                          size_t capacity, int *lock_fd) {
   char path[PATH_CAP];
   if (opt->run_dir)
     snprintf(run_dir, capacity, "%s", opt->run_dir);
@@ -388,6 +444,13 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
             : opt->resume && !moved ? "the checkpoint's directory"
                                     : "[run] run_dir and name");
     return EXIT_BAD_INPUT;
+  }
+  if (root) {  // before anything in it is read: another run may be writing it
+    int status = lock_run_dir(run_dir, lock_fd);
+    if (status != EXIT_OK) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      return status;
+    }
   }
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   if (root && !opt->resume && path_exists(path)) {
@@ -419,7 +482,8 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   return EXIT_OK;
 }
 
-static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result) {
+// lock_fd: the run directory's lock (lock_run_dir), held until train_run returns.
+static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result, int *lock_fd) {
   memset(result, 0, sizeof *result);
   result->ep_rew_mean = NAN;
   // Several ranks (ppo/dist.h): rank 0 alone prints progress and writes the run directory; every
@@ -442,7 +506,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result)
   }
   char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
   if (!opt->plan_only) {  // an unusable run directory is said before the market loads
-    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir);
+    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir, lock_fd);
     if (status != EXIT_OK) return status;
   }
   if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
@@ -480,6 +544,16 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result)
                           : "[run] run_dir and name");
     trainer_free(tr);
     return EXIT_BAD_INPUT;
+  }
+  if (root) {
+    int status = *lock_fd < 0 ? lock_run_dir(run_dir, lock_fd) : EXIT_OK;  // made just now
+    if (status != EXIT_OK) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      trainer_free(tr);
+      return status;
+    }
+    remove_dead_writers_files(run_dir);
+    remove_dead_writers_files(ckpt_dir);
   }
   if (trainer_allocate(tr) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
@@ -568,6 +642,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result)
         .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
     EvalResult er;     // x.eval points here until the row is logged
     int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
+    double best_before = best;
     if (ev && s.iteration % cfg.eval.every == 0) {
       if (evaluator_run(ev, tr, &er) == 0) {
         x.eval_metric = er.metric;
@@ -582,8 +657,10 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result)
     if (new_best) {
       snprintf(path, sizeof path, "%s/best.h5", run_dir);
       if (checkpoint_save(tr, path) != 0 ||
-          (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0))
+          (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0)) {
         log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
+        best = best_before;  // what best.txt says: a later evaluation between the two is still saved
+      }
     }
     double per_it = x.time_elapsed / (double)done_here;
     double eta = per_it * (double)(total_iterations - s.iteration);
@@ -678,7 +755,9 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result)
 // writing its files.
 int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
   install_signals();
-  int status = train_run_body(opt, result);
+  int lock_fd = -1;
+  int status = train_run_body(opt, result, &lock_fd);
+  if (lock_fd >= 0) close(lock_fd);  // the lock goes with it
   restore_signals();
   return status;
 }

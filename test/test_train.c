@@ -585,6 +585,48 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
 }
 
+// One ppo-train per run directory: a second one there (a fresh start, or a resume into it) is
+// refused with exit status 2 naming the first's pid, before it reads or writes anything, and the
+// first goes on to its checkpoint. Once the directory is free, a run that starts there removes the
+// temporary files of writers that died (a SIGKILL mid-write leaves them) and leaves a live pid's.
+Test(train, a_run_directory_in_use_is_refused_and_dead_writers_files_are_removed) {
+  char dir[512], other[512], path[700], ckpt[700], expect[160];
+  pid_t pid = start_long_run("locked", dir, sizeof dir, 2);  // first: libgomp's threads do not survive a fork
+  snprintf(other, sizeof other, "%s/other", tmp_root);
+  const char *other_sets[] = {"run.total_timesteps=256", "eval.every=0"};
+  cr_assert_eq(run(config_file("other"), NULL, other, 0, 2, other_sets), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  struct stat before, after;
+  cr_assert_eq(stat(path, &before), 0);
+  snprintf(expect, sizeof expect, "is in use by another ppo-train (pid %d)", (int)pid);
+  const char *sets[] = {"run.total_timesteps=512"};
+  cr_expect_eq(run(config_file("locked"), NULL, dir, 1, 1, sets), 2);
+  cr_expect(strstr(error_message(), expect), "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", other);
+  cr_expect_eq(run(NULL, ckpt, dir, 1, 1, sets), 2);
+  cr_expect(strstr(error_message(), expect), "%s", error_message());
+  cr_assert_eq(stat(path, &after), 0);
+  cr_expect_leq(before.st_size, after.st_size, "the first run's metrics are its own");
+  terminate_expect_exit_0(pid);
+
+  pid_t dead = 4000000;  // a pid no process has (kill says so)
+  while (kill(dead, 0) == 0 || errno != ESRCH) dead++;
+  const char *left[] = {".metrics.csv.tmp.%d", ".best.h5.tmp.%d", "checkpoints/.ckpt_000009.h5.tmp.%d",
+                        ".config.ini.tmp.%d"};
+  char files[4][700];
+  for (int k = 0; k < 4; k++) {
+    char name[64];
+    snprintf(name, sizeof name, left[k], k < 3 ? (int)dead : (int)getppid());  // the last one's writer lives
+    snprintf(files[k], sizeof files[k], "%s/%s", dir, name);
+    write_text(files[k], "partial");
+  }
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  const char *more[] = {"run.total_timesteps=100_000_000"};
+  cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
+  for (int k = 0; k < 3; k++) cr_expect_neq(access(files[k], F_OK), 0, "%s removed", files[k]);
+  cr_expect_eq(access(files[3], F_OK), 0, "a live writer's file stays");
+}
+
 // coreutils' timeout sends SIGTERM to the process and then to its group: two signals well within a
 // second of each other are one request (one a second or more later still ends the run at once).
 Test(train, a_repeated_sigterm_at_once_is_one_request) {
