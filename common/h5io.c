@@ -93,6 +93,8 @@ static int h5io_type_is_float(H5ioType type) { return type == H5IO_FLOAT32 || ty
 
 // --- files ---------------------------------------------------------------------------------------------
 
+#define H5IO_COMPACT_ATTRIBUTES 64  // attributes of the root group kept in its (checksummed) header
+
 int h5io_create(H5ioWriter *writer, const char *path) {
   h5io_quiet();
   memset(writer, 0, sizeof *writer);
@@ -103,7 +105,14 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   }
   strcpy(writer->path, path);
   if (atomic_file_temp_path(path, writer->tmp_path, sizeof writer->tmp_path) != 0) return -1;
-  writer->file = H5Fcreate(writer->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // The 1.8 format checksums the metadata (h5io.h), and attributes kept in the object header
+  // ("compact") with it; past 8 on an object HDF5 moves them to a heap whose blocks have no checksum.
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  H5Pset_attr_phase_change(fcpl, H5IO_COMPACT_ATTRIBUTES, 0);  // the root group's (checkpoints have 12)
+  writer->file = H5Fcreate(writer->tmp_path, H5F_ACC_TRUNC, fcpl, fapl);
+  H5Pclose(fcpl);
+  H5Pclose(fapl);
   if (writer->file < 0) {
     // HDF5 does not report errno; say what usually causes this.
     error_set("%s: cannot create HDF5 file (does the directory exist and is it writable?)", path);
@@ -153,25 +162,41 @@ void h5io_close(hid_t file) {
 
 // --- datasets ------------------------------------------------------------------------------------------
 
-bool h5io_exists(hid_t loc, const char *name) {
+// The message for metadata HDF5 could not read: with the 1.8 format's checksums, damage.
+static void h5io_set_damaged(hid_t loc, const char *what) {
+  char file_name[512];
+  error_set(
+      "%s: cannot read %s: the file's structure is damaged (it does not match its checksum: a partial copy, "
+      "a disk or transfer error); use another copy of it",
+      h5io_file_name(loc, file_name, sizeof file_name), what);
+}
+
+// 1: name exists, 0: it does not, -1: a group on the way could not be read (h5io_set_damaged).
+static int h5io_lookup(hid_t loc, const char *name) {
   h5io_quiet();
   // H5Lexists fails (rather than answering no) when an intermediate group is missing: walk the path.
   char prefix[1024];
   size_t len = strlen(name);
-  if (len == 0 || len >= sizeof prefix) return false;
-  if (strcmp(name, "/") == 0) return true;
+  if (len == 0 || len >= sizeof prefix) return 0;
+  if (strcmp(name, "/") == 0) return 1;
   for (size_t i = 1; i <= len; i++) {
     if (i == len || name[i] == '/') {
       memcpy(prefix, name, i);
       prefix[i] = '\0';
-      if (H5Lexists(loc, prefix, H5P_DEFAULT) <= 0) return false;
+      htri_t found = H5Lexists(loc, prefix, H5P_DEFAULT);
+      if (found < 0) h5io_set_damaged(loc, name);
+      if (found <= 0) return found < 0 ? -1 : 0;
     }
   }
-  return true;
+  return 1;
 }
 
+bool h5io_exists(hid_t loc, const char *name) { return h5io_lookup(loc, name) > 0; }
+
 int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize_t *dims, const void *data,
-               int compress_level) {
+               int filters) {
+  const int compress_level = filters & 0xff;
+  const bool checksum = (filters & H5IO_CHECKSUM) != 0;
   h5io_quiet();
   char file_name[512];
   if (rank < 1 || rank > H5IO_MAX_RANK) {
@@ -187,7 +212,8 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
   H5Pset_obj_track_times(dcpl, 0);  // no modification times: the same data gives the same file bytes
-  if (compress_level > 0 && total > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+  const bool deflate = compress_level > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0;
+  if ((deflate || checksum) && total > 0) {
     // Chunks of about 256 KiB along the first axis; the other axes whole.
     hsize_t chunk[H5IO_MAX_RANK];
     hsize_t row = 1;
@@ -199,8 +225,11 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
     hsize_t rows = (262144 / element) / (row ? row : 1);
     chunk[0] = rows < 1 ? 1 : (rows > dims[0] ? dims[0] : rows);
     H5Pset_chunk(dcpl, rank, chunk);
-    H5Pset_shuffle(dcpl);
-    H5Pset_deflate(dcpl, (unsigned)(compress_level > 9 ? 9 : compress_level));
+    if (deflate) {
+      H5Pset_shuffle(dcpl);
+      H5Pset_deflate(dcpl, (unsigned)(compress_level > 9 ? 9 : compress_level));
+    }
+    if (checksum) H5Pset_fletcher32(dcpl);  // of the stored (filtered) bytes of each chunk
   }
   int rc = -1;
   hid_t dset = H5Dcreate2(loc, name, h5io_file_type(type), space, lcpl, dcpl, H5P_DEFAULT);
@@ -222,10 +251,9 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
 int h5io_shape(hid_t loc, const char *name, int max_rank, hsize_t *dims) {
   h5io_quiet();
   char file_name[512];
-  if (!h5io_exists(loc, name)) {
-    error_set("%s: dataset %s is missing", h5io_file_name(loc, file_name, sizeof file_name), name);
-    return -1;
-  }
+  int found = h5io_lookup(loc, name);
+  if (found == 0) error_set("%s: dataset %s is missing", h5io_file_name(loc, file_name, sizeof file_name), name);
+  if (found <= 0) return -1;
   hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
   if (dset < 0) {
     error_set("%s: %s is not a dataset", h5io_file_name(loc, file_name, sizeof file_name), name);
@@ -278,8 +306,19 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
               name, cls == H5T_FLOAT ? "floating-point" : (cls == H5T_INTEGER ? "integer" : "non-numeric"),
               h5io_type_name(type));
   } else if (H5Dread(dset, h5io_memory_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    error_set("%s: cannot read dataset %s as %s (damaged file or values out of range)",
-              h5io_file_name(loc, file_name, sizeof file_name), name, h5io_type_name(type));
+    hid_t dcpl = H5Dget_create_plist(dset);
+    unsigned flags = 0, config = 0;
+    size_t n_values = 0;
+    bool checked = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, &n_values, NULL, 0, NULL, &config) >= 0;
+    H5Pclose(dcpl);
+    if (checked)
+      error_set(
+          "%s: dataset %s does not match its checksum: the file is damaged (a partial copy, a disk or "
+          "transfer error); use another copy of it",
+          h5io_file_name(loc, file_name, sizeof file_name), name);
+    else
+      error_set("%s: cannot read dataset %s as %s (damaged file or values out of range)",
+                h5io_file_name(loc, file_name, sizeof file_name), name, h5io_type_name(type));
   } else {
     rc = 0;
   }
@@ -289,11 +328,19 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
 
 // --- attributes ----------------------------------------------------------------------------------------
 
-bool h5io_attr_exists(hid_t loc, const char *object, const char *attr) {
-  h5io_quiet();
-  if (!h5io_exists(loc, object)) return false;
-  return H5Aexists_by_name(loc, object, attr, H5P_DEFAULT) > 0;
+int h5io_attr_find(hid_t loc, const char *object, const char *attr) {
+  int found = h5io_lookup(loc, object);
+  if (found <= 0) return found;
+  htri_t has = H5Aexists_by_name(loc, object, attr, H5P_DEFAULT);
+  if (has < 0) {
+    char what[256];
+    snprintf(what, sizeof what, "the attributes of %s", object);
+    h5io_set_damaged(loc, what);
+  }
+  return has < 0 ? -1 : has > 0;
 }
+
+bool h5io_attr_exists(hid_t loc, const char *object, const char *attr) { return h5io_attr_find(loc, object, attr) > 0; }
 
 // Creates (replacing any old one) attribute `attr` on `object` with a scalar of file type `ftype`.
 static int h5io_attr_write(hid_t loc, const char *object, const char *attr, hid_t ftype, hid_t mtype,
@@ -349,10 +396,10 @@ int h5io_attr_write_double(hid_t loc, const char *object, const char *attr, doub
 // Opens attribute `attr` of `object` or sets the error message.
 static hid_t h5io_attr_open(hid_t loc, const char *object, const char *attr) {
   char file_name[512];
-  if (!h5io_attr_exists(loc, object, attr)) {
+  int found = h5io_attr_find(loc, object, attr);
+  if (found == 0)
     error_set("%s: attribute %s of %s is missing", h5io_file_name(loc, file_name, sizeof file_name), attr, object);
-    return H5I_INVALID_HID;
-  }
+  if (found <= 0) return H5I_INVALID_HID;
   return H5Aopen_by_name(loc, object, attr, H5P_DEFAULT, H5P_DEFAULT);
 }
 

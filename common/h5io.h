@@ -38,6 +38,8 @@ typedef struct {
 } H5ioWriter;
 
 // --- files ------------------------------------------------------------------------------------------
+// Files are written in the HDF5 1.8 format (readable by HDF5 1.8 and later, h5py, h5dump), whose
+// metadata (superblock, object headers with their attributes) carries checksums.
 int h5io_create(H5ioWriter *writer, const char *path);  // opens a new file under a temporary name
 int h5io_commit(H5ioWriter *writer);                    // closes it and renames it to writer->path
 void h5io_abort(H5ioWriter *writer);                    // closes and deletes it; path untouched
@@ -46,10 +48,13 @@ void h5io_close(hid_t file);                            // closes a file from h5
 const char *h5io_type_name(H5ioType type);              // "float64", ...
 
 // --- datasets ---------------------------------------------------------------------------------------
-// Writes dims[0] x ... x dims[rank-1] elements of `type`. compress_level 0 stores contiguously,
-// 1..9 uses chunked deflate with the shuffle filter (market data, rollouts).
+// Writes dims[0] x ... x dims[rank-1] elements of `type`. filters: a deflate level 1..9 (chunked,
+// with the shuffle filter: market data) or 0 (stored contiguously), plus H5IO_CHECKSUM for a
+// Fletcher32 checksum per chunk of about 256 KiB (checkpoints), which HDF5 checks on every read:
+// h5io_read then reports the dataset as damaged instead of handing back altered numbers.
+#define H5IO_CHECKSUM 0x100
 int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize_t *dims, const void *data,
-               int compress_level);
+               int filters);
 bool h5io_exists(hid_t loc, const char *name);  // does the dataset or group exist (intermediate groups too)?
 // Reads the shape of `name` into dims (at most max_rank entries). Returns the rank, or -1.
 int h5io_shape(hid_t loc, const char *name, int max_rank, hsize_t *dims);
@@ -65,5 +70,7 @@ int h5io_attr_read_string(hid_t loc, const char *object, const char *attr, char 
 int h5io_attr_read_int64(hid_t loc, const char *object, const char *attr, int64_t *out);
 int h5io_attr_read_double(hid_t loc, const char *object, const char *attr, double *out);
 bool h5io_attr_exists(hid_t loc, const char *object, const char *attr);
+// 1: the attribute exists, 0: it (or object) does not, -1: the file is damaged there (message set).
+int h5io_attr_find(hid_t loc, const char *object, const char *attr);
 
 #endif

@@ -40,12 +40,17 @@ bool checkpoint_may_differ(const char *section, const char *key) {
   return false;
 }
 
+// "PATH: " in front of the message unless it names the file already (h5io's messages do).
+static void name_the_file(const char *path) {
+  if (strncmp(error_message(), path, strlen(path)) != 0) error_prepend("%s: ", path);
+}
+
 int checkpoint_read_timesteps(const char *path, int64_t *timesteps) {
   hid_t f = h5io_open_read(path);
   if (f < 0) return -1;
   int rc = h5io_attr_read_int64(f, "/", "timesteps", timesteps);
   h5io_close(f);
-  if (rc != 0) error_prepend("%s: ", path);
+  if (rc != 0) name_the_file(path);
   return rc;
 }
 
@@ -150,7 +155,7 @@ static void env_rows_gather(Trainer *tr, EnvRows *rows) {
 
 static int write_i64(hid_t f, const char *name, int64_t value) {
   hsize_t one = 1;
-  return h5io_write(f, name, H5IO_INT64, 1, &one, &value, 0);
+  return h5io_write(f, name, H5IO_INT64, 1, &one, &value, H5IO_CHECKSUM);
 }
 
 // One Linear stack's weights and biases from the host copy of a params-layout slab.
@@ -160,9 +165,9 @@ static int write_mlp(hid_t f, const char *group, const MlpShape *shape, const Ml
   for (int l = 0; l < shape->n_linear; l++) {
     hsize_t wd[2] = {(hsize_t)shape->dims[l + 1], (hsize_t)shape->dims[l]}, bd = (hsize_t)shape->dims[l + 1];
     snprintf(name, sizeof name, "%s/weight%d", group, l);
-    if (h5io_write(f, name, H5IO_FLOAT32, 2, wd, host + (p->w[l] - slab), 0) != 0) return -1;
+    if (h5io_write(f, name, H5IO_FLOAT32, 2, wd, host + (p->w[l] - slab), H5IO_CHECKSUM) != 0) return -1;
     snprintf(name, sizeof name, "%s/bias%d", group, l);
-    if (h5io_write(f, name, H5IO_FLOAT32, 1, &bd, host + (p->b[l] - slab), 0) != 0) return -1;
+    if (h5io_write(f, name, H5IO_FLOAT32, 1, &bd, host + (p->b[l] - slab), H5IO_CHECKSUM) != 0) return -1;
   }
   return 0;
 }
@@ -213,34 +218,35 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   if (write_mlp(f, "params/vf", &pol->vf_shape, &pol->params.vf, pol->params_memory, host) != 0) return -1;
   if (pol->params.log_std) {
     hsize_t ad = (hsize_t)pol->spec.action_dim;
-    if (h5io_write(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory), 0))
+    if (h5io_write(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory),
+                   H5IO_CHECKSUM))
       return -1;
   }
   hsize_t pd = (hsize_t)pol->parameters;  // packed: the slab's padding is not stored
   backend_download(be, host, pol->m_memory, P * sizeof(float));
   policy_slab_pack(pol, host);
-  if (h5io_write(f, "optim/m", H5IO_FLOAT32, 1, &pd, host, 0) != 0) return -1;
+  if (h5io_write(f, "optim/m", H5IO_FLOAT32, 1, &pd, host, H5IO_CHECKSUM) != 0) return -1;
   backend_download(be, host, pol->v_memory, P * sizeof(float));
   policy_slab_pack(pol, host);
-  if (h5io_write(f, "optim/v", H5IO_FLOAT32, 1, &pd, host, 0) != 0) return -1;
+  if (h5io_write(f, "optim/v", H5IO_FLOAT32, 1, &pd, host, H5IO_CHECKSUM) != 0) return -1;
   OptimScalars os;
   optim_read_state(opt, &os);
   hsize_t one = 1;
-  if (h5io_write(f, "optim/step", H5IO_INT32, 1, &one, &os.adam_step, 0) != 0) return -1;
-  if (h5io_write(f, "scaler/scale", H5IO_FLOAT32, 1, &one, &os.scale, 0) != 0) return -1;
-  if (h5io_write(f, "scaler/growth_tracker", H5IO_INT32, 1, &one, &os.tracker, 0) != 0) return -1;
+  if (h5io_write(f, "optim/step", H5IO_INT32, 1, &one, &os.adam_step, H5IO_CHECKSUM) != 0) return -1;
+  if (h5io_write(f, "scaler/scale", H5IO_FLOAT32, 1, &one, &os.scale, H5IO_CHECKSUM) != 0) return -1;
+  if (h5io_write(f, "scaler/growth_tracker", H5IO_INT32, 1, &one, &os.tracker, H5IO_CHECKSUM) != 0) return -1;
   if (vecnorm_save(st.norm, f, "normalize") != 0) return -1;
 
   uint64_t seed = rng_stream_seed((uint64_t)trainer_config(tr)->run.seed, TRAINER_STREAM_SAMPLE);
-  if (h5io_write(f, "rng/sample_seed", H5IO_UINT64, 1, &one, &seed, 0) != 0) return -1;
+  if (h5io_write(f, "rng/sample_seed", H5IO_UINT64, 1, &one, &seed, H5IO_CHECKSUM) != 0) return -1;
   if (write_i64(f, "rng/vector_steps", c->vector_steps) || write_i64(f, "rng/epochs_drawn", c->epochs_drawn)) return -1;
 
   const VecEnvStateInfo *info = &rows->info;
   hsize_t R = (hsize_t)rows->ranks;
   hsize_t sd[2] = {R * (hsize_t)info->num_envs, (hsize_t)info->state_size};
   hsize_t rd[2] = {R * (hsize_t)info->log_capacity, (hsize_t)info->log_size};
-  rc = h5io_write(f, "envs/state", H5IO_UINT8, 2, sd, rows->states, 0);
-  rc |= h5io_write(f, "envs/episode_logs", H5IO_FLOAT32, 2, rd, rows->ring, 0);
+  rc = h5io_write(f, "envs/state", H5IO_UINT8, 2, sd, rows->states, H5IO_CHECKSUM);
+  rc |= h5io_write(f, "envs/episode_logs", H5IO_FLOAT32, 2, rd, rows->ring, H5IO_CHECKSUM);
   if (rc) return -1;
   // Rank 0's ring counters as attributes (version 1's place); every rank's in envs/ring_counters.
   rc = h5io_attr_write_int64(f, "envs", "ring_count", rows->ring_counters[0]);
@@ -249,8 +255,8 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   hsize_t cd[2] = {R, 3};
   hsize_t rn = R * (hsize_t)info->num_envs;
   if (rows->ranks > 1) {  // normalize/returns keeps rank 0's (N), as a one-rank checkpoint's
-    rc |= h5io_write(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows->ring_counters, 0);
-    rc |= h5io_write(f, "envs/norm_returns", H5IO_FLOAT64, 1, &rn, rows->norm_returns, 0);
+    rc |= h5io_write(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows->ring_counters, H5IO_CHECKSUM);
+    rc |= h5io_write(f, "envs/norm_returns", H5IO_FLOAT64, 1, &rn, rows->norm_returns, H5IO_CHECKSUM);
   }
   const EnvMarket *market = trainer_market(tr);
   if (market) {  // the bars the envs index: a resume on other data is refused (read_state)
@@ -267,8 +273,8 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   }
   rc |= h5io_attr_write_string(f, "envs/episode_logs", "log_names", names);
   hsize_t od[2] = {(hsize_t)N, (hsize_t)O}, nd = (hsize_t)N;
-  rc |= h5io_write(f, "envs/obs", H5IO_FLOAT32, 2, od, rows->obs, 0);
-  rc |= h5io_write(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows->episode_starts, 0);
+  rc |= h5io_write(f, "envs/obs", H5IO_FLOAT32, 2, od, rows->obs, H5IO_CHECKSUM);
+  rc |= h5io_write(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows->episode_starts, H5IO_CHECKSUM);
   return rc ? -1 : 0;
 }
 
@@ -293,7 +299,10 @@ int checkpoint_save(Trainer *tr, const char *path) {
   }
   free(host);
   free(rows.block);
-  if (rc != 0) error_prepend("writing checkpoint %s: ", path);
+  if (rc != 0) {
+    name_the_file(path);
+    error_prepend("writing checkpoint ");
+  }
   return rc;
 }
 
@@ -302,6 +311,7 @@ int checkpoint_save(Trainer *tr, const char *path) {
 static int read_format(hid_t f, const char *path) {
   char format[64];
   int64_t version;
+  if (h5io_attr_find(f, "/", "format") < 0) return -1;  // damaged (h5io's message)
   if (h5io_attr_read_string(f, "/", "format", format, sizeof format) != 0 || strcmp(format, CHECKPOINT_FORMAT) != 0) {
     error_set("%s: not a ppo-engine checkpoint (no attribute format = \"%s\" on /)", path, CHECKPOINT_FORMAT);
     return -1;
@@ -494,6 +504,17 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
       check_range("rng/epochs_drawn", c.epochs_drawn, 0, INT64_MAX))
     return -1;
 
+  // The action-sampling stream: another derivation from [run] seed (a build with other random
+  // streams) would resume into other actions than the run's own.
+  uint64_t sample_seed, own_seed = rng_stream_seed((uint64_t)trainer_config(tr)->run.seed, TRAINER_STREAM_SAMPLE);
+  if (h5io_read(f, "rng/sample_seed", H5IO_UINT64, 1, &one, &sample_seed) != 0) return -1;
+  if (sample_seed != own_seed) {
+    error_set(
+        "rng/sample_seed = %llu, but this build derives %llu from [run] seed = %lld: the checkpoint comes from a "
+        "build whose random streams differ (or is damaged) and cannot continue its run exactly",
+        (unsigned long long)sample_seed, (unsigned long long)own_seed, (long long)trainer_config(tr)->run.seed);
+    return -1;
+  }
   if (check_market(tr, f) != 0) return -1;
 
   // Every rank reads the whole file (it is on a file system they share, like the configuration)
@@ -550,7 +571,7 @@ int checkpoint_load(Trainer *tr, const char *path) {
     CHECK(host, "out of host memory (checkpoint staging)");
     rc = read_state(tr, f, host);
     free(host);
-    if (rc != 0) error_prepend("%s: ", path);
+    if (rc != 0) name_the_file(path);
   }
   h5io_close(f);
   return rc;
@@ -576,7 +597,7 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
     rc = rc ? -1 : 0;
   }
   if (rc == 0) policy_refresh_lowp(policy);
-  if (rc != 0) error_prepend("%s: ", path);
+  if (rc != 0) name_the_file(path);
   h5io_close(f);
   return rc;
 }

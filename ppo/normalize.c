@@ -334,7 +334,7 @@ int vecnorm_save(const VecNormalize *vn, hid_t file, const char *group) {
   for (int k = 0; k < n; k++) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", group, fields[k].name);
-    if (h5io_write(file, path, H5IO_FLOAT64, 1, &fields[k].len, fields[k].data, 0) != 0) return -1;
+    if (h5io_write(file, path, H5IO_FLOAT64, 1, &fields[k].len, fields[k].data, H5IO_CHECKSUM) != 0) return -1;
   }
   return 0;
 }

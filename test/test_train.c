@@ -3,6 +3,7 @@
 // allocation and no host wait inside the loop, and learning: CartPole solves and the AR(1)
 // market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1). The CUDA cases skip,
 // visibly, without a device.
+#define _GNU_SOURCE  // memmem
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <hdf5.h>
@@ -336,6 +337,34 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
   return f;
 }
 
+static void flip_byte(const char *path, long offset) {
+  FILE *raw = fopen(path, "r+b");
+  cr_assert_not_null(raw);
+  cr_assert_eq(fseek(raw, offset, SEEK_SET), 0);
+  int c = fgetc(raw);
+  cr_assert_neq(c, EOF);
+  cr_assert_eq(fseek(raw, offset, SEEK_SET), 0);
+  cr_assert_neq(fputc(c ^ 0x10, raw), EOF);
+  cr_assert_eq(fclose(raw), 0);
+}
+
+// Where text first occurs in the file's bytes.
+static long file_offset_of(const char *path, const char *text) {
+  FILE *raw = fopen(path, "rb");
+  cr_assert_not_null(raw);
+  cr_assert_eq(fseek(raw, 0, SEEK_END), 0);
+  long size = ftell(raw);
+  char *bytes = malloc((size_t)size);
+  rewind(raw);
+  cr_assert_eq(fread(bytes, 1, (size_t)size, raw), (size_t)size);
+  fclose(raw);
+  char *at = memmem(bytes, (size_t)size, text, strlen(text));
+  cr_assert_not_null(at, "%s not in %s", text, path);
+  long offset = at - bytes;
+  free(bytes);
+  return offset;
+}
+
 // The envs index the market's bars: a checkpoint whose market is not this run's (another data file
 // behind the same [env] data path) is refused by its recorded identity, and env states whose bars
 // fall outside the data (a damaged file) by the env's own check, each with exit status 2 before a
@@ -388,6 +417,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"envs/obs", H5T_NATIVE_FLOAT, NAN, "envs/obs[0] = nan: must be finite"},
       {"envs/episode_logs", H5T_NATIVE_FLOAT, INFINITY, "envs/episode_logs[0] = inf: must be finite"},
       {"envs/episode_starts", H5T_NATIVE_FLOAT, 7, "envs/episode_starts[0] = 7: must be 0 or 1"},
+      {"rng/sample_seed", H5T_NATIVE_INT, 5, "rng/sample_seed = 5, but this build derives"},
   };
   for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
     char name[32];
@@ -415,6 +445,27 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
     cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
   }
+  // Bytes changed behind HDF5's back (a bad disk, a partial copy): in the stored numbers, the
+  // chunk's Fletcher32 checksum fails; in the root group's header (the configuration text, the
+  // counters), the header's own checksum does. Each is refused naming the damage.
+  f = damaged_copy(ckpt, "flipped_data", path, sizeof path);
+  ds = H5Dopen2(f, "optim/m", H5P_DEFAULT);
+  hsize_t chunk_at[1], chunk_bytes;
+  unsigned mask;
+  haddr_t chunk_addr;
+  space = H5Dget_space(ds);
+  cr_assert_geq(H5Dget_chunk_info(ds, space, 0, chunk_at, &mask, &chunk_addr, &chunk_bytes), 0);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  flip_byte(path, (long)chunk_addr + 5);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "dataset optim/m does not match its checksum: the file is damaged"), "%s",
+            error_message());
+  H5Fclose(damaged_copy(ckpt, "flipped_config", path, sizeof path));
+  flip_byte(path, file_offset_of(path, "n_epochs = "));
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "cannot read the attributes of /: the file's structure is damaged"), "%s",
+            error_message());
+
   // a finite but huge weight resumes, then overflows the value head: the gradient norm is not finite
   // and the run stops (exit 1) without a checkpoint of the NaN parameters
   f = damaged_copy(ckpt, "huge_weight", path, sizeof path);
