@@ -226,7 +226,7 @@ static void train_step(void *arg) {
   grad_scaler_scale_seed(&s->o->scaler, s->dent, (size_t)B);
   grad_scaler_scale_seed(&s->o->scaler, s->dval, (size_t)B);
   policy_backward(s->p, s->obs, s->actions, s->dlogp, s->dent, s->dval, B);
-  optim_step(s->o, s->p, 1.0);
+  optim_step(s->o, s->p);
 }
 
 // One rollout step's inference, waited for: its latency is the measurement.

@@ -527,13 +527,14 @@ void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float
 }
 
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
-                       AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
-                       NnDtype lp_dtype) {
+                       AdamHyper hyper, const double *lr_scale, int32_t *step, const float *found_inf,
+                       const float *grad_scale, void *params_lp, NnDtype lp_dtype) {
   CHECK(backend && step && (n == 0 || (params && grads && m && v)), "backend_adam_step: NULL pointer");
   CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f && hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f && hyper.eps >= 0.0f,
         "backend_adam_step: betas in [0, 1), eps >= 0");
   CHECK(lp_dtype <= NN_BF16, "backend_adam_step: unknown dtype");
-  OP(backend, adam_step(backend, params, grads, m, v, n, hyper, step, found_inf, grad_scale, params_lp, lp_dtype));
+  OP(backend,
+     adam_step(backend, params, grads, m, v, n, hyper, lr_scale, step, found_inf, grad_scale, params_lp, lp_dtype));
 }
 
 void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {

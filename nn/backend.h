@@ -86,8 +86,9 @@ typedef struct {
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
 // upload (the host memory could change between launches), allocate or grow the workspace: the
 // wrappers check that on every backend, so a CPU test proves a function fit for recording. On
-// the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again,
-// e.g. after a scalar argument such as the learning rate changed); call it before freeing the
+// the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again:
+// after an argument changed; a value that changes every call belongs in backend memory, as the
+// learning rate's schedule factor does, OptimScalars.lr_scale); call it before freeing the
 // memory the graph uses. Recording allocates inside the CUDA driver, once per recording. The GEMM
 // workspace cannot grow while a recorded graph exists (its GEMMs hold the workspace's address):
 // reserve it first (policy_init does).
@@ -226,14 +227,16 @@ void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float
 
 // One torch.optim.Adam step over n parameters unless found_inf (optional) is nonzero, in which case
 // params, m, v, params_lp and *step are untouched. *step (backend memory) is incremented first, as
-// torch does. The gradient used is grads[i] * *grad_scale when grad_scale (backend memory) is given:
+// torch does. The learning rate is hyper.lr * *lr_scale (in double, as SB3's schedule forms it)
+// when lr_scale (backend memory) is given, else hyper.lr: a recorded update (backend_graph_run)
+// reads the schedule's factor from memory at each replay instead of holding one value. The gradient used is grads[i] * *grad_scale when grad_scale (backend memory) is given:
 // the clip coefficient, applied with the same float multiply as clip_grad_norm_'s in-place scaling,
 // so the result is bit-identical to clipping first; grads itself is left as it is. params_lp
 // (optional, n elements of lp_dtype) receives the updated parameters rounded (the low-precision
 // weight copies), saving a separate cast pass.
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
-                       AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
-                       NnDtype lp_dtype);
+                       AdamHyper hyper, const double *lr_scale, int32_t *step, const float *found_inf,
+                       const float *grad_scale, void *params_lp, NnDtype lp_dtype);
 
 // --- randomness ------------------------------------------------------------------------------------------------
 

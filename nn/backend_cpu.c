@@ -557,10 +557,10 @@ static void cpu_clip_coef(Backend *backend, float *total, float *coef, const flo
 }
 
 static void cpu_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
-                          AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale,
-                          void *params_lp, NnDtype lp_dtype) {
+                          AdamHyper hyper, const double *lr_scale, int32_t *step, const float *found_inf,
+                          const float *grad_scale, void *params_lp, NnDtype lp_dtype) {
   if (found_inf && *found_inf != 0.0f) return;
-  NnAdamScalars s = nn_adam_scalars(hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, ++*step);
+  NnAdamScalars s = nn_adam_scalars(nn_adam_lr(hyper.lr, lr_scale), hyper.beta1, hyper.beta2, hyper.eps, ++*step);
   float gscale = grad_scale ? *grad_scale : 1.0f;
   size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
   CPU_FOR(n >= CPU_PARALLEL_MIN, (size_t blk = 0; blk < blocks; blk++), {

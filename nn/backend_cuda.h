@@ -112,8 +112,8 @@ void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *s
 void cuda_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
                              float growth_factor, float backoff_factor, int32_t growth_interval);
 void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
-                    AdamHyper hyper, int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp,
-                    NnDtype lp_dtype);
+                    AdamHyper hyper, const double *lr_scale, int32_t *step, const float *found_inf,
+                    const float *grad_scale, void *params_lp, NnDtype lp_dtype);
 void cuda_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
 
 void cuda_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,

@@ -281,14 +281,14 @@ static_assert(sizeof(AdamStep) <= CUDA_SCALAR_SLOT_BYTES, "AdamStep must fit the
 // stream order, so the increment is ordered before every element's use of it without a grid-wide
 // barrier; the element threads never read *step.
 __global__ static void adam_prepare_kernel(AdamStep *out, int32_t *step, const float *found_inf, double lr,
-                                           double beta1, double beta2, double eps) {
+                                           const double *lr_scale, double beta1, double beta2, double eps) {
   if (found_inf && *found_inf != 0.0f) {
     out->skip = 1;
     return;
   }
   int32_t t = *step + 1;
   *step = t;
-  out->scalars = nn_adam_scalars(lr, beta1, beta2, eps, t);
+  out->scalars = nn_adam_scalars(nn_adam_lr(lr, lr_scale), beta1, beta2, eps, t);
   out->skip = 0;
 }
 
@@ -320,11 +320,12 @@ __global__ static void adam_kernel(float *params, const float *grads, float *m, 
 }
 
 void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
-                    int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype) {
+                    const double *lr_scale, int32_t *step, const float *found_inf, const float *grad_scale,
+                    void *params_lp, NnDtype lp_dtype) {
   CudaContext *ctx = cuda_ctx(backend);
   AdamStep *handover = (AdamStep *)cuda_scalar_slots(ctx);
-  adam_prepare_kernel<<<1, 1, 0, ctx->stream>>>(handover, step, found_inf, hyper.lr, hyper.beta1, hyper.beta2,
-                                                hyper.eps);
+  adam_prepare_kernel<<<1, 1, 0, ctx->stream>>>(handover, step, found_inf, hyper.lr, lr_scale, hyper.beta1,
+                                                hyper.beta2, hyper.eps);
   CUDA_CHECK_LAUNCH();
   adam_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(params, grads, m, v, n, handover, grad_scale,
                                                                      params_lp, lp_dtype);

@@ -62,7 +62,8 @@ typedef struct {
   void (*unscale_clip_coef)(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
                             float *coef, float max_norm);
   void (*adam_step)(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
-                    int32_t *step, const float *found_inf, const float *grad_scale, void *params_lp, NnDtype lp_dtype);
+                    const double *lr_scale, int32_t *step, const float *found_inf, const float *grad_scale,
+                    void *params_lp, NnDtype lp_dtype);
   void (*uniform)(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset);
   void (*gae)(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
               const float *episode_starts, const float *last_values, const float *last_dones, int T, int N,

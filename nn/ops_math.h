@@ -242,6 +242,10 @@ PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, 
   *tracker = next;
 }
 
+// The learning rate of an Adam step: lr times the schedule's factor (*scale, backend memory) when
+// given, in double as SB3's schedule forms it (progress_remaining * initial_value), else lr.
+PPO_HD static inline double nn_adam_lr(double lr, const double *scale) { return scale ? lr * *scale : lr; }
+
 // The per-step scalars of nn_adam_element for step count t (after the increment), formed in double
 // and rounded once, as torch does with Python numbers.
 typedef struct {

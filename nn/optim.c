@@ -1,6 +1,7 @@
 // nn/optim.c: the ordered optimiser step over the policy's slabs.
 #include "nn/optim.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "common/check.h"
@@ -13,6 +14,7 @@ Optimizer *optim_init(Backend *backend, const OptimSpec *spec) {
   optim->scalars = backend_alloc(backend, sizeof(OptimScalars));  // zeroed: step 0, found_inf 0
   grad_scaler_init(&optim->scaler, backend, &spec->scaler, &optim->scalars->scale, &optim->scalars->tracker,
                    &optim->scalars->found_inf);
+  optim_set_progress(optim, 1.0);
   return optim;
 }
 
@@ -26,7 +28,12 @@ double optim_lr(const Optimizer *optim, double progress_remaining) {
   return optim->spec.linear_schedule ? optim->spec.adam.lr * progress_remaining : optim->spec.adam.lr;
 }
 
-void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
+void optim_set_progress(Optimizer *optim, double progress_remaining) {
+  double scale = optim->spec.linear_schedule ? progress_remaining : 1.0;  // optim_lr = adam.lr * scale
+  backend_upload(optim->backend, &optim->scalars->lr_scale, &scale, sizeof scale);
+}
+
+void optim_step(Optimizer *optim, Policy *policy) {
   Backend *b = optim->backend;
   policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
@@ -37,18 +44,15 @@ void optim_step(Optimizer *optim, Policy *policy, double progress_remaining) {
       grad_scaler_unscale_clip_coef(&optim->scaler, grads, n, &optim->scalars->grad_norm, &optim->scalars->clip_coef,
                                     optim->spec.max_grad_norm);
     else
-      backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n,
-                        optim->spec.max_grad_norm);
+      backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n, optim->spec.max_grad_norm);
     clip = &optim->scalars->clip_coef;
   } else {
     grad_scaler_unscale(&optim->scaler, grads, n);
     backend_global_norm(b, &optim->scalars->grad_norm, grads, n);
   }
-  AdamHyper hyper = optim->spec.adam;
-  hyper.lr = optim_lr(optim, progress_remaining);
-  backend_adam_step(b, policy->params_memory, grads, policy->m_memory, policy->v_memory, n, hyper,
-                    &optim->scalars->adam_step, grad_scaler_found_inf(&optim->scaler), clip, policy->lowp_memory,
-                    policy->spec.dtype);
+  backend_adam_step(b, policy->params_memory, grads, policy->m_memory, policy->v_memory, n, optim->spec.adam,
+                    &optim->scalars->lr_scale, &optim->scalars->adam_step, grad_scaler_found_inf(&optim->scaler), clip,
+                    policy->lowp_memory, policy->spec.dtype);
   policy_refresh_derived(policy);
   grad_scaler_update(&optim->scaler);
 }
@@ -59,5 +63,5 @@ void optim_read_state(const Optimizer *optim, OptimScalars *out) {
 }
 
 void optim_write_state(Optimizer *optim, const OptimScalars *in) {
-  backend_upload(optim->backend, optim->scalars, in, sizeof *in);
+  backend_upload(optim->backend, optim->scalars, in, offsetof(OptimScalars, lr_scale));
 }

@@ -29,6 +29,7 @@ typedef struct {
   float found_inf;    // 1 when the last step was skipped
   float grad_norm;    // global norm before clipping, after unscaling
   float clip_coef;    // min(1, max_norm / (grad_norm + 1e-6)), applied inside the Adam pass
+  double lr_scale;    // the schedule's factor of the learning rate (optim_set_progress); not a state
 } OptimScalars;       // the same layout in backend memory and on the host
 
 typedef struct {
@@ -43,11 +44,18 @@ typedef struct {
 Optimizer *optim_init(Backend *backend, const OptimSpec *spec);
 void optim_free(Optimizer *optim);                                   // NULL is fine
 double optim_lr(const Optimizer *optim, double progress_remaining);  // progress 1 at the start, 0 at the end
+// The learning rate of the steps that follow: optim_lr(progress_remaining), kept in the scalars'
+// lr_scale (an upload), so that a recorded update reads it at each replay. An uploaded value:
+// call it outside backend_graph_run (the trainer: once per iteration, before the update). Until the
+// first call the rate is the initial one.
+void optim_set_progress(Optimizer *optim, double progress_remaining);
 // The whole update on the policy's grads (already backpropagated from a seed scaled by
 // grad_scaler_scale_seed when the scaler is on): unscale, clip, Adam + lowp refresh, scaler update.
-// The grads slab is left unclipped (the clip coefficient is applied inside Adam).
-void optim_step(Optimizer *optim, Policy *policy, double progress_remaining);
+// The grads slab is left unclipped (the clip coefficient is applied inside Adam). Queues ops only
+// (it may be recorded): the same arguments at every step.
+void optim_step(Optimizer *optim, Policy *policy);
 void optim_read_state(const Optimizer *optim, OptimScalars *out);  // host copy (synchronises)
-void optim_write_state(Optimizer *optim, const OptimScalars *in);  // restore (checkpoints)
+// Restores the state (checkpoints): every field but lr_scale, which stays as optim_set_progress left it.
+void optim_write_state(Optimizer *optim, const OptimScalars *in);
 
 #endif

@@ -88,9 +88,8 @@ struct Trainer {
   TrainerStopCheck stop_check;  // polled during the rollout and the update; NULL (calloc): trainer_stop_requested
   void *stop_ctx;
   // The recorded graphs (backend_graph_run): a rollout step's policy, and one full minibatch's
-  // update, recorded again when the learning rate it holds changes (the linear schedule).
+  // update, each recorded once (the learning rate is read from the optimiser's scalars).
   BackendGraph rollout_graph, update_graph;
-  double update_graph_lr;
   float *replica_host;  // several ranks on a device backend: one slab's host copy for the replica check
 };
 
@@ -683,7 +682,6 @@ typedef struct {
   Trainer *tr;
   PpoLossHyper hyper;
   const float *loss_scale;  // the GradScaler's scale (backend memory), NULL without it
-  double progress_remaining;
   int B;
 } Minibatch;
 
@@ -711,7 +709,7 @@ static void minibatch_step(Minibatch *mb) {
   if (tr->ranks > 1) dist_scale_loss_seeds(tr, mb->B);
   policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, mb->B);
   if (tr->ranks > 1) dist_sum_gradients(tr);
-  optim_step(tr->optim, pol, mb->progress_remaining);
+  optim_step(tr->optim, pol);
   backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));
   backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_GRAD_NORM, &tr->optim->scalars->grad_norm, sizeof(float));
 }
@@ -721,7 +719,7 @@ static void minibatch_whole(void *arg) {
   minibatch_step(arg);
 }
 
-static UpdateResult update(Trainer *tr, double progress_remaining) {
+static UpdateResult update(Trainer *tr) {
   const Config *cfg = &tr->cfg;
   Backend *be = tr->backend;
   RolloutBuffer *rb = &tr->rollout;
@@ -733,13 +731,9 @@ static UpdateResult update(Trainer *tr, double progress_remaining) {
                 .vf_coef = cfg->ppo.vf_coef,
                 .normalize_advantage = cfg->ppo.normalize_advantage},
       .loss_scale = tr->optim->spec.scaler.enabled ? tr->optim->scaler.scale : NULL,
-      .progress_remaining = progress_remaining,
   };
   bool check_kl = !cfg->ppo.target_kl.is_none;
   double kl_limit = check_kl ? 1.5 * cfg->ppo.target_kl.value : 0.0;
-  double lr = optim_lr(tr->optim, progress_remaining);
-  if (lr != tr->update_graph_lr) backend_graph_reset(be, &tr->update_graph);  // it holds the old rate
-  tr->update_graph_lr = lr;
   UpdateResult r = {0, 0, false, false};
   int per_epoch = rollout_minibatches(rb);
   for (int epoch = 0; epoch < (int)cfg->ppo.n_epochs && !r.early_stopped; epoch++) {
@@ -886,9 +880,10 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   // SB3 updates the progress after the rollout, before train(): the update uses the new value.
   double progress = 1.0 - (double)tr->counters.timesteps / (double)tr->cfg.run.total_timesteps;
   if (progress < 0.0) progress = 0.0;
+  optim_set_progress(tr->optim, progress);  // before the snapshot, which then holds the same rate
   update_snapshot(tr, true);
   size_t syncs_before_update = backend_sync_count(tr->backend);
-  UpdateResult u = update(tr, progress);
+  UpdateResult u = update(tr);
   s->update_host_syncs = (int64_t)(backend_sync_count(tr->backend) - syncs_before_update);
   if (u.stopped) {  // the optimiser's state and the envs' back to the iteration's start
     update_snapshot(tr, false);

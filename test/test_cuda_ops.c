@@ -217,8 +217,7 @@ Test(cuda_categorical, an_invalid_action_is_reported_at_the_next_download) {
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status), "the child did not exit: status %d", status);
   if (WEXITSTATUS(status) == 77) cr_skip_test("no CUDA device");
-  cr_assert_eq(WEXITSTATUS(status), 1, "action 1.5: exit status %d, expected 1 at the download",
-               WEXITSTATUS(status));
+  cr_assert_eq(WEXITSTATUS(status), 1, "action 1.5: exit status %d, expected 1 at the download", WEXITSTATUS(status));
 }
 
 // The host's CDF of row z in double: the distance from u to the nearest cumulative boundary.
@@ -504,6 +503,8 @@ static void adam_case(size_t n, NnDtype lp_dtype, int with_lp) {
   Twin v = twin_floats(&p, NULL, n), st = twin(&p, &step, sizeof step), fi = twin_floats(&p, &zero, 1);
   Twin gs = twin_floats(&p, &coef, 1), lp = twin(&p, NULL, n * nn_dtype_size(lp_dtype));
   AdamHyper hyper = {3e-4, 0.9, 0.999, 1e-5};
+  const double schedule = 0.6180339887;  // a linear schedule's factor, read from memory
+  Twin lrs = twin(&p, &schedule, sizeof schedule);
   for (int k = 0; k < 5; k++) {
     float inf = k == 2 ? 1.0f : 0.0f;
     backend_upload(p.cpu, fi.cpu, &inf, sizeof inf);
@@ -511,8 +512,9 @@ static void adam_case(size_t n, NnDtype lp_dtype, int with_lp) {
     for (int side = 0; side < 2; side++) {
       Backend *be = side ? p.gpu : p.cpu;
       backend_adam_step(be, side ? pr.gpu : pr.cpu, side ? gr.gpu : gr.cpu, side ? m.gpu : m.cpu, side ? v.gpu : v.cpu,
-                        n, hyper, side ? st.gpu : st.cpu, side ? fi.gpu : fi.cpu,
-                        k % 2 ? (side ? gs.gpu : gs.cpu) : NULL, with_lp ? (side ? lp.gpu : lp.cpu) : NULL, lp_dtype);
+                        n, hyper, k >= 3 ? (side ? lrs.gpu : lrs.cpu) : NULL, side ? st.gpu : st.cpu,
+                        side ? fi.gpu : fi.cpu, k % 2 ? (side ? gs.gpu : gs.cpu) : NULL,
+                        with_lp ? (side ? lp.gpu : lp.cpu) : NULL, lp_dtype);
     }
     assert_same_floats(&p, pr, "adam params");
     assert_same_floats(&p, m, "adam m");
@@ -746,8 +748,8 @@ Test(cuda_advantage, count_sum_sq_dev_normalize_b1000) {
   }
   cr_assert_eq(sums[1][0], (double)B, "count: cuda %g", sums[1][0]);
   for (int j = 1; j < 3; j++)
-    cr_assert(fabs(sums[1][j] - sums[0][j]) <= 1e-12 * fabs(sums[0][j]), "sum %d: cpu %.17g, cuda %.17g", j,
-              sums[0][j], sums[1][j]);
+    cr_assert(fabs(sums[1][j] - sums[0][j]) <= 1e-12 * fabs(sums[0][j]), "sum %d: cpu %.17g, cuda %.17g", j, sums[0][j],
+              sums[1][j]);
   assert_close_floats(&p, a, 4 * FLOAT_ULP, 4 * FLOAT_ULP, "normalised advantages");
   free(adv);
   pair_close(&p);

@@ -836,14 +836,40 @@ Test(nn_ops, adam_first_step_is_lr_sign_and_skips_on_inf) {
   int32_t step = 0;
   AdamHyper hyper = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5};
   float found = 1.0f;
-  backend_adam_step(b, p, g, m, v, 3, hyper, &step, &found, NULL, NULL, NN_F32);
+  backend_adam_step(b, p, g, m, v, 3, hyper, NULL, &step, &found, NULL, NULL, NN_F32);
   cr_assert(step == 0 && p[0] == 1.0f && m[0] == 0.0f, "found_inf skips everything");
   found = 0.0f;
-  backend_adam_step(b, p, g, m, v, 3, hyper, &step, &found, NULL, NULL, NN_F32);
+  backend_adam_step(b, p, g, m, v, 3, hyper, NULL, &step, &found, NULL, NULL, NN_F32);
   cr_assert_eq(step, 1);
   const float p0[3] = {1, -2, 0.5f};
   for (int i = 0; i < 3; i++)
     assert_close(p[i], p0[i] - 1e-3 * g[i] / (fabs(g[i]) + 1e-5), 1e-6, 1e-9, "adam p", (size_t)i);
+  backend_close(b);
+}
+
+// The schedule's factor read from memory (lr_scale) gives the bits of the product passed as hyper.lr.
+Test(nn_ops, adam_lr_scale_from_memory_equals_the_scaled_rate) {
+  Backend *b = cpu();
+  enum { n = 1000 };
+  float p1[n], p2[n], p3[n], g[n], m1[n] = {0}, m2[n] = {0}, m3[n] = {0}, v1[n] = {0}, v2[n] = {0}, v3[n] = {0};
+  Rng rng;
+  rng_seed(&rng, 5);
+  fill(p1, n, &rng, -1, 1);
+  fill(g, n, &rng, -0.1, 0.1);
+  memcpy(p2, p1, sizeof p1);
+  memcpy(p3, p1, sizeof p1);
+  const double scale = 0.3183098861837907;  // not a power of two: the product is rounded
+  AdamHyper scaled = {.lr = 3e-4 * scale, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5}, base = scaled;
+  base.lr = 3e-4;
+  int32_t s1 = 0, s2 = 0, s3 = 0;
+  for (int it = 0; it < 3; it++) {
+    backend_adam_step(b, p1, g, m1, v1, n, scaled, NULL, &s1, NULL, NULL, NULL, NN_F32);
+    backend_adam_step(b, p2, g, m2, v2, n, base, &scale, &s2, NULL, NULL, NULL, NN_F32);
+    backend_adam_step(b, p3, g, m3, v3, n, base, NULL, &s3, NULL, NULL, NULL, NN_F32);
+  }
+  cr_assert_eq(memcmp(p1, p2, sizeof p1), 0, "the same parameters");
+  cr_assert_eq(memcmp(m1, m2, sizeof m1), 0);
+  cr_assert_neq(memcmp(p3, p1, sizeof p3), 0, "the unscaled rate moves them elsewhere");
   backend_close(b);
 }
 
@@ -872,10 +898,10 @@ Test(nn_ops, fused_clip_and_lowp_adam_equals_the_separate_passes) {
   for (int it = 0; it < 3; it++) {
     float total1, total2, coef;
     backend_clip_grad_norm(b, &total1, g1, n, 0.5f);  // separate: scale grads in place, step, cast
-    backend_adam_step(b, p1, g1, m1, v1, n, hyper, &s1, NULL, NULL, NULL, NN_F32);
+    backend_adam_step(b, p1, g1, m1, v1, n, hyper, NULL, &s1, NULL, NULL, NULL, NN_F32);
     backend_cast(b, lp1, NN_BF16, p1, NN_F32, n);
     backend_clip_coef(b, &total2, &coef, g2, n, 0.5f);  // fused
-    backend_adam_step(b, p2, g2, m2, v2, n, hyper, &s2, NULL, &coef, lp2, NN_BF16);
+    backend_adam_step(b, p2, g2, m2, v2, n, hyper, NULL, &s2, NULL, &coef, lp2, NN_BF16);
     cr_assert_eq(total1, total2);
     cr_assert_lt(coef, 1.0f, "the test must clip");
     cr_assert(memcmp(p1, p2, n * 4) == 0 && memcmp(m1, m2, n * 4) == 0 && memcmp(v1, v2, n * 4) == 0, "step %d", it);

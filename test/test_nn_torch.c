@@ -204,7 +204,7 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
         }
       }
     }
-    optim_step(opt, p, 1.0);
+    optim_step(opt, p);
     OptimScalars st;
     optim_read_state(opt, &st);
     cr_assert_eq(st.found_inf, 0.0f, "step %d was skipped (loss scale %g)", step, st.scale);
