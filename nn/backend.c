@@ -120,13 +120,118 @@ static double op_profile_end(Backend *backend, const char *call, double t0) {
   return seconds;
 }
 
-#define OP(backend, call)                      \
-  do {                                         \
-    guard_enter(backend);                      \
-    double t0_ = op_profile_begin(backend);    \
-    (backend)->ops->call;                      \
-    (void)op_profile_end(backend, #call, t0_); \
-    guard_leave(backend);                      \
+// --- the signature of a recorded function (backend_graph_run) ----------------------------------------------
+//
+// While signing, every op's name and arguments (pointers, sizes, scalars, by value) are hashed
+// (FNV-1a) into backend->signature. A recorded graph replays the first call's arguments; on the
+// CPU every call runs fn, so backend_graph_run compares calls' signatures with the first's and
+// refuses a function that would replay stale values on CUDA (a learning rate passed as an argument,
+// a pointer that moves), on machines without a GPU too. Calls 2, 4, 8, ... are compared, not
+// every one: hashing every op's arguments at every call cost CartPole 9 % of its steps/s (2-core
+// machine); a value that changes between calls is still caught at the next power of two.
+
+static void sign_bytes(Backend *backend, const void *p, size_t n) {
+  const unsigned char *c = p;
+  uint64_t h = backend->signature;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+  backend->signature = h;
+}
+
+static void sign_text(Backend *backend, const char *text) {
+  sign_bytes(backend, text, strlen(text) + 1);
+  backend->signed_ops++;
+}
+
+static void sign_raw(Backend *backend, const void *p, size_t n) { sign_bytes(backend, p, n); }
+
+// Structures field by field: their padding bytes are not values.
+static void sign_adam_hyper(Backend *backend, const void *p, size_t n) {
+  const AdamHyper *h = p;
+  const double f[4] = {h->lr, h->beta1, h->beta2, h->eps};
+  sign_bytes(backend, f, sizeof f);
+  (void)n;
+}
+
+static void sign_ppo_hyper(Backend *backend, const void *p, size_t n) {
+  const PpoLossHyper *h = p;
+  const double f[5] = {h->clip_range, h->clip_range_vf, h->ent_coef, h->vf_coef, (double)h->normalize_advantage};
+  sign_bytes(backend, f, sizeof f);
+  (void)n;
+}
+
+#define SIGN_ARG(b, x)                                 \
+  do {                                                 \
+    __typeof__(x) sign_v_ = (x);                       \
+    _Generic(sign_v_, AdamHyper                        \
+             : sign_adam_hyper, PpoLossHyper           \
+             : sign_ppo_hyper, default                 \
+             : sign_raw)(b, &sign_v_, sizeof sign_v_); \
+  } while (0)
+// SIGN_EACH(b, a1, ..., ak): SIGN_ARG of each, k <= 16.
+#define SIGN_1(b, x) SIGN_ARG(b, x)
+#define SIGN_2(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_1(b, __VA_ARGS__)
+#define SIGN_3(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_2(b, __VA_ARGS__)
+#define SIGN_4(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_3(b, __VA_ARGS__)
+#define SIGN_5(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_4(b, __VA_ARGS__)
+#define SIGN_6(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_5(b, __VA_ARGS__)
+#define SIGN_7(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_6(b, __VA_ARGS__)
+#define SIGN_8(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_7(b, __VA_ARGS__)
+#define SIGN_9(b, x, ...) \
+  SIGN_ARG(b, x);         \
+  SIGN_8(b, __VA_ARGS__)
+#define SIGN_10(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_9(b, __VA_ARGS__)
+#define SIGN_11(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_10(b, __VA_ARGS__)
+#define SIGN_12(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_11(b, __VA_ARGS__)
+#define SIGN_13(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_12(b, __VA_ARGS__)
+#define SIGN_14(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_13(b, __VA_ARGS__)
+#define SIGN_15(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_14(b, __VA_ARGS__)
+#define SIGN_16(b, x, ...) \
+  SIGN_ARG(b, x);          \
+  SIGN_15(b, __VA_ARGS__)
+#define SIGN_COUNT(...) SIGN_PICK(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define SIGN_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) n
+#define SIGN_CAT(a, b) SIGN_CAT_(a, b)
+#define SIGN_CAT_(a, b) a##b
+#define SIGN_EACH(b, ...) SIGN_CAT(SIGN_, SIGN_COUNT(__VA_ARGS__))(b, __VA_ARGS__)
+
+// One op through the table: the guard, the signature while recording, the profile (PPO_PROFILE).
+#define OP(backend, name, ...)                  \
+  do {                                          \
+    guard_enter(backend);                       \
+    if ((backend)->signing) {                   \
+      sign_text(backend, #name);                \
+      SIGN_EACH(backend, __VA_ARGS__);          \
+    }                                           \
+    double t0_ = op_profile_begin(backend);     \
+    (backend)->ops->name(backend, __VA_ARGS__); \
+    (void)op_profile_end(backend, #name, t0_);  \
+    guard_leave(backend);                       \
   } while (0)
 
 static void gemm_profile_add(OpProfile *prof, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K,
@@ -248,24 +353,24 @@ size_t backend_sync_count(const Backend *backend) { return backend->sync_count; 
 void backend_upload(Backend *backend, void *dst, const void *host_src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && host_src)), "backend_upload: NULL pointer");
   CHECK_NOT_RECORDING(backend, "backend_upload");
-  OP(backend, upload(backend, dst, host_src, bytes));
+  OP(backend, upload, dst, host_src, bytes);
 }
 
 void backend_download(Backend *backend, void *host_dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (host_dst && src)), "backend_download: NULL pointer");
   CHECK_NOT_RECORDING(backend, "backend_download");
   backend->sync_count++;
-  OP(backend, download(backend, host_dst, src, bytes));
+  OP(backend, download, host_dst, src, bytes);
 }
 
 void backend_memset_zero(Backend *backend, void *dst, size_t bytes) {
   CHECK(backend && (bytes == 0 || dst), "backend_memset_zero: NULL pointer");
-  OP(backend, memset_zero(backend, dst, bytes));
+  OP(backend, memset_zero, dst, bytes);
 }
 
 void backend_copy(Backend *backend, void *dst, const void *src, size_t bytes) {
   CHECK(backend && (bytes == 0 || (dst && src)), "backend_copy: NULL pointer");
-  OP(backend, copy(backend, dst, src, bytes));
+  OP(backend, copy, dst, src, bytes);
 }
 
 void backend_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
@@ -276,7 +381,7 @@ void backend_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void
   uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
   uintptr_t d_end = d + (rows - 1) * dst_pitch + row_bytes, s_end = s + (rows - 1) * src_pitch + row_bytes;
   CHECK(d_end <= s || s_end <= d, "backend_copy_rows: source and destination overlap");
-  OP(backend, copy_rows(backend, dst, dst_pitch, src, src_pitch, row_bytes, rows));
+  OP(backend, copy_rows, dst, dst_pitch, src, src_pitch, row_bytes, rows);
 }
 
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes) {
@@ -324,13 +429,40 @@ int backend_comm_join(Backend *backend, const void *id, int rank, int size) {
 void backend_allreduce_sum_f32(Backend *backend, float *x, size_t n) {
   CHECK(backend->comm_joined, "backend_allreduce_sum_f32 before backend_comm_join");
   CHECK(n == 0 || x, "backend_allreduce_sum_f32: NULL pointer");
-  if (n) OP(backend, allreduce_sum_f32(backend, x, n));
+  if (n) OP(backend, allreduce_sum_f32, x, n);
 }
 
 void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n) {
   CHECK(backend->comm_joined, "backend_allreduce_sum_f64 before backend_comm_join");
   CHECK(n == 0 || x, "backend_allreduce_sum_f64: NULL pointer");
-  if (n) OP(backend, allreduce_sum_f64(backend, x, n));
+  if (n) OP(backend, allreduce_sum_f64, x, n);
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+
+// fn run as a recording (the CPU): its signature is the graph's, or becomes it on the first call.
+static void record_signed(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
+  uint64_t call = ++graph->calls;
+  backend->signing = (call & (call - 1)) == 0;  // calls 1, 2, 4, 8, ...
+  backend->recording = 1;
+  backend->signature = FNV_OFFSET, backend->signed_ops = 0;
+  fn(arg);
+  backend->recording = 0;
+  if (!backend->signing) return;
+  backend->signing = 0;
+  if (graph->ops == 0) {
+    graph->signature = backend->signature, graph->ops = backend->signed_ops;
+    return;
+  }
+  if (graph->signature != backend->signature || graph->ops != backend->signed_ops) {
+    char hint[512];
+    snprintf(hint, sizeof hint,
+             "backend_graph_run: the function queued other ops or arguments (pointers, sizes, scalars) than at its "
+             "first call (%zu ops then, %zu now); a recorded graph replays the first call's: keep a value that "
+             "changes in backend memory, or backend_graph_reset before the call",
+             graph->ops, backend->signed_ops);
+    check_fail("the same ops and arguments at every call", __FILE__, __LINE__, hint, 0);
+  }
 }
 
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
@@ -339,15 +471,15 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
   const BackendOps *ops = backend->ops;
   if (!ops->graph_record || backend->profile) {  // the CPU: every call is a recording, so every call
                                                  // checks the contract (and PPO_PROFILE times each op)
-    backend->recording = 1;
-    fn(arg);
-    backend->recording = 0;
+    record_signed(backend, graph, fn, arg);
     return;
   }
   if (!graph->exec) {
-    backend->recording = 1;
+    backend->recording = backend->signing = 1;
+    backend->signature = FNV_OFFSET, backend->signed_ops = 0;
     graph->exec = ops->graph_record(backend, fn, arg);
-    backend->recording = 0;
+    backend->recording = backend->signing = 0;
+    graph->signature = backend->signature, graph->ops = backend->signed_ops;
     backend->graphs++;
   }
   ops->graph_launch(backend, graph->exec);
@@ -360,6 +492,7 @@ void backend_graph_reset(Backend *backend, BackendGraph *graph) {
     backend->graphs--;
   }
   graph->exec = NULL;
+  graph->signature = 0, graph->ops = 0, graph->calls = 0;
 }
 
 void backend_set_tf32(Backend *backend, int allow) {
@@ -374,6 +507,10 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
   if (M == 0 || N == 0) return;
   CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
   guard_enter(backend);  // OP written out: the time also goes to its shape's row
+  if (backend->signing) {
+    sign_text(backend, "gemm");
+    SIGN_EACH(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+  }
   double t0 = op_profile_begin(backend);
   backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
   double seconds = op_profile_end(backend, "gemm", t0);
@@ -384,7 +521,7 @@ void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int
 void backend_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols) {
   CHECK(backend && w && rows > 0 && cols > 0, "backend_weights_changed: NULL matrix or empty shape");
   CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_weights_changed: unknown dtype");
-  if (backend->ops->weights_changed) OP(backend, weights_changed(backend, w, dtype, rows, cols));
+  if (backend->ops->weights_changed) OP(backend, weights_changed, w, dtype, rows, cols);
 }
 
 size_t backend_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols) {
@@ -401,7 +538,7 @@ void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, co
   CHECK(backend && out && in && bias && B >= 0 && H >= 0, "backend_bias_act_forward: bad argument");
   CHECK(out_dtype <= NN_BF16, "backend_bias_act_forward: unknown dtype");
   check_act(act);
-  OP(backend, bias_act_forward(backend, out, out_dtype, in, bias, B, H, act));
+  OP(backend, bias_act_forward, out, out_dtype, in, bias, B, H, act);
 }
 
 void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
@@ -409,7 +546,7 @@ void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, f
   CHECK(backend && din && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward: bad argument");
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward: unknown dtype");
   check_act(act);
-  OP(backend, bias_act_backward(backend, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act));
+  OP(backend, bias_act_backward, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act);
 }
 
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
@@ -418,32 +555,32 @@ void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDty
   CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward_t: unknown dtype");
   CHECK(din_t != din && din_t != (const void *)dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
   check_act(act);
-  OP(backend, bias_act_backward(backend, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act));
+  OP(backend, bias_act_backward, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act);
 }
 
 void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,
                                  const float *actions, int B, int A) {
   CHECK(backend && logp && logits && actions && B >= 0 && A >= 1, "backend_categorical_forward: bad argument");
-  OP(backend, categorical_forward(backend, logp, entropy, logits, actions, B, A));
+  OP(backend, categorical_forward, logp, entropy, logits, actions, B, A);
 }
 
 void backend_categorical_backward(Backend *backend, float *dlogits, const float *dlogp, const float *dentropy,
                                   const float *logits, const float *actions, int B, int A) {
   CHECK(backend && dlogits && dlogp && logits && actions && B >= 0 && A >= 1,
         "backend_categorical_backward: bad argument");
-  OP(backend, categorical_backward(backend, dlogits, dlogp, dentropy, logits, actions, B, A));
+  OP(backend, categorical_backward, dlogits, dlogp, dentropy, logits, actions, B, A);
 }
 
 void backend_categorical_sample(Backend *backend, float *actions, float *logp, const float *logits,
                                 const float *uniforms, int B, int A) {
   CHECK(backend && actions && logits && uniforms && B >= 0 && A >= 1, "backend_categorical_sample: bad argument");
-  OP(backend, categorical_sample(backend, actions, logp, logits, uniforms, B, A));
+  OP(backend, categorical_sample, actions, logp, logits, uniforms, B, A);
 }
 
 void backend_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
                               const float *actions, int B, int A) {
   CHECK(backend && logp && mean && log_std && actions && B >= 0 && A >= 1, "backend_gaussian_forward: bad argument");
-  OP(backend, gaussian_forward(backend, logp, entropy, mean, log_std, actions, B, A));
+  OP(backend, gaussian_forward, logp, entropy, mean, log_std, actions, B, A);
 }
 
 void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
@@ -451,60 +588,60 @@ void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, 
                                int B, int A) {
   CHECK(backend && dmean && dlog_std && dlogp && mean && log_std && actions && B >= 0 && A >= 1,
         "backend_gaussian_backward: bad argument");
-  OP(backend, gaussian_backward(backend, dmean, dlog_std, dlogp, dentropy, mean, log_std, actions, B, A));
+  OP(backend, gaussian_backward, dmean, dlog_std, dlogp, dentropy, mean, log_std, actions, B, A);
 }
 
 void backend_gaussian_sample(Backend *backend, float *actions, float *logp, const float *mean, const float *log_std,
                              const float *uniforms, int B, int A) {
   CHECK(backend && actions && mean && log_std && uniforms && B >= 0 && A >= 1, "backend_gaussian_sample: bad argument");
-  OP(backend, gaussian_sample(backend, actions, logp, mean, log_std, uniforms, B, A));
+  OP(backend, gaussian_sample, actions, logp, mean, log_std, uniforms, B, A);
 }
 
 void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
   CHECK(backend && loss && pred && target && B >= 1, "backend_mse_forward: bad argument");
-  OP(backend, mse_forward(backend, loss, pred, target, B));
+  OP(backend, mse_forward, loss, pred, target, B);
 }
 
 void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
                           int B) {
   CHECK(backend && dpred && dloss && pred && target && B >= 1, "backend_mse_backward: bad argument");
-  OP(backend, mse_backward(backend, dpred, dloss, pred, target, B));
+  OP(backend, mse_backward, dpred, dloss, pred, target, B);
 }
 
 void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows) {
   CHECK(backend && out && src && index && B >= 0 && D >= 0 && rows >= 0, "backend_gather_rows: bad argument");
-  OP(backend, gather_rows(backend, out, src, index, B, D, rows));
+  OP(backend, gather_rows, out, src, index, B, D, rows);
 }
 
 void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
   CHECK(backend && (n == 0 || (out && in)), "backend_cast: NULL pointer");
   CHECK(to <= NN_BF16 && from <= NN_BF16, "backend_cast: unknown dtype");
-  OP(backend, cast(backend, out, to, in, from, n));
+  OP(backend, cast, out, to, in, from, n);
 }
 
 void backend_scale(Backend *backend, float *x, float alpha, size_t n) {
   CHECK(backend && (n == 0 || x), "backend_scale: NULL pointer");
-  OP(backend, scale(backend, x, alpha, n));
+  OP(backend, scale, x, alpha, n);
 }
 
 void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n) {
   CHECK(backend && alpha && (n == 0 || x), "backend_scale_by: NULL pointer");
-  OP(backend, scale_by(backend, x, alpha, n));
+  OP(backend, scale_by, x, alpha, n);
 }
 
 void backend_global_norm(Backend *backend, float *total, const float *x, size_t n) {
   CHECK(backend && total && (n == 0 || x), "backend_global_norm: NULL pointer");
-  OP(backend, global_norm(backend, total, x, n));
+  OP(backend, global_norm, total, x, n);
 }
 
 void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm) {
   CHECK(backend && (n == 0 || x) && max_norm > 0.0f, "backend_clip_grad_norm: bad argument");
-  OP(backend, clip_grad_norm(backend, total, x, n, max_norm));
+  OP(backend, clip_grad_norm, total, x, n, max_norm);
 }
 
 void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
   CHECK(backend && (n == 0 || x) && scale && found_inf, "backend_unscale_check: NULL pointer");
-  OP(backend, unscale_check(backend, x, n, scale, found_inf));
+  OP(backend, unscale_check, x, n, scale, found_inf);
 }
 
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
@@ -512,18 +649,18 @@ void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker
   CHECK(backend && scale && tracker && found_inf, "backend_grad_scaler_update: NULL pointer");
   CHECK(growth_factor > 1.0f && backoff_factor > 0.0f && backoff_factor < 1.0f && growth_interval > 0,
         "backend_grad_scaler_update: growth > 1, 0 < backoff < 1, interval > 0");
-  OP(backend, grad_scaler_update(backend, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval));
+  OP(backend, grad_scaler_update, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
 void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm) {
   CHECK(backend && total && coef && (n == 0 || x) && max_norm > 0.0f, "backend_clip_coef: bad argument");
-  OP(backend, clip_coef(backend, total, coef, x, n, max_norm));
+  OP(backend, clip_coef, total, coef, x, n, max_norm);
 }
 
 void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
                                float *coef, float max_norm) {
   CHECK(backend && (n == 0 || x) && scale && found_inf && total && coef, "backend_unscale_clip_coef: NULL pointer");
-  OP(backend, unscale_clip_coef(backend, x, n, scale, found_inf, total, coef, max_norm));
+  OP(backend, unscale_clip_coef, x, n, scale, found_inf, total, coef, max_norm);
 }
 
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
@@ -533,13 +670,12 @@ void backend_adam_step(Backend *backend, float *params, const float *grads, floa
   CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f && hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f && hyper.eps >= 0.0f,
         "backend_adam_step: betas in [0, 1), eps >= 0");
   CHECK(lp_dtype <= NN_BF16, "backend_adam_step: unknown dtype");
-  OP(backend,
-     adam_step(backend, params, grads, m, v, n, hyper, lr_scale, step, found_inf, grad_scale, params_lp, lp_dtype));
+  OP(backend, adam_step, params, grads, m, v, n, hyper, lr_scale, step, found_inf, grad_scale, params_lp, lp_dtype);
 }
 
 void backend_uniform(Backend *backend, float *out, size_t n, uint64_t seed, uint64_t subsequence, uint64_t offset) {
   CHECK(backend && (n == 0 || out), "backend_uniform: NULL pointer");
-  OP(backend, uniform(backend, out, n, seed, subsequence, offset));
+  OP(backend, uniform, out, n, seed, subsequence, offset);
 }
 
 void backend_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,
@@ -550,8 +686,7 @@ void backend_gae(Backend *backend, float *advantages, float *returns, const floa
       (T == 0 || N == 0) || (advantages && returns && rewards && values && episode_starts && last_values && last_dones),
       "backend_gae: NULL pointer");
   CHECK(gamma >= 0.0 && gamma <= 1.0 && lambda >= 0.0 && lambda <= 1.0, "backend_gae: gamma and lambda in [0, 1]");
-  OP(backend,
-     gae(backend, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma, lambda));
+  OP(backend, gae, advantages, returns, rewards, values, episode_starts, last_values, last_dones, T, N, gamma, lambda);
 }
 
 size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n) {
@@ -563,7 +698,7 @@ void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t 
                          uint64_t offset) {
   CHECK(backend && (n == 0 || (perm && scratch)), "backend_permutation: NULL pointer");
   CHECK(n < ((size_t)1 << 31), "backend_permutation: n < 2^31");
-  OP(backend, permutation(backend, perm, scratch, n, seed, subsequence, offset));
+  OP(backend, permutation, perm, scratch, n, seed, subsequence, offset);
 }
 
 void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
@@ -574,13 +709,13 @@ void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentr
   CHECK(dlogp && dentropy && dvalues && logp && entropy && values && old_logp && old_values && advantages && returns,
         "backend_ppo_loss: NULL pointer");
   CHECK(hyper.clip_range > 0.0f, "backend_ppo_loss: clip_range > 0");
-  OP(backend, ppo_loss(backend, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values,
-                       advantages, returns, B, hyper, loss_scale));
+  OP(backend, ppo_loss, stats, dlogp, dentropy, dvalues, logp, entropy, values, old_logp, old_values, advantages,
+     returns, B, hyper, loss_scale);
 }
 
 void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
   CHECK(backend && out && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
-  OP(backend, explained_variance(backend, out, pred, target, n));
+  OP(backend, explained_variance, out, pred, target, n);
 }
 
 // The multi-rank advantage ops are optional in a backend's table: a backend without them cannot
@@ -595,19 +730,19 @@ static void check_advantage_ops(const Backend *backend, const void *op, const ch
 void backend_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B) {
   CHECK(backend && count_sum && advantages && B >= 1, "backend_advantage_count_sum: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_count_sum, "backend_advantage_count_sum");
-  OP(backend, advantage_count_sum(backend, count_sum, advantages, B));
+  OP(backend, advantage_count_sum, count_sum, advantages, B);
 }
 
 void backend_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B,
                               const double *count_sum) {
   CHECK(backend && sq_dev && advantages && count_sum && B >= 1, "backend_advantage_sq_dev: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_sq_dev, "backend_advantage_sq_dev");
-  OP(backend, advantage_sq_dev(backend, sq_dev, advantages, B, count_sum));
+  OP(backend, advantage_sq_dev, sq_dev, advantages, B, count_sum);
 }
 
 void backend_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
                                  const double *sq_dev) {
   CHECK(backend && advantages && count_sum && sq_dev && B >= 1, "backend_advantage_normalize: bad argument");
   check_advantage_ops(backend, (const void *)backend->ops->advantage_normalize, "backend_advantage_normalize");
-  OP(backend, advantage_normalize(backend, advantages, B, count_sum, sq_dev));
+  OP(backend, advantage_normalize, advantages, B, count_sum, sq_dev);
 }

@@ -77,6 +77,9 @@ void backend_set_tf32(Backend *backend, int allow);
 // Caller-owned, zero-initialised ({0}); holds the backend's recorded graph (NULL until recorded).
 typedef struct {
   void *exec;
+  uint64_t signature;  // the recorded call's ops and arguments (hashed), and how many ops
+  size_t ops;          // (0: not recorded yet)
+  uint64_t calls;      // calls since the recording (the CPU compares calls 2, 4, 8, ... with it)
 } BackendGraph;
 
 // Queues the ops that fn(arg) queues. On CUDA the first call with graph->exec == NULL records
@@ -85,7 +88,9 @@ typedef struct {
 // being bound by launch latency. fn must therefore queue the same ops with the same pointers and
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
 // upload (the host memory could change between launches), allocate or grow the workspace: the
-// wrappers check that on every backend, so a CPU test proves a function fit for recording. On
+// wrappers check that on every backend. Every call on the CPU runs fn, and the ops and arguments
+// (pointers, sizes, scalars) of calls 2, 4, 8, ... are compared with the first call's (a hash): a
+// function that would replay stale values is refused there too. So a CPU test proves a function fit for recording. On
 // the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again:
 // after an argument changed; a value that changes every call belongs in backend memory, as the
 // learning rate's schedule factor does, OptimScalars.lr_scale); call it before freeing the

@@ -108,6 +108,9 @@ struct Backend {
   size_t alloc_count;  // every allocation the backend made (backend_alloc and workspace growth)
   size_t sync_count;   // every call that waits for queued work: download, sync, memory_info
   int recording;       // inside backend_graph_run's fn: calls that cannot be recorded are refused
+  int signing;         // recording, and hashing each op and its arguments (nn/backend.c)
+  uint64_t signature;  // while signing: the hash of the ops and their arguments so far
+  size_t signed_ops;   // while signing: ops hashed so far
   size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
   int guard_depth;     // calls in progress that hold the memory open (ops->guard)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run

@@ -79,13 +79,14 @@ typedef struct {
   Backend *b;
   float *x;
   int calls;
-  int download;  // 1: the function breaks the recording contract with a host wait, 2: with a free
+  int download;  // 1: the function breaks the recording contract with a host wait, 2: with a free,
+                 // 3: with a scalar argument that changes from call to call
 } GraphArg;
 
 static void graph_body(void *p) {
   GraphArg *g = p;
   g->calls++;
-  backend_scale(g->b, g->x, 2.0f, 4);
+  backend_scale(g->b, g->x, g->download == 3 ? (float)g->calls : 2.0f, 4);
   if (g->download == 1) {
     float host;
     backend_download(g->b, &host, g->x, sizeof host);
@@ -106,6 +107,11 @@ Test(nn_backend, graph_run_queues_the_function_each_time) {
   cr_assert_eq(arg.calls, 3);
   backend_download(b, host, x, sizeof host);
   cr_assert_eq(host[3], 32.0f, "three doublings of 4: %g", host[3]);
+  arg.download = 3;  // another scalar at each call: allowed with a reset before each (a new recording)
+  for (int i = 0; i < 2; i++) {
+    backend_graph_run(b, &graph, graph_body, &arg);
+    backend_graph_reset(b, &graph);
+  }
   backend_free(b, x);
   backend_close(b);
 }
@@ -124,6 +130,17 @@ Test(nn_backend, graph_run_refuses_a_host_wait, .exit_code = 1) { run_graph_that
 
 // So is one that frees memory (cudaFree would invalidate the capture).
 Test(nn_backend, graph_run_refuses_a_free, .exit_code = 1) { run_graph_that_breaks_the_contract(2); }
+
+// And one whose arguments change between calls (a graph replays the first call's): the first call
+// records, the second is refused.
+Test(nn_backend, graph_run_refuses_changed_arguments, .exit_code = 1) {
+  Backend *b = cpu();
+  float *x = backend_alloc(b, 4 * sizeof(float));
+  BackendGraph graph = {0};
+  GraphArg arg = {b, x, 0, 3};
+  backend_graph_run(b, &graph, graph_body, &arg);
+  backend_graph_run(b, &graph, graph_body, &arg);
+}
 
 // --- strict mode (PPO_CPU_STRICT=1): backend memory closed to the host outside the backend's calls ----------
 
