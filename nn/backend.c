@@ -142,8 +142,6 @@ static void sign_text(Backend *backend, const char *text) {
   backend->signed_ops++;
 }
 
-static void sign_raw(Backend *backend, const void *p, size_t n) { sign_bytes(backend, p, n); }
-
 // Structures field by field: their padding bytes are not values.
 static void sign_adam_hyper(Backend *backend, const void *p, size_t n) {
   const AdamHyper *h = p;
@@ -159,13 +157,13 @@ static void sign_ppo_hyper(Backend *backend, const void *p, size_t n) {
   (void)n;
 }
 
-#define SIGN_ARG(b, x)                                 \
-  do {                                                 \
-    __typeof__(x) sign_v_ = (x);                       \
-    _Generic(sign_v_, AdamHyper                        \
-             : sign_adam_hyper, PpoLossHyper           \
-             : sign_ppo_hyper, default                 \
-             : sign_raw)(b, &sign_v_, sizeof sign_v_); \
+#define SIGN_ARG(b, x)                                   \
+  do {                                                   \
+    __typeof__(x) sign_v_ = (x);                         \
+    _Generic(sign_v_, AdamHyper                          \
+             : sign_adam_hyper, PpoLossHyper             \
+             : sign_ppo_hyper, default                   \
+             : sign_bytes)(b, &sign_v_, sizeof sign_v_); \
   } while (0)
 // SIGN_EACH(b, a1, ..., ak): SIGN_ARG of each, k <= 16.
 #define SIGN_1(b, x) SIGN_ARG(b, x)

@@ -351,15 +351,10 @@ static void flip_byte(const char *path, long offset) {
 
 // Where text first occurs in the file's bytes.
 static long file_offset_of(const char *path, const char *text) {
-  FILE *raw = fopen(path, "rb");
-  cr_assert_not_null(raw);
-  cr_assert_eq(fseek(raw, 0, SEEK_END), 0);
-  long size = ftell(raw);
-  char *bytes = malloc((size_t)size);
-  rewind(raw);
-  cr_assert_eq(fread(bytes, 1, (size_t)size, raw), (size_t)size);
-  fclose(raw);
-  char *at = memmem(bytes, (size_t)size, text, strlen(text));
+  size_t size;
+  char *bytes = read_text(path, &size);
+  cr_assert_not_null(bytes, "%s", path);
+  char *at = memmem(bytes, size, text, strlen(text));
   cr_assert_not_null(at, "%s not in %s", text, path);
   long offset = at - bytes;
   free(bytes);
