@@ -93,7 +93,7 @@ static int h5io_type_is_float(H5ioType type) { return type == H5IO_FLOAT32 || ty
 
 // --- files ---------------------------------------------------------------------------------------------
 
-#define H5IO_COMPACT_ATTRIBUTES 64  // attributes of the root group kept in its (checksummed) header
+#define H5IO_COMPACT_ATTRIBUTES 64  // attributes of a group kept in its (checksummed) header
 
 int h5io_create(H5ioWriter *writer, const char *path) {
   h5io_quiet();
@@ -106,7 +106,8 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   strcpy(writer->path, path);
   if (atomic_file_temp_path(path, writer->tmp_path, sizeof writer->tmp_path) != 0) return -1;
   // The 1.8 format checksums the metadata (h5io.h), and attributes kept in the object header
-  // ("compact") with it; past 8 on an object HDF5 moves them to a heap whose blocks have no checksum.
+  // ("compact") with it; past 8 on an object HDF5 moves them to a fractal heap, which stores one too
+  // large for its blocks (a checkpoint's configuration text, some KiB) without a checksum.
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
   H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   H5Pset_attr_phase_change(fcpl, H5IO_COMPACT_ATTRIBUTES, 0);  // the root group's (checkpoints have 12)
@@ -193,6 +194,40 @@ static int h5io_lookup(hid_t loc, const char *name) {
 
 bool h5io_exists(hid_t loc, const char *name) { return h5io_lookup(loc, name) > 0; }
 
+// Creates the groups on the way to name (and name itself when `whole`) that do not exist yet. Like
+// the root group (h5io_create), each keeps up to H5IO_COMPACT_ATTRIBUTES attributes in its own
+// checksummed header, where HDF5's default moves them past 8 to a fractal heap that stores a large
+// one without a checksum (h5io_create; a market file's /bars has 9, all short). No modification
+// times: the same data gives the same file bytes.
+static int h5io_make_groups(hid_t loc, const char *name, bool whole) {
+  char prefix[1024], file_name[512];
+  size_t len = strlen(name);
+  if (len >= sizeof prefix) {
+    error_set("%s: object name %s too long", h5io_file_name(loc, file_name, sizeof file_name), name);
+    return -1;
+  }
+  int rc = 0;
+  hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  H5Pset_obj_track_times(gcpl, 0);
+  H5Pset_attr_phase_change(gcpl, H5IO_COMPACT_ATTRIBUTES, 0);
+  for (size_t i = 1; i <= len && rc == 0; i++) {
+    if (!(i == len ? whole : name[i] == '/')) continue;
+    memcpy(prefix, name, i);
+    prefix[i] = '\0';
+    htri_t found = H5Lexists(loc, prefix, H5P_DEFAULT);
+    if (found > 0) continue;
+    hid_t group = found == 0 ? H5Gcreate2(loc, prefix, H5P_DEFAULT, gcpl, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (group < 0) {
+      error_set("%s: cannot create group %s", h5io_file_name(loc, file_name, sizeof file_name), prefix);
+      rc = -1;
+    } else {
+      H5Gclose(group);
+    }
+  }
+  H5Pclose(gcpl);
+  return rc;
+}
+
 int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize_t *dims, const void *data,
                int filters) {
   const int compress_level = filters & 0xff;
@@ -207,10 +242,9 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
   hsize_t total = 1;
   for (int i = 0; i < rank; i++) total *= dims[i];
 
+  if (h5io_make_groups(loc, name, false) != 0) return -1;
   hid_t space = H5Screate_simple(rank, dims, NULL);
-  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_create_intermediate_group(lcpl, 1);
   H5Pset_obj_track_times(dcpl, 0);  // no modification times: the same data gives the same file bytes
   const bool deflate = compress_level > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0;
   if ((deflate || checksum) && total > 0) {
@@ -232,7 +266,7 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
     if (checksum) H5Pset_fletcher32(dcpl);  // of the stored (filtered) bytes of each chunk
   }
   int rc = -1;
-  hid_t dset = H5Dcreate2(loc, name, h5io_file_type(type), space, lcpl, dcpl, H5P_DEFAULT);
+  hid_t dset = H5Dcreate2(loc, name, h5io_file_type(type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   if (dset < 0) {
     error_set("%s: cannot create dataset %s (does it exist already?)", h5io_file_name(loc, file_name, sizeof file_name),
               name);
@@ -243,7 +277,6 @@ int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize
   }
   if (dset >= 0) H5Dclose(dset);
   H5Pclose(dcpl);
-  H5Pclose(lcpl);
   H5Sclose(space);
   return rc;
 }
@@ -347,21 +380,7 @@ static int h5io_attr_write(hid_t loc, const char *object, const char *attr, hid_
                            const void *value) {
   h5io_quiet();
   char file_name[512];
-  if (!h5io_exists(loc, object)) {
-    // Attributes on a group that does not exist yet: create the group.
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-    H5Pset_obj_track_times(gcpl, 0);
-    hid_t group = H5Gcreate2(loc, object, lcpl, gcpl, H5P_DEFAULT);
-    H5Pclose(gcpl);
-    H5Pclose(lcpl);
-    if (group < 0) {
-      error_set("%s: cannot create group %s", h5io_file_name(loc, file_name, sizeof file_name), object);
-      return -1;
-    }
-    H5Gclose(group);
-  }
+  if (h5io_make_groups(loc, object, true) != 0) return -1;  // attributes on a group not made yet
   if (H5Aexists_by_name(loc, object, attr, H5P_DEFAULT) > 0) H5Adelete_by_name(loc, object, attr, H5P_DEFAULT);
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t a = H5Acreate_by_name(loc, object, attr, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -50,8 +50,9 @@ const char *h5io_type_name(H5ioType type);              // "float64", ...
 // --- datasets ---------------------------------------------------------------------------------------
 // Writes dims[0] x ... x dims[rank-1] elements of `type`. filters: a deflate level 1..9 (chunked,
 // with the shuffle filter: market data) or 0 (stored contiguously), plus H5IO_CHECKSUM for a
-// Fletcher32 checksum per chunk of about 256 KiB (checkpoints), which HDF5 checks on every read:
-// h5io_read then reports the dataset as damaged instead of handing back altered numbers.
+// Fletcher32 checksum per chunk of about 256 KiB (every file the engine writes), which HDF5 checks
+// on every read: h5io_read then reports the dataset as damaged instead of handing back altered
+// numbers. Groups on the way are created keeping their attributes in their checksummed headers.
 #define H5IO_CHECKSUM 0x100
 int h5io_write(hid_t loc, const char *name, H5ioType type, int rank, const hsize_t *dims, const void *data,
                int filters);

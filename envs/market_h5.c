@@ -7,7 +7,9 @@
 #include "common/h5io.h"
 #include "envs/market_data_impl.h"
 
-enum { MARKET_H5_COMPRESS_LEVEL = 6 };
+// Deflate level 6 with a Fletcher32 checksum per chunk: a changed byte is refused on load, naming
+// the dataset, instead of training on altered prices (files written before the checksums load too).
+enum { MARKET_H5_FILTERS = 6 | H5IO_CHECKSUM };
 
 typedef struct {
   const char *name;  // dataset under /bars
@@ -32,13 +34,12 @@ static double *column_of(const MarketData *data, const ColumnSpec *spec) {
 
 static int write_all(hid_t file, const MarketData *data) {
   hsize_t dims[1] = {(hsize_t)data->rows};
-  if (h5io_write(file, "bars/ts", H5IO_INT64, 1, dims, data->ts, MARKET_H5_COMPRESS_LEVEL) != 0) return -1;
+  if (h5io_write(file, "bars/ts", H5IO_INT64, 1, dims, data->ts, MARKET_H5_FILTERS) != 0) return -1;
   for (int c = 0; c < N_PRICE_COLUMNS; c++) {
     if (price_columns[c].bid_ask && !data->has_bid_ask) continue;
     char name[64];
     snprintf(name, sizeof name, "bars/%s", price_columns[c].name);
-    if (h5io_write(file, name, H5IO_FLOAT64, 1, dims, column_of(data, &price_columns[c]), MARKET_H5_COMPRESS_LEVEL))
-      return -1;
+    if (h5io_write(file, name, H5IO_FLOAT64, 1, dims, column_of(data, &price_columns[c]), MARKET_H5_FILTERS)) return -1;
   }
   if (h5io_attr_write_int64(file, "bars", "format_version", MARKET_H5_FORMAT_VERSION) ||
       h5io_attr_write_int64(file, "bars", "rows", data->rows) ||

@@ -61,7 +61,7 @@ static int write_h5(const MetricsLog *log) {
   hsize_t n = (hsize_t)log->rows;
   for (int c = 0; c < log->n_columns && rc == 0; c++) {
     for (int64_t r = 0; r < log->rows; r++) col[r] = log->table[r * log->n_columns + c];
-    rc = h5io_write(w.file, log->names[c], H5IO_FLOAT64, 1, &n, col, 0);
+    rc = h5io_write(w.file, log->names[c], H5IO_FLOAT64, 1, &n, col, H5IO_CHECKSUM);
   }
   free(col);
   if (rc == 0) rc = h5io_attr_write_string(w.file, "/", "source", "ppo-engine metrics: one row per iteration");

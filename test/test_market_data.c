@@ -20,6 +20,7 @@
 #include "common/h5io.h"
 #include "common/time_utc.h"
 #include "envs/market_data.h"
+#include "test/h5_test_util.h"
 
 #define DATA_DIR PPO_SOURCE_DIR "/data"
 #define BROKEN_DIR PPO_SOURCE_DIR "/test/data/broken_csv"
@@ -91,7 +92,7 @@ static void write_file(const char *path, const void *bytes, size_t n) {
   cr_assert_eq(fclose(f), 0);
 }
 
-static char *read_text(const char *path) {
+static char *read_file_text(const char *path) {
   FILE *f = fopen(path, "rb");
   cr_assert(f, "cannot read %s", path);
   fseek(f, 0, SEEK_END);
@@ -381,7 +382,7 @@ Test(market_data, broken_corpus_through_ppo_data_import) {
     int status = run_ppo_data(argv, out_txt, err_txt);
     cr_expect_eq(status, 2, "%s: exit status %d, expected 2", b->file, status);
     cr_expect_eq(count_entries(out_dir), 0, "%s: something was left in the output directory", b->file);
-    char *err = read_text(err_txt);
+    char *err = read_file_text(err_txt);
     char want[1100];
     snprintf(want, sizeof want, "ppo-data: %s:", path);
     cr_expect(strncmp(err, want, strlen(want)) == 0 && message_names_line(err + 10, path, b->line), "%s: stderr: %s",
@@ -406,7 +407,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
 
   char *import_argv[] = {"ppo-data", "import", csv, out_h5, "--timezone", "America/New_York", NULL};
   cr_assert_eq(run_ppo_data(import_argv, out_txt, err_txt), 0);
-  char *out = read_text(out_txt);
+  char *out = read_file_text(out_txt);
   cr_expect(strstr(out, "GOOGL, 2335 bars 2009-05-22 00:00 .. 2018-08-29 00:00 (America/New_York)"), "%s", out);
   free(out);
   cr_expect_eq(count_entries(dir), 1);
@@ -425,7 +426,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
 
   char *info_argv[] = {"ppo-data", "info", h5, NULL};
   cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  out = read_text(out_txt);
+  out = read_file_text(out_txt);
   cr_expect(strstr(out, "rows           76499"), "%s", out);
   cr_expect(strstr(out, "gaps           1524 (weekend 677, other 847)"), "%s", out);
   cr_expect(strstr(out, "median spread  2.8"), "%s", out);
@@ -435,7 +436,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
 
   char *help_argv[] = {"ppo-data", "--help", NULL};
   cr_expect_eq(run_ppo_data(help_argv, out_txt, err_txt), 0);
-  out = read_text(out_txt);
+  out = read_file_text(out_txt);
   cr_expect(strstr(out, "usage: ppo-data import"), "%s", out);
   free(out);
 
@@ -452,7 +453,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     cr_expect_eq(run_ppo_data(bad[k], out_txt, err_txt), 2, "usage case %zu", k);
-    char *err = read_text(err_txt);
+    char *err = read_file_text(err_txt);
     cr_expect(strstr(err, "usage: ppo-data"), "usage case %zu: %s", k, err);
     free(err);
   }
@@ -461,7 +462,7 @@ Test(market_data, ppo_data_import_info_and_usage) {
   snprintf(missing, sizeof missing, "%s/no_such.csv", dir);
   char *missing_argv[] = {"ppo-data", "info", missing, NULL};
   cr_expect_eq(run_ppo_data(missing_argv, out_txt, err_txt), 2);
-  char *err = read_text(err_txt);
+  char *err = read_file_text(err_txt);
   cr_expect(strstr(err, "no_such.csv: cannot open"), "%s", err);
   free(err);
   // the output directory does not exist: a user error, nothing created
@@ -644,6 +645,43 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
             error_message());
   market_data_free(d);
   cr_expect_eq(count_entries(dir), 8, "5 cases + 2 bad rows + text.h5, no temporary files");
+  remove_tree(dir);
+  free(dir);
+}
+
+// A market file changed behind HDF5's back (a bad disk, a partial copy) is refused naming the damage,
+// instead of training on altered prices: a price chunk fails its Fletcher32 checksum, the /bars
+// attributes their header's (HDF5 1.8 format; a file in the earliest format fails this case).
+Test(market_data, damaged_h5_is_refused_naming_the_damage) {
+  char *dir = make_temp_dir();
+  MarketData *d = small_data();
+  char clean[1024], path[1024], cmd[3200];
+  snprintf(clean, sizeof clean, "%s/clean.h5", dir);
+  cr_assert_eq(market_data_save_h5(d, clean), 0, "%s", error_message());
+  MarketData *got = market_data_load_h5(clean);
+  cr_assert_not_null(got, "%s", error_message());
+  market_data_free(got);
+  static const struct {
+    const char *what;  // a dataset (its first chunk) or, with attr, a text in the /bars header
+    bool attr;
+    const char *message;
+  } cases[] = {
+      {"bars/close", false, "dataset bars/close does not match its checksum: the file is damaged"},
+      {"bars/ts", false, "dataset bars/ts does not match its checksum: the file is damaged"},
+      {"unit", true, "cannot read the attributes of bars: the file's structure is damaged"},  // source = "unit"
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    snprintf(path, sizeof path, "%s/damaged%zu.h5", dir, k);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", clean, path);
+    cr_assert_eq(system(cmd), 0);
+    flip_byte(path, cases[k].attr ? file_offset_of(path, cases[k].what) : first_chunk_offset(path, cases[k].what) + 3);
+    got = market_data_load_h5(path);
+    cr_expect_null(got, "%s loaded", cases[k].what);
+    market_data_free(got);
+    cr_expect(strncmp(error_message(), path, strlen(path)) == 0, "names the file: %s", error_message());
+    cr_expect(strstr(error_message(), cases[k].message), "%s: %s", cases[k].what, error_message());
+  }
+  market_data_free(d);
   remove_tree(dir);
   free(dir);
 }

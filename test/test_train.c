@@ -3,7 +3,6 @@
 // allocation and no host wait inside the loop, and learning: CartPole solves and the AR(1)
 // market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1). The CUDA cases skip,
 // visibly, without a device.
-#define _GNU_SOURCE  // memmem
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <hdf5.h>
@@ -338,29 +337,6 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
   return f;
 }
 
-static void flip_byte(const char *path, long offset) {
-  FILE *raw = fopen(path, "r+b");
-  cr_assert_not_null(raw);
-  cr_assert_eq(fseek(raw, offset, SEEK_SET), 0);
-  int c = fgetc(raw);
-  cr_assert_neq(c, EOF);
-  cr_assert_eq(fseek(raw, offset, SEEK_SET), 0);
-  cr_assert_neq(fputc(c ^ 0x10, raw), EOF);
-  cr_assert_eq(fclose(raw), 0);
-}
-
-// Where text first occurs in the file's bytes.
-static long file_offset_of(const char *path, const char *text) {
-  size_t size;
-  char *bytes = read_text(path, &size);
-  cr_assert_not_null(bytes, "%s", path);
-  char *at = memmem(bytes, size, text, strlen(text));
-  cr_assert_not_null(at, "%s not in %s", text, path);
-  long offset = at - bytes;
-  free(bytes);
-  return offset;
-}
-
 // The envs index the market's bars: a checkpoint whose market is not this run's (another data file
 // behind the same [env] data path) is refused by its recorded identity, and env states whose bars
 // fall outside the data (a damaged file) by the env's own check, each with exit status 2 before a
@@ -444,15 +420,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   // Bytes changed behind HDF5's back (a bad disk, a partial copy): in the stored numbers, the
   // chunk's Fletcher32 checksum fails; in the root group's header (the configuration text, the
   // counters), the header's own checksum does. Each is refused naming the damage.
-  f = damaged_copy(ckpt, "flipped_data", path, sizeof path);
-  ds = H5Dopen2(f, "optim/m", H5P_DEFAULT);
-  hsize_t chunk_at[1], chunk_bytes;
-  unsigned mask;
-  haddr_t chunk_addr;
-  space = H5Dget_space(ds);
-  cr_assert_geq(H5Dget_chunk_info(ds, space, 0, chunk_at, &mask, &chunk_addr, &chunk_bytes), 0);
-  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
-  flip_byte(path, (long)chunk_addr + 5);
+  H5Fclose(damaged_copy(ckpt, "flipped_data", path, sizeof path));
+  flip_byte(path, first_chunk_offset(path, "optim/m") + 5);
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
   cr_expect(strstr(error_message(), "dataset optim/m does not match its checksum: the file is damaged"), "%s",
             error_message());
