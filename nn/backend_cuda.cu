@@ -513,9 +513,11 @@ static const BackendOps cuda_ops = {
 #endif
 };
 
+// A fault a kernel recorded since the last wait is reported here too (the last ops' results may
+// never have been read back).
 static void cuda_close(Backend *backend) {
   CudaContext *ctx = cuda_ctx(backend);
-  CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+  wait_and_check(ctx);
   cuda_comm_close(ctx);
   CUBLAS_CHECK(cublasDestroy(ctx->cublas));
   CUDA_CHECK(cudaFree(ctx->workspace));

@@ -513,6 +513,17 @@ Test(cuda_gather, negative_index_exits_at_download, .exit_code = 1) {
   cr_assert_fail("%s: backend_download returned after a negative gather index", backend_name(b));
 }
 
+// A fault recorded after the last wait is reported when the backend closes, not dropped with it.
+Test(cuda_gather, index_out_of_range_exits_at_close, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  float *src = backend_alloc(b, 10 * sizeof(float)), *out = backend_alloc(b, 2 * sizeof(float));
+  int32_t index[2] = {3, 10};
+  int32_t *d_index = put(b, index, sizeof index);
+  backend_gather_rows(b, out, src, d_index, 2, 1, 10);
+  backend_close(b);
+  cr_assert_fail("backend_close returned after an out-of-range gather index");
+}
+
 // --- value loss ------------------------------------------------------------------------------------------------------
 
 Test(cuda_mse, forward_and_backward_match_cpu) {
