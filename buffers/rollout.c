@@ -74,8 +74,8 @@ static size_t rollout_layout(RolloutBuffer *buf, const Backend *backend, const R
   TAKE(mb_dentropy, z.mb, float);
   TAKE(mb_dvalues, z.mb, float);
   TAKE(stats, z.stats, float);
-  TAKE(misc, 8, float);
   TAKE(mb_adv_moments, 3, double);
+  TAKE(ev_moments, NN_EV_MOMENTS, double);
 #undef TAKE
   return off;
 }

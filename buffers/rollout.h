@@ -14,8 +14,8 @@
 //   mb_obs (B, O), mb_actions (B, A), mb_logp, mb_values, mb_advantages, mb_returns (B) and the
 //   loss gradients mb_dlogp, mb_dentropy, mb_dvalues (B); mb_stats (PPO_STAT_COUNT), the current
 //   minibatch's statistics; stats (max_minibatches, PPO_STAT_COUNT), one row per minibatch of an
-//   update; misc (8) scalars; mb_adv_moments (3) doubles, the advantage moments a multi-rank run
-//   sums across ranks.
+//   update; mb_adv_moments (3) doubles, the advantage moments a multi-rank run sums across ranks;
+//   ev_moments (NN_EV_MOMENTS) doubles, the explained variance's moments.
 //
 // Sampling (PPO_SEMANTICS.md section 3): one fresh permutation of the T N rows per epoch from the
 // backend's counter-based RNG, consecutive slices of batch_size; a last partial slice is used as
@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "nn/backend.h"
+#include "nn/ops_math.h"
 
 typedef struct {
   int n_steps, n_envs, obs_dim, action_cols;  // T, N, O, A
@@ -54,8 +55,8 @@ typedef struct {
   float *mb_obs, *mb_actions, *mb_logp, *mb_values, *mb_advantages, *mb_returns;
   float *mb_dlogp, *mb_dentropy, *mb_dvalues;  // (B) the loss's gradients, the policy backward's seeds
   float *stats;
-  float *misc;  // (8) scalars: [0] explained variance
   double *mb_adv_moments;  // (3) the minibatch's advantage count, sum, squared deviations (ppo/dist.h)
+  double *ev_moments;      // (NN_EV_MOMENTS) the explained variance's moments (backend_explained_variance)
 } RolloutBuffer;
 
 // Bytes the slab of this spec takes (for the memory plan); the spec must be valid.

@@ -711,9 +711,9 @@ void backend_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentr
      returns, B, hyper, loss_scale);
 }
 
-void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
-  CHECK(backend && out && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
-  OP(backend, explained_variance, out, pred, target, n);
+void backend_explained_variance(Backend *backend, double *moments, const float *pred, const float *target, size_t n) {
+  CHECK(backend && moments && (n == 0 || (pred && target)), "backend_explained_variance: NULL pointer");
+  OP(backend, explained_variance, moments, pred, target, n);
 }
 
 // The multi-rank advantage ops are optional in a backend's table: a backend without them cannot

@@ -309,8 +309,10 @@ void backend_advantage_sq_dev(Backend *backend, double *sq_dev, const float *adv
 void backend_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,
                                  const double *sq_dev);
 
-// out (1) = 1 - Var[target - pred] / Var[target] (population variances, accumulated in double), NaN
-// when Var[target] = 0 (SB3's explained_variance).
-void backend_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+// moments (NN_EV_MOMENTS doubles, nn/ops_math.h) = the count n, and the mean and the sum of squared
+// deviations (two passes, in double) of target and of target - pred. nn_explained_variance of them
+// is SB3's explained_variance, 1 - Var[target - pred] / Var[target]; nn_ev_moments_merge pools
+// several ranks' before that.
+void backend_explained_variance(Backend *backend, double *moments, const float *pred, const float *target, size_t n);
 
 #endif

@@ -66,10 +66,10 @@ void cpu_advantage_normalize(Backend *backend, float *advantages, int B, const d
   for (int b = 0; b < B; b++) advantages[b] = nn_ppo_adv_normalize(advantages[b], mean, div);
 }
 
-void cpu_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
+void cpu_explained_variance(Backend *backend, double *moments, const float *pred, const float *target, size_t n) {
   (void)backend;
   if (n == 0) {
-    *out = NAN;
+    for (int k = 0; k < NN_EV_MOMENTS; k++) moments[k] = 0.0;
     return;
   }
   double mean_y = 0.0, mean_d = 0.0;
@@ -85,5 +85,7 @@ void cpu_explained_variance(Backend *backend, float *out, const float *pred, con
     var_y += dy * dy;
     var_d += dd * dd;
   }
-  *out = var_y == 0.0 ? NAN : (float)(1.0 - var_d / var_y);
+  moments[NN_EV_COUNT] = (double)n;
+  moments[NN_EV_MEAN_Y] = mean_y, moments[NN_EV_M2_Y] = var_y;
+  moments[NN_EV_MEAN_D] = mean_d, moments[NN_EV_M2_D] = var_d;
 }

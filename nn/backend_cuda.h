@@ -125,7 +125,7 @@ void cuda_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, 
 void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
-void cuda_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+void cuda_explained_variance(Backend *backend, double *moments, const float *pred, const float *target, size_t n);
 void cuda_advantage_count_sum(Backend *backend, double *count_sum, const float *advantages, int B);
 void cuda_advantage_sq_dev(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum);
 void cuda_advantage_normalize(Backend *backend, float *advantages, int B, const double *count_sum,

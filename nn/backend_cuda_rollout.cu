@@ -237,7 +237,11 @@ void cuda_advantage_normalize(Backend *backend, float *advantages, int B, const 
 // Once per iteration over the whole buffer (T N, about 10^5): one block of PPO_LOSS_THREADS reads
 // it in tens of microseconds and needs no partials. n = 0 leaves every sum 0: Var[target] = 0, NaN.
 __global__ static void __launch_bounds__(PPO_LOSS_THREADS)
-    explained_variance_kernel(float *out, const float *pred, const float *target, size_t n) {
+    explained_variance_kernel(double *moments, const float *pred, const float *target, size_t n) {
+  if (n == 0) {
+    if (threadIdx.x < NN_EV_MOMENTS) moments[threadIdx.x] = 0.0;
+    return;
+  }
   double sum_y = 0.0, sum_d = 0.0;
   for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
     sum_y += target[i];
@@ -252,11 +256,15 @@ __global__ static void __launch_bounds__(PPO_LOSS_THREADS)
   }
   var_y = cuda_block_sum(var_y);
   var_d = cuda_block_sum(var_d);
-  if (threadIdx.x == 0) *out = var_y == 0.0 ? NAN : (float)(1.0 - var_d / var_y);
+  if (threadIdx.x == 0) {
+    moments[NN_EV_COUNT] = (double)n;
+    moments[NN_EV_MEAN_Y] = mean_y, moments[NN_EV_M2_Y] = var_y;
+    moments[NN_EV_MEAN_D] = mean_d, moments[NN_EV_M2_D] = var_d;
+  }
 }
 
-void cuda_explained_variance(Backend *backend, float *out, const float *pred, const float *target, size_t n) {
+void cuda_explained_variance(Backend *backend, double *moments, const float *pred, const float *target, size_t n) {
   CudaContext *ctx = cuda_ctx(backend);
-  explained_variance_kernel<<<1, PPO_LOSS_THREADS, 0, ctx->stream>>>(out, pred, target, n);
+  explained_variance_kernel<<<1, PPO_LOSS_THREADS, 0, ctx->stream>>>(moments, pred, target, n);
   CUDA_CHECK_LAUNCH();
 }

@@ -74,7 +74,7 @@ typedef struct {
   void (*ppo_loss)(Backend *backend, float *stats, float *dlogp, float *dentropy, float *dvalues, const float *logp,
                    const float *entropy, const float *values, const float *old_logp, const float *old_values,
                    const float *advantages, const float *returns, int B, PpoLossHyper hyper, const float *loss_scale);
-  void (*explained_variance)(Backend *backend, float *out, const float *pred, const float *target, size_t n);
+  void (*explained_variance)(Backend *backend, double *moments, const float *pred, const float *target, size_t n);
   // Multi-rank advantage normalisation (NULL in a backend that lacks them: the wrappers say so).
   void (*advantage_count_sum)(Backend *backend, double *count_sum, const float *advantages, int B);
   void (*advantage_sq_dev)(Backend *backend, double *sq_dev, const float *advantages, int B, const double *count_sum);

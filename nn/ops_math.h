@@ -333,6 +333,28 @@ PPO_HD static inline float nn_ppo_adv_normalize(float advantage, float mean, flo
   return (advantage - mean) / div;
 }
 
+// SB3's explained_variance, 1 - Var[y - pred] / Var[y] with population variances, from the moments
+// backend_explained_variance writes (doubles): the count, and the mean and the sum of squared
+// deviations of y and of d = y - pred. NaN when Var[y] = 0 (an empty or constant target).
+enum { NN_EV_COUNT, NN_EV_MEAN_Y, NN_EV_M2_Y, NN_EV_MEAN_D, NN_EV_M2_D, NN_EV_MOMENTS };
+PPO_HD static inline float nn_explained_variance(const double *m) {
+  return m[NN_EV_M2_Y] == 0.0 ? (float)NAN : (float)(1.0 - m[NN_EV_M2_D] / m[NN_EV_M2_Y]);
+}
+
+// a's moments become those of a's and b's samples together (Chan, Golub and LeVeque's pairwise
+// update of the mean and the sum of squared deviations): the ranks' rollouts as one.
+PPO_HD static inline void nn_ev_moments_merge(double *a, const double *b) {
+  double na = a[NN_EV_COUNT], nb = b[NN_EV_COUNT], n = na + nb;
+  if (nb == 0.0) return;
+  for (int k = 0; k < 2; k++) {  // y, then d
+    double *mean = &a[NN_EV_MEAN_Y + 2 * k], *m2 = &a[NN_EV_M2_Y + 2 * k];
+    double delta = b[NN_EV_MEAN_Y + 2 * k] - *mean;
+    *mean += delta * (nb / n);
+    *m2 += b[NN_EV_M2_Y + 2 * k] + delta * delta * (na * nb / n);
+  }
+  a[NN_EV_COUNT] = n;
+}
+
 // The per-minibatch statistics backend_ppo_loss writes (floats, backend memory; nn/backend.h).
 enum {
   PPO_STAT_LOSS = 0,       // policy_loss + ent_coef * entropy_loss + vf_coef * value_loss

@@ -91,6 +91,7 @@ struct Trainer {
   // update, each recorded once (the learning rate is read from the optimiser's scalars).
   BackendGraph rollout_graph, update_graph;
   float *replica_host;  // several ranks on a device backend: one slab's host copy for the replica check
+  double *ev_gathered;  // several ranks: every rank's explained-variance moments (ranks x NN_EV_MOMENTS)
 };
 
 static const char *device_name(ConfigDevice device) {
@@ -274,6 +275,7 @@ void trainer_free(Trainer *tr) {
   vecenv_free(tr->vec);
   if (tr->has_market) env_market_close(&tr->market);
   free(tr->replica_host);
+  free(tr->ev_gathered);
   free(tr);
 }
 
@@ -377,6 +379,10 @@ int trainer_allocate(Trainer *tr) {
     tr->replica_host = malloc(tr->policy->param_count * sizeof(float));
     CHECK(tr->replica_host, "out of host memory (the replica check's copy of a slab)");
   }
+  if (tr->ranks > 1) {
+    tr->ev_gathered = malloc((size_t)tr->ranks * NN_EV_MOMENTS * sizeof(double));
+    CHECK(tr->ev_gathered, "out of host memory (the ranks' explained-variance moments)");
+  }
   if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
@@ -398,6 +404,7 @@ const EnvMarket *trainer_market(const Trainer *tr) { return tr->has_market ? &tr
 const TrainCounters *trainer_counters(const Trainer *tr) { return &tr->counters; }
 Backend *trainer_backend(Trainer *tr) { return tr->backend; }
 Policy *trainer_policy(Trainer *tr) { return tr->policy; }
+const RolloutBuffer *trainer_rollout(const Trainer *tr) { return &tr->rollout; }
 Optimizer *trainer_optimizer(Trainer *tr) { return tr->optim; }
 VecEnv *trainer_vecenv(Trainer *tr) { return tr->vec; }
 const EnvSpec *trainer_env_spec(const Trainer *tr) { return &tr->spec; }
@@ -772,15 +779,16 @@ static UpdateResult update(Trainer *tr) {
   return r;
 }
 
-// The logged values of the whole run (rank 0 logs them): the update's losses, KL, clip fraction
-// and explained variance averaged over the ranks (each rank's minibatches are equally many and
-// equally large); the episode means weighted by each rank's episode count (the last 100 episodes of
-// each rank). grad_norm, std, loss_scale and skipped steps are the same on every rank already.
+// The logged values of the whole run (rank 0 logs them): the update's losses, KL and clip fraction
+// averaged over the ranks (each rank's minibatches are equally many and equally large); the episode
+// means weighted by each rank's episode count (the last 100 episodes of each rank). grad_norm, std,
+// loss_scale, skipped steps and the explained variance (fill_stats) are the same on every rank
+// already.
 static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
   double v[8 + ENV_LOG_MAX];
   int k = 0;
-  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss,      &s->approx_kl,
-                     &s->clip_fraction,        &s->loss,       &s->explained_variance};
+  double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss, &s->approx_kl,
+                     &s->clip_fraction,        &s->loss};
   const int n_means = (int)(sizeof means / sizeof means[0]);
   for (int i = 0; i < n_means; i++) v[k++] = *means[i] / tr->ranks;
   double count = s->episodes;
@@ -794,6 +802,22 @@ static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
   double total = v[n_means];
   s->episodes = (int)total;
   for (int f = 0; f < n_episode; f++) *episode_means[f] = total > 0 ? v[n_means + 1 + f] / total : NAN;
+}
+
+// SB3's explained variance of the rollout's values against its returns; with several ranks, of
+// every rank's rollout as one buffer: the ranks' moments are gathered and merged in rank order, so
+// every rank logs the same number (one rank: the moments' own, SB3's formula).
+static double explained_variance(Trainer *tr) {
+  double moments[NN_EV_MOMENTS];
+  backend_explained_variance(tr->backend, tr->rollout.ev_moments, tr->rollout.values, tr->rollout.returns,
+                             (size_t)tr->T * (size_t)tr->N);
+  backend_download(tr->backend, moments, tr->rollout.ev_moments, sizeof moments);
+  if (tr->ranks > 1) {
+    dist_host_allgather(moments, tr->ev_gathered, sizeof moments);
+    memcpy(moments, tr->ev_gathered, sizeof moments);
+    for (int r = 1; r < tr->ranks; r++) nn_ev_moments_merge(moments, tr->ev_gathered + (size_t)r * NN_EV_MOMENTS);
+  }
+  return nn_explained_variance(moments);
 }
 
 static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double progress_remaining) {
@@ -830,11 +854,7 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   s->early_stopped = u->early_stopped;
   tr->counters.skipped_steps += skipped;
 
-  float ev;
-  backend_explained_variance(tr->backend, tr->rollout.misc, tr->rollout.values, tr->rollout.returns,
-                             (size_t)tr->T * (size_t)tr->N);
-  backend_download(tr->backend, &ev, tr->rollout.misc, sizeof ev);
-  s->explained_variance = ev;
+  s->explained_variance = explained_variance(tr);
   s->learning_rate = optim_lr(tr->optim, progress_remaining);
   s->clip_range = cfg->ppo.clip_range;
   s->std = NAN;

@@ -143,6 +143,7 @@ const TrainCounters *trainer_counters(const Trainer *trainer);
 Backend *trainer_backend(Trainer *trainer);
 Policy *trainer_policy(Trainer *trainer);
 Optimizer *trainer_optimizer(Trainer *trainer);
+const RolloutBuffer *trainer_rollout(const Trainer *trainer);  // the last rollout (backend memory)
 VecEnv *trainer_vecenv(Trainer *trainer);
 const EnvSpec *trainer_env_spec(const Trainer *trainer);
 int64_t trainer_total_iterations(const Trainer *trainer);  // ceil(total_timesteps / (T N R)), R ranks

@@ -5,9 +5,14 @@
 // mean and var, the counts) to OUT.rank<r>.bin, so the test compares the ranks' replicas itself. Exit status 0, or 2 on
 // a bad configuration.
 //
+// It also checks the logged explained variance against one computed here over every rank's last
+// rollout gathered on rank 0 (one pass of double sums: not the trainer's merge of moments) and
+// prints "explained variance logged X, pooled Y" (rank 0) or exits 1 when they differ.
+//
 // PROBE_STOP_IN_UPDATE="RANK MINIBATCH": that rank asks to stop in the second iteration's update from
 // that minibatch on (as a signal to it alone would); every rank must then stop at the same vote, go
 // back to the iteration's start, and run it again.
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,26 @@
 #include "ppo/config.h"
 #include "ppo/dist.h"
 #include "ppo/trainer.h"
+
+// 1 - Var[returns - values] / Var[returns] over every rank's rollout, from rank 0's gather (CPU
+// backend: the buffers are host memory); NaN on the other ranks.
+static double pooled_explained_variance(Trainer *tr) {
+  const RolloutBuffer *rb = trainer_rollout(tr);
+  size_t n = (size_t)rb->spec.n_steps * (size_t)rb->spec.n_envs, all = n * (size_t)dist_size();
+  float *values = malloc(all * sizeof(float)), *returns = malloc(all * sizeof(float));
+  if (!values || !returns) dist_abort(EXIT_RUNTIME, "out of memory");
+  dist_host_gather(rb->values, values, n * sizeof(float), 0);
+  dist_host_gather(rb->returns, returns, n * sizeof(float), 0);
+  double s_y = 0, s_yy = 0, s_d = 0, s_dd = 0;
+  for (size_t i = 0; i < all; i++) {
+    double y = returns[i], d = (double)returns[i] - (double)values[i];
+    s_y += y, s_yy += y * y, s_d += d, s_dd += d * d;
+  }
+  free(values), free(returns);
+  if (!dist_is_root()) return NAN;
+  double var_y = s_yy / all - (s_y / all) * (s_y / all), var_d = s_dd / all - (s_d / all) * (s_d / all);
+  return 1.0 - var_d / var_y;
+}
 
 static bool stop_in_update(void *ctx, TrainerPhase phase, int index) {
   return phase == TRAINER_PHASE_UPDATE && index >= *(const int *)ctx;
@@ -45,6 +70,11 @@ int main(int argc, char **argv) {
       continue;
     }
     early += s.early_stopped;
+  }
+  double pooled = pooled_explained_variance(tr);
+  if (dist_is_root()) {
+    printf("explained variance logged %.6f, pooled %.6f\n", s.explained_variance, pooled);
+    if (!(fabs(s.explained_variance - pooled) <= 1e-4)) dist_abort(EXIT_RUNTIME, "explained variance differs");
   }
   char path[1024];
   snprintf(path, sizeof path, "%s.rank%d.bin", argv[2], dist_rank());

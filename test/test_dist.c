@@ -89,6 +89,8 @@ static void expect_replicas_identical(const char *precision, const char *extra) 
   cr_expect_eq(first, n0, "%s %s: rank 0 and rank 1 differ first at byte %zu of %zu (params, Adam m, v, normalisation)",
                precision, extra, first, n0);
   cr_expect(strstr(output, "rank 1 of 2: 1536 timesteps"), "3 iterations x 64 steps x 4 envs x 2 ranks:\n%s", output);
+  // the probe exits 1 when the logged explained variance is not the pooled rollout's
+  cr_expect(strstr(output, "explained variance logged"), "%s", output);
   if (strstr(extra, "init_scale"))  // of 36 minibatches, the first ones overflow and later ones step
     cr_expect(!strstr(output, " 0 skipped steps") && !strstr(output, " 36 skipped steps"),
               "some steps skipped, not all:\n%s", output);

@@ -484,6 +484,14 @@ Test(ppo_permutation, positions_are_uniform) {
 
 // --- explained variance ------------------------------------------------------------------------------------------
 
+// nn_explained_variance of the op's moments (backend memory is host memory on the CPU).
+static float explained_variance_of(Backend *be, const float *pred, const float *target, size_t n) {
+  double moments[NN_EV_MOMENTS];
+  backend_explained_variance(be, moments, pred, target, n);
+  cr_assert_eq(moments[NN_EV_COUNT], (double)n);
+  return nn_explained_variance(moments);
+}
+
 Test(ppo_explained_variance, closed_forms) {
   enum { n = 100 };
   Backend *be = cpu();
@@ -494,17 +502,18 @@ Test(ppo_explained_variance, closed_forms) {
     mean += target[i];
   }
   mean /= n;
-  backend_explained_variance(be, &out, target, target, n);  // perfect prediction
+  out = explained_variance_of(be, target, target, n);  // perfect prediction
   cr_assert_eq(out, 1.0f, "perfect prediction: %.9g", out);
   for (int i = 0; i < n; i++) pred[i] = (float)mean;  // the mean explains nothing
-  backend_explained_variance(be, &out, pred, target, n);
+  out = explained_variance_of(be, pred, target, n);
   assert_close(out, 0.0, 0.0, 1e-6, "constant prediction at the mean", 0);
   for (int i = 0; i < n; i++) pred[i] = 2.0f * target[i];  // Var[-target] = Var[target]: 1 - 1 = 0
-  backend_explained_variance(be, &out, pred, target, n);
+  out = explained_variance_of(be, pred, target, n);
   assert_close(out, 0.0, 0.0, 1e-6, "prediction 2 target", 0);
   for (int i = 0; i < n; i++) target[i] = 2.5f;  // Var[target] = 0
-  backend_explained_variance(be, &out, pred, target, n);
+  out = explained_variance_of(be, pred, target, n);
   cr_assert(isnan(out), "var(target) = 0: got %.9g, expected NaN", out);
+  cr_assert(isnan(explained_variance_of(be, pred, target, 0)), "no samples: NaN");
   backend_close(be);
 }
 
@@ -518,10 +527,25 @@ Test(ppo_explained_variance, matches_sb3_on_random_data) {
   float *want = fixture_read(f, "explained_variance", "value", 1, 0);
   h5io_close(f);
   Backend *be = cpu();
-  float out;
-  backend_explained_variance(be, &out, pred, target, (size_t)n);
   // SB3 takes numpy float32 variances; ours accumulates in double
-  assert_close(out, *want, 1e-5, 1e-6, "explained_variance", 0);
+  assert_close(explained_variance_of(be, pred, target, (size_t)n), *want, 1e-5, 1e-6, "explained_variance", 0);
+  // Several ranks' rollouts as one (nn_ev_moments_merge in rank order): SB3's value over the whole
+  // array, however it is split, empty parts included.
+  static const int cuts[][4] = {{0, 128, 256, 256}, {1, 37, 200, 255}, {0, 0, 100, 256}, {64, 64, 64, 250}};
+  for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+    double whole[NN_EV_MOMENTS], part[NN_EV_MOMENTS];
+    int from = 0;
+    for (int k = 0; k <= 4; k++) {  // parts [0, c0), [c0, c1), ..., [c3, n)
+      int to = k < 4 ? cuts[c][k] * n / 256 : n;
+      backend_explained_variance(be, k == 0 ? whole : part, pred + from, target + from, (size_t)(to - from));
+      if (k > 0) nn_ev_moments_merge(whole, part);
+      from = to;
+    }
+    double direct[NN_EV_MOMENTS];
+    backend_explained_variance(be, direct, pred, target, (size_t)n);
+    for (int m = 0; m < NN_EV_MOMENTS; m++) assert_close(whole[m], direct[m], 1e-12, 1e-12, "merged moment", m);
+    assert_close(nn_explained_variance(whole), *want, 1e-5, 1e-6, "merged explained_variance", (int)c);
+  }
   free(pred);
   free(target);
   free(want);
