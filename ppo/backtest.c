@@ -378,6 +378,12 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
   }
   int live = n;
   for (int64_t i = 1; live > 0; i++) {
+    if (setup->stop && i % BACKTEST_STOP_EVERY == 0 && setup->stop()) {
+      for (int k = 0; k < n; k++) backtest_pass_free(&passes[k]);
+      free(baseline_obs);
+      rc = 1;
+      goto done;
+    }
     if (agents > 0) agent_batch_act(&ab, setup, agent_specs, i - 1);
     for (int k = 0; k < n; k++) {
       PassState *s = &st[k];

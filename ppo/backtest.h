@@ -88,11 +88,16 @@ typedef struct {
   Policy *policy;               // NULL: no agent pass allowed
   const VecNormalize *norm;     // the agent's frozen observation statistics (NULL: none)
   uint64_t sample_subsequence;  // AGENT_SAMPLED passes draw from Philox(seed, this subsequence)
+  bool (*stop)(void);           // optional, polled every BACKTEST_STOP_EVERY steps: true abandons the run
 } BacktestSetup;
+
+#define BACKTEST_STOP_EVERY 256
 
 // Runs the passes (specs, n of them) in lockstep and fills passes[0..n) (allocated here; free each
 // with backtest_pass_free). 0, or -1 and the error message (a split too short, an agent pass
-// without a policy, a policy batch too small: the policy's max_batch must cover the agent passes).
+// without a policy, a policy batch too small: the policy's max_batch must cover the agent passes),
+// or 1 when setup->stop said so (the passes are freed: a stop requested during ppo-train's
+// evaluation pass, which a preemption's grace period may not outlast).
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes);
 void backtest_pass_free(BacktestPass *pass);  // NULL-safe, idempotent
 // Points pass->input (the report's view) at the pass's arrays and counts: after they change (a

@@ -62,12 +62,14 @@ int evaluator_run(Evaluator *ev, Trainer *tr, EvalResult *out) {
   TrainerState st = trainer_state(tr);
   // Sampled actions: Philox(seed) at subsequence = the training iteration, a fresh stream per evaluation.
   BacktestSetup setup = {.base = &trainer_market(tr)->context, .split = ev->split, .policy = trainer_policy(tr),
-                         .norm = st.norm, .sample_subsequence = (uint64_t)trainer_counters(tr)->iterations};
+                         .norm = st.norm, .sample_subsequence = (uint64_t)trainer_counters(tr)->iterations,
+                         .stop = trainer_stop_requested};
   BacktestPassSpec spec = {.strategy = ev->deterministic ? BT_AGENT_GREEDY : BT_AGENT_SAMPLED,
                            .seed = ev->seed,
                            .cost_mult = trainer_market(tr)->context.params.cost_mult};
   BacktestPass pass;
-  if (backtest_run(&setup, &spec, 1, &pass) != 0) return -1;
+  int rc = backtest_run(&setup, &spec, 1, &pass);
+  if (rc != 0) return rc;
   metrics_compute(&out->metrics, pass.equity, pass.ts, pass.n, ev->rf, ev->mar);
   out->steps = pass.n;
   backtest_pass_free(&pass);

@@ -28,6 +28,8 @@ typedef struct Evaluator Evaluator;
 Evaluator *evaluator_init(Trainer *trainer);
 void evaluator_free(Evaluator *ev);  // NULL is fine
 const char *evaluator_metric_name(const Evaluator *ev);  // "sharpe", ...
-int evaluator_run(Evaluator *ev, Trainer *trainer, EvalResult *out);  // 0, or -1 and the error message
+// 0; -1 and the error message; or 1 when a stop was requested (trainer_stop_requested: SIGINT or
+// SIGTERM) during the pass, which is then abandoned within BACKTEST_STOP_EVERY bars (out untouched).
+int evaluator_run(Evaluator *ev, Trainer *trainer, EvalResult *out);
 
 #endif

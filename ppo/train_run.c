@@ -644,13 +644,20 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
     double best_before = best;
     if (ev && s.iteration % cfg.eval.every == 0) {
-      if (evaluator_run(ev, tr, &er) == 0) {
+      int rc = evaluator_run(ev, tr, &er);
+      if (rc == 0) {
         x.eval_metric = er.metric;
         x.eval = &er.metrics;
         if (er.metric > best) {
           best = er.metric;
           new_best = 1;
         }
+      } else if (rc > 0) {  // a stop: the checkpoint comes first (the metrics row gets NaN)
+        log_write(LOG_LEVEL_INFO, "ppo-train: evaluation of iteration %lld abandoned: a stop was requested",
+                  (long long)s.iteration);
+      } else {
+        log_write(LOG_LEVEL_WARN, "ppo-train: evaluation of iteration %lld failed: %s", (long long)s.iteration,
+                  error_message());
       }
     }
     if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) dist_host_bcast(&new_best, sizeof new_best, 0);

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/h5io.h"
 #include "common/log.h"
+#include "ppo/backtest.h"
 #include "ppo/checkpoint.h"
 #include "ppo/evaluate.h"
 #include "ppo/train_run.h"
@@ -765,6 +766,28 @@ Test(train, a_stop_during_the_update_returns_to_the_iteration_start_bf16) {
 }
 Test(train, a_stop_during_the_rollout_returns_to_the_iteration_start) {
   stop_mid_iteration_case("fp32", TRAINER_PHASE_ROLLOUT, 40);
+}
+
+// A stop requested during an evaluation pass (ppo-train's [eval], after an iteration) abandons the
+// pass within BACKTEST_STOP_EVERY bars, so the checkpoint is written at once; the same pass without
+// a stop runs to the split's end.
+Test(train, a_stop_during_an_evaluation_abandons_it) {
+  Config cfg;
+  cr_assert_eq(config_load(&cfg, config_file("eval_stop"), 0, NULL), 0, "%s", error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  Evaluator *ev = evaluator_init(tr);
+  cr_assert_not_null(ev, "%s", error_message());
+  EvalResult r = {.steps = -1};
+  trainer_request_stop();  // as the handler does
+  int rc = evaluator_run(ev, tr, &r);
+  trainer_clear_stop();
+  cr_expect_eq(rc, 1, "a requested stop abandons the pass");
+  cr_expect_eq(r.steps, -1, "and leaves the result untouched");
+  cr_expect_eq(evaluator_run(ev, tr, &r), 0, "%s", error_message());
+  cr_expect_gt(r.steps, BACKTEST_STOP_EVERY, "the split (%lld bars) outlasts one poll", (long long)r.steps);
+  evaluator_free(ev);
+  trainer_free(tr);
 }
 
 // The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
