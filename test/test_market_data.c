@@ -92,17 +92,10 @@ static void write_file(const char *path, const void *bytes, size_t n) {
   cr_assert_eq(fclose(f), 0);
 }
 
+// program_util.h's read_text, asserting that the file could be read.
 static char *read_file_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  cr_assert(text);
-  cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
+  char *text = read_text(path, NULL);
+  cr_assert(text, "cannot read %s", path);
   return text;
 }
 
