@@ -500,17 +500,24 @@ void backend_set_tf32(Backend *backend, int allow) {
 
 void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const void *A, const void *B, float beta, float *C) {
+  backend_gemm_to(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, NN_F32);
+}
+
+void backend_gemm_to(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                     const void *A, const void *B, float beta, void *C, NnDtype c_dtype) {
   CHECK(backend && M >= 0 && N >= 0 && K >= 0, "backend_gemm: negative size");
   CHECK(dtype == NN_F32 || dtype == NN_F16 || dtype == NN_BF16, "backend_gemm: unknown dtype");
+  CHECK(c_dtype == NN_F32 || (c_dtype == dtype && beta == 0.0f),
+        "backend_gemm_to: C is fp32, or of the operands' dtype with beta 0");
   if (M == 0 || N == 0) return;
   CHECK(C && (K == 0 || (A && B)), "backend_gemm: NULL operand");
   guard_enter(backend);  // OP written out: the time also goes to its shape's row
   if (backend->signing) {
     sign_text(backend, "gemm");
-    SIGN_EACH(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    SIGN_EACH(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, c_dtype);
   }
   double t0 = op_profile_begin(backend);
-  backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C);
+  backend->ops->gemm(backend, dtype, trans_a != 0, trans_b != 0, M, N, K, alpha, A, B, beta, C, c_dtype);
   double seconds = op_profile_end(backend, "gemm", t0);
   guard_leave(backend);
   if (backend->profile) gemm_profile_add(backend->profile, dtype, trans_a != 0, trans_b != 0, M, N, K, seconds);
@@ -539,21 +546,26 @@ void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, co
   OP(backend, bias_act_forward, out, out_dtype, in, bias, B, H, act);
 }
 
-void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
-                               const void *out, NnDtype out_dtype, int B, int H, int act) {
+void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const void *dout,
+                               NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H, int act) {
   CHECK(backend && din && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward: bad argument");
-  CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward: unknown dtype");
+  CHECK(din_dtype <= NN_BF16 && dout_dtype <= NN_BF16 && out_dtype <= NN_BF16,
+        "backend_bias_act_backward: unknown dtype");
+  CHECK(din != dout || din_dtype == dout_dtype, "backend_bias_act_backward: din aliases dout of another dtype");
   check_act(act);
-  OP(backend, bias_act_backward, din, NULL, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+  OP(backend, bias_act_backward, din, NULL, din_dtype, dbias, dout, dout_dtype, out, out_dtype, B, H, act);
 }
 
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
-                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
+                                 const void *dout, NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H,
+                                 int act) {
   CHECK(backend && din_t && dbias && dout && out && B >= 0 && H >= 0, "backend_bias_act_backward_t: bad argument");
-  CHECK(din_dtype <= NN_BF16 && out_dtype <= NN_BF16, "backend_bias_act_backward_t: unknown dtype");
-  CHECK(din_t != din && din_t != (const void *)dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
+  CHECK(din_dtype <= NN_BF16 && dout_dtype <= NN_BF16 && out_dtype <= NN_BF16,
+        "backend_bias_act_backward_t: unknown dtype");
+  CHECK(din_t != din && din_t != dout, "backend_bias_act_backward_t: din_t must not alias din or dout");
+  CHECK(din != dout || din_dtype == dout_dtype, "backend_bias_act_backward_t: din aliases dout of another dtype");
   check_act(act);
-  OP(backend, bias_act_backward, din, din_t, din_dtype, dbias, dout, out, out_dtype, B, H, act);
+  OP(backend, bias_act_backward, din, din_t, din_dtype, dbias, dout, dout_dtype, out, out_dtype, B, H, act);
 }
 
 void backend_categorical_forward(Backend *backend, float *logp, float *entropy, const float *logits,

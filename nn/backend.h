@@ -122,6 +122,12 @@ void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n);
 // A and B are of type `dtype` (float, or uint16_t bits of fp16 / bf16).
 void backend_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const void *A, const void *B, float beta, float *C);
+// The same with C stored as c_dtype: NN_F32 (backend_gemm), or the operands' low precision `dtype`,
+// each element rounded once from its fp32 sum; beta must then be 0. The backward pass stores its
+// input gradients so (DESIGN.md section 6, as torch's autocast does): half the bytes written here
+// and read by the next bias + activation backward.
+void backend_gemm_to(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                     const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
 
 // w (rows, cols) of dtype, a weight matrix W that GEMMs read as op(B) (x W^T forward with trans_b, dy W
 // backward without), was just written. A backend may keep its own copy of w in the layout its
@@ -142,16 +148,18 @@ void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, co
                               int H, int act);
 // din (B, H) = dout (B, H) * act'(.), the derivative written from the forward's output out (B, H)
 // of out_dtype, stored as din_dtype (the low precision when din feeds low-precision GEMMs);
-// dbias (H) += column sums of din before rounding. din may equal dout in fp32.
-void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const float *dout,
-                               const void *out, NnDtype out_dtype, int B, int H, int act);
+// dbias (H) += column sums of din before rounding. dout is of dout_dtype (fp32, or the low
+// precision that backend_gemm_to wrote it in). din may equal dout when both are of one dtype.
+void backend_bias_act_backward(Backend *backend, void *din, NnDtype din_dtype, float *dbias, const void *dout,
+                               NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H, int act);
 // The same, and din_t (H, B) receives din's transpose (the same rounded values): the weight
 // gradient dW = din^T x then reads a plain (H, B) operand, which the GEMM libraries run faster than
 // a transposed one (bf16 (1024, 2048, 1024): 3.0 against 4.2 ms on the 2-core AMX machine).
 // din_t must not overlap din or dout. din may be NULL: only din_t and dbias are written (the first
 // layer, whose input gets no gradient: its dpre feeds the weight gradient alone).
 void backend_bias_act_backward_t(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
-                                 const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act);
+                                 const void *dout, NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H,
+                                 int act);
 
 // --- categorical distribution over A logits ------------------------------------------------------------------
 

@@ -24,8 +24,6 @@
 #include "common/host_memory.h"
 #include "common/rng.h"
 
-#define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts and Adam
-
 int cpu_avx512;
 
 static void cpu_free(Backend *backend, void *ptr);
@@ -150,6 +148,10 @@ CPU_VECTOR_CLONES static void store_lp_row(void *dst, NnDtype dtype, size_t at, 
   }
 }
 
+void cpu_store_lp(void *dst, NnDtype dtype, size_t at, const float *src, int n) {
+  store_lp_row(dst, dtype, at, src, n);
+}
+
 CPU_VECTOR_CLONES static void bias_act_row(float *out, const float *in, const float *bias, int H, int act) {
   if (act == NN_ACT_TANH)
     for (int h = 0; h < H; h++) out[h] = nn_tanh(in[h] + bias[h]);
@@ -270,36 +272,43 @@ CPU_VECTOR_CLONES static void transpose_tile(void *din_t, const unsigned char *t
 // requested by hand (a hint; no effect on the results).
 #define CPU_PREFETCH_ROWS 4
 
-static inline void prefetch_piece(const float *dout, const void *out, NnDtype out_dtype, size_t at, int n) {
+static inline void prefetch_lines(const void *p, NnDtype dtype, size_t at, int n) {
 #if defined(__GNUC__)
-  for (int i = 0; i < n; i += 16) __builtin_prefetch(dout + at + i);
-  size_t es = nn_dtype_size(out_dtype);
-  for (int i = 0; i < n; i += (int)(64 / es)) __builtin_prefetch((const char *)out + (at + (size_t)i) * es);
+  size_t es = nn_dtype_size(dtype);
+  for (int i = 0; i < n; i += (int)(64 / es)) __builtin_prefetch((const char *)p + (at + (size_t)i) * es);
 #else
-  (void)dout, (void)out, (void)out_dtype, (void)at, (void)n;
+  (void)p, (void)dtype, (void)at, (void)n;
 #endif
 }
 
+// Row `at`'s n values of x (fp32, or 16-bit bits of dtype) as fp32: x itself, or widened into buf.
+static inline const float *row_f32(float *buf, const void *x, NnDtype dtype, size_t at, int n) {
+  if (dtype == NN_F32) return (const float *)x + at;
+  widen_row(buf, (const uint16_t *)x + at, dtype, n);
+  return buf;
+}
+
 static void cpu_bias_act_backward(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
-                                  const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
+                                  const void *dout, NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B,
+                                  int H, int act) {
   int blocks = (H + CPU_COLUMN_BLOCK - 1) / CPU_COLUMN_BLOCK;
   size_t es = nn_dtype_size(din_dtype);
   CPU_FOR((size_t)B * H >= CPU_PARALLEL_MIN && blocks > 1, (int blk = 0; blk < blocks; blk++), {
     int h0 = blk * CPU_COLUMN_BLOCK, n = H - h0 < CPU_COLUMN_BLOCK ? H - h0 : CPU_COLUMN_BLOCK;
-    float sum[CPU_COLUMN_BLOCK] = {0}, y[CPU_COLUMN_BLOCK], d[CPU_COLUMN_BLOCK];
+    float sum[CPU_COLUMN_BLOCK] = {0}, y[CPU_COLUMN_BLOCK], g[CPU_COLUMN_BLOCK], d[CPU_COLUMN_BLOCK];
     _Alignas(64) unsigned char tile[CPU_ROW_TILE * CPU_TILE_STRIDE];  // 34 KiB; used with din_t only
     for (int b0 = 0; b0 < B; b0 += CPU_ROW_TILE) {
       int b1 = b0 + CPU_ROW_TILE < B ? b0 + CPU_ROW_TILE : B;
       for (int b = b0; b < b1; b++) {
         size_t at = (size_t)b * H + h0;
-        if (b + CPU_PREFETCH_ROWS < B) prefetch_piece(dout, out, out_dtype, at + (size_t)CPU_PREFETCH_ROWS * H, n);
-        const float *yrow = (const float *)out + at;
-        if (out_dtype != NN_F32) {
-          widen_row(y, (const uint16_t *)out + at, out_dtype, n);
-          yrow = y;
+        if (b + CPU_PREFETCH_ROWS < B) {
+          prefetch_lines(dout, dout_dtype, at + (size_t)CPU_PREFETCH_ROWS * H, n);
+          prefetch_lines(out, out_dtype, at + (size_t)CPU_PREFETCH_ROWS * H, n);
         }
+        const float *yrow = row_f32(y, out, out_dtype, at, n);
+        const float *grow = row_f32(g, dout, dout_dtype, at, n);  // read before din's row is written
         float *drow = din_dtype == NN_F32 && din ? (float *)din + at : d;
-        act_backward_row(drow, sum, dout + at, yrow, n, act);
+        act_backward_row(drow, sum, grow, yrow, n, act);
         if (!din_t) {
           if (din_dtype != NN_F32) store_lp_row(din, din_dtype, at, d, n);
           continue;

@@ -10,6 +10,7 @@
 // x 64 activations, 16,384 elements, takes a few microseconds; a parallel region as long when the
 // machine is idle and far longer when another process holds a core).
 #define CPU_PARALLEL_MIN 131072
+#define CPU_CAST_BLOCK 4096  // elements per OpenMP work item in casts, roundings and Adam
 
 // The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks
 // the best the CPU has, so the library needs no -march and still vectorises here. The build is
@@ -74,7 +75,9 @@ typedef struct {
 void cpu_gemm_open(Backend *backend);  // picks the library, fills backend->describe; exits on failure
 void cpu_gemm_close(CpuContext *ctx);  // frees the GEMM state
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-              const void *A, const void *B, float beta, float *C);
+              const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
+// dst[at .. at + n) = src rounded to dtype (fp32: copied); the rounding of every low-precision store.
+void cpu_store_lp(void *dst, NnDtype dtype, size_t at, const float *src, int n);
 #ifdef PPO_HAVE_ONEDNN  // bf16 weights kept in oneDNN's layout (backend_weights_changed)
 void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols);
 void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes);  // backend memory freed

@@ -48,7 +48,7 @@
 #define GEMM_CACHE_MAX 128
 
 typedef struct {
-  NnDtype dtype;
+  NnDtype dtype, c_dtype;
   int trans_a, trans_b, M, N, K, swap;
   float alpha, beta;
   int packed;             // the weights in oneDNN's layout (a PackedB's: the same for every W of this K, N)
@@ -273,13 +273,13 @@ static void sgemv_row(int trans_b, int N, int K, float alpha, const float *a, co
 // rows much faster: 1.5x in fp32, 2x in bf16 at (32, 1024, 2048) on the 2-core AMX machine. (A
 // dst with transposed strides instead sends oneDNN 2.6 to its reference kernel, 1000x slower.)
 // packed_b: weights in its layout (the entry's prim is NULL if oneDNN wants another for this shape).
-static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                             float beta, int swap, const PackedB *packed_b) {
+static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, NnDtype c_dtype, int trans_a, int trans_b, int M, int N, int K,
+                             float alpha, float beta, int swap, const PackedB *packed_b) {
   int packed = packed_b != NULL;
   for (int i = 0; i < g->cache_used; i++) {
     GemmEntry *e = &g->cache[i];
-    if (e->dtype == dtype && e->trans_a == trans_a && e->trans_b == trans_b && e->M == M && e->N == N && e->K == K &&
-        e->alpha == alpha && e->beta == beta && e->packed == packed)
+    if (e->dtype == dtype && e->c_dtype == c_dtype && e->trans_a == trans_a && e->trans_b == trans_b && e->M == M &&
+        e->N == N && e->K == K && e->alpha == alpha && e->beta == beta && e->packed == packed)
       return e;
   }
   GemmEntry *e;
@@ -309,7 +309,7 @@ static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b
     b_md = packed_b->md;
   else
     DNNL_CHECK(dnnl_memory_desc_init_by_strides(&b_md, 2, b_dims, in_type, b_strides));
-  DNNL_CHECK(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_strides));
+  DNNL_CHECK(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, c_dtype == NN_BF16 ? dnnl_bf16 : dnnl_f32, c_strides));
   dnnl_matmul_desc_t desc;
   DNNL_CHECK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md));
   dnnl_primitive_attr_t attr;
@@ -337,7 +337,7 @@ static GemmEntry *gemm_entry(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b
   DNNL_CHECK(dnnl_memory_create(&e->a, &a_md, g->engine, DNNL_MEMORY_NONE));
   DNNL_CHECK(dnnl_memory_create(&e->b, &b_md, g->engine, DNNL_MEMORY_NONE));
   DNNL_CHECK(dnnl_memory_create(&e->c, &c_md, g->engine, DNNL_MEMORY_NONE));
-  *e = (GemmEntry){dtype, trans_a, trans_b, M, N, K, swap, alpha, beta, packed, e->prim, e->a, e->b, e->c};
+  *e = (GemmEntry){dtype, c_dtype, trans_a, trans_b, M, N, K, swap, alpha, beta, packed, e->prim, e->a, e->b, e->c};
   return e;
 }
 
@@ -494,13 +494,14 @@ static void packed_refresh(PackedB *p, const WeightPack *w, int trans_b) {
   p->stale = 0;
 }
 
-// scratch: M N floats when onednn_swaps(trans_b, M, N, beta), else unused.
+// scratch: M N floats when onednn_swaps(trans_b, M, N, beta) and C is fp32 (a bf16 C is never
+// swapped), else unused. c_dtype: fp32, or bf16 with bf16 operands (oneDNN rounds each sum once).
 static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                        const void *A, const void *B, float beta, float *C, float *scratch) {
+                        const void *A, const void *B, float beta, void *C, NnDtype c_dtype, float *scratch) {
   WeightPack *owner = NULL;
   PackedB *packed = dtype == NN_BF16 ? packed_weights(g, B, trans_b, M, K, N, &owner) : NULL;
   if (packed) {  // (never swapped: with the weights laid out, oneDNN runs few rows well as they are)
-    GemmEntry *e = gemm_entry(g, dtype, trans_a, trans_b, M, N, K, alpha, beta, 0, packed);
+    GemmEntry *e = gemm_entry(g, dtype, c_dtype, trans_a, trans_b, M, N, K, alpha, beta, 0, packed);
     if (e->prim) {
       packed_refresh(packed, owner, trans_b);
       DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)A));
@@ -512,8 +513,8 @@ static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int
       return;
     }
   }
-  int swap = onednn_swaps(trans_b, M, N, beta);
-  GemmEntry *e = gemm_entry(g, dtype, trans_a, trans_b, M, N, K, alpha, beta, swap, NULL);
+  int swap = c_dtype == NN_F32 && onednn_swaps(trans_b, M, N, beta);
+  GemmEntry *e = gemm_entry(g, dtype, c_dtype, trans_a, trans_b, M, N, K, alpha, beta, swap, NULL);
   DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)(swap ? B : A)));
   DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)(swap ? A : B)));
   DNNL_CHECK(dnnl_memory_set_data_handle(e->c, swap ? scratch : C));
@@ -524,17 +525,29 @@ static void onednn_gemm(CpuGemm *g, NnDtype dtype, int trans_a, int trans_b, int
 }
 #endif
 
+// C (M N, of c_dtype) = c32 rounded, in parallel pieces.
+static void round_into(void *C, NnDtype c_dtype, const float *c32, size_t n) {
+  size_t pieces = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
+  CPU_FOR(n >= CPU_PARALLEL_MIN && pieces > 1, (size_t p = 0; p < pieces; p++), {
+    size_t at = p * CPU_CAST_BLOCK, len = n - at < CPU_CAST_BLOCK ? n - at : CPU_CAST_BLOCK;
+    cpu_store_lp(C, c_dtype, at, c32 + at, (int)len);
+  });
+}
+
 static void widen(float *out, const uint16_t *in, size_t n, NnDtype dtype) {
   CPU_FOR(n >= 16384, (size_t i = 0; i < n; i++),
           out[i] = dtype == NN_F16 ? nn_f16_to_f32(in[i]) : nn_bf16_to_f32(in[i]););
 }
 
+// c_dtype: fp32, or dtype (F16 / BF16) with beta 0.
 static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                          const void *A, const void *B, float beta, float *C) {
+                          const void *A, const void *B, float beta, void *C_out, NnDtype c_dtype) {
   CpuContext *ctx = backend->ctx;
   CpuGemm *g = ctx->gemm;
-  if (K == 0) {  // libraries differ on empty products: C = beta C by hand
-    for (size_t i = 0; i < (size_t)M * N; i++) C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+  float *C = c_dtype == NN_F32 ? (float *)C_out : NULL;  // the fp32 C, when it is one
+  if (K == 0) {                                          // libraries differ on empty products: C = beta C by hand
+    if (!C) memset(C_out, 0, (size_t)M * N * nn_dtype_size(c_dtype));  // beta is 0; +0 is all zero bits
+    for (size_t i = 0; C && i < (size_t)M * N; i++) C[i] = beta == 0.0f ? 0.0f : beta * C[i];
     return;
   }
 #ifdef PPO_HAVE_ONEDNN
@@ -543,8 +556,8 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
     return;
   }
   if (dtype == NN_BF16 || (dtype == NN_F32 && g->use_onednn)) {
-    if (onednn_swaps(trans_b, M, N, beta)) backend->ops->reserve_workspace(backend, (size_t)M * N * sizeof(float));
-    onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, ctx->workspace);
+    if (C && onednn_swaps(trans_b, M, N, beta)) backend->ops->reserve_workspace(backend, (size_t)M * N * sizeof(float));
+    onednn_gemm(g, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C_out, c_dtype, ctx->workspace);
     return;
   }
 #else
@@ -557,23 +570,24 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
       sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
     return;
   }
-  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = 0;
+  // widened operands; a low-precision C is computed in fp32 after them, then rounded into place
+  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = 0, nlp = C ? 0 : (size_t)M * N;
 #ifdef PPO_HAVE_ONEDNN
   if (g->use_onednn && onednn_swaps(trans_b, M, N, beta)) nc = (size_t)M * N;
 #endif
   // The implementation, not the public call: growing the scratch is this backend's own business, and
   // allowed inside a recorded function (a no-op once policy_init reserved it; counted if it grows).
-  backend->ops->reserve_workspace(backend, (na + nb + nc) * sizeof(float));
-  float *a32 = ctx->workspace, *b32 = a32 + na;
+  backend->ops->reserve_workspace(backend, (na + nb + nc + nlp) * sizeof(float));
+  float *a32 = ctx->workspace, *b32 = a32 + na, *c32 = C ? C : b32 + nb + nc;
   widen(a32, A, na, dtype);
   widen(b32, B, nb, dtype);
 #ifdef PPO_HAVE_ONEDNN
-  if (g->use_onednn && (double)M * N * K > SMALL_GEMM_MACS) {
-    onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C, b32 + nb);
-    return;
-  }
+  if (g->use_onednn && (double)M * N * K > SMALL_GEMM_MACS)
+    onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b32, beta, c32, NN_F32, b32 + nb);
+  else
 #endif
-  sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, C);
+    sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, c32);
+  if (!C) round_into(C_out, c_dtype, c32, (size_t)M * N);
 }
 
 // --- thin products: K at most THIN_K, N at least THIN_MIN_N --------------------------------------------
@@ -630,8 +644,9 @@ CPU_VECTOR_CLONES static void thin_rows(float *c0, int N, int n, const float *bk
 
 #define THIN_ROWS 64  // rows per work item: op(A)'s values for them widened on the stack
 
+// A C of the low precision (beta 0) goes row by row through an fp32 row, rounded from there.
 static void gemm_thin(NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
-                      const void *B, float beta, float *C) {
+                      const void *B, float beta, void *C, NnDtype c_dtype) {
   float bk[THIN_K * THIN_COLS];
   int blocks = (M + THIN_ROWS - 1) / THIN_ROWS;
   for (int j0 = 0; j0 < N; j0 += THIN_COLS) {
@@ -646,7 +661,15 @@ static void gemm_thin(NnDtype dtype, int trans_a, int trans_b, int M, int N, int
       for (int r = 0; r < rows; r++)
         for (int k = 0; k < K; k++)
           a[r * THIN_K + k] = thin_load(A, dtype, trans_a ? (size_t)k * M + (i0 + r) : (size_t)(i0 + r) * K + k);
-      thin_rows(C + (size_t)i0 * N + j0, N, n, bk, a, rows, K, alpha, beta);
+      if (c_dtype == NN_F32) {
+        thin_rows((float *)C + (size_t)i0 * N + j0, N, n, bk, a, rows, K, alpha, beta);
+      } else {
+        float row[THIN_COLS];
+        for (int r = 0; r < rows; r++) {
+          thin_rows(row, N, n, bk, a + r * THIN_K, 1, K, alpha, 0.0f);
+          cpu_store_lp(C, c_dtype, (size_t)(i0 + r) * N + j0, row, n);
+        }
+      }
     });
   }
 }
@@ -664,21 +687,21 @@ static void gemm_thin(NnDtype dtype, int trans_a, int trans_b, int M, int N, int
 #define CPU_GEMM_SERIAL_MACS ((size_t)1 << 20)
 
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-              const void *A, const void *B, float beta, float *C) {
+              const void *A, const void *B, float beta, void *C, NnDtype c_dtype) {
   if (dtype == NN_F32 && M == 1 && K >= 1 && (double)N * K <= GEMV_MAX_MACS) {  // op(A) one row, any transpose
-    sgemv_row(trans_b, N, K, alpha, A, B, beta, C);
+    sgemv_row(trans_b, N, K, alpha, A, B, beta, C);                             // (C is fp32 with fp32 operands)
     return;
   }
   if (K >= 1 && K <= THIN_K && N >= THIN_MIN_N) {  // threads by the size of C, not by the multiply-adds
-    gemm_thin(dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    gemm_thin(dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, c_dtype);
     return;
   }
   int threads = omp_get_max_threads();
   if (threads > 1 && (size_t)M * (size_t)N * (size_t)K < CPU_GEMM_SERIAL_MACS) {
     omp_set_num_threads(1);
-    gemm_dispatch(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    gemm_dispatch(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, c_dtype);
     omp_set_num_threads(threads);
     return;
   }
-  gemm_dispatch(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+  gemm_dispatch(backend, dtype, trans_a, trans_b, M, N, K, alpha, A, B, beta, C, c_dtype);
 }

@@ -223,18 +223,23 @@ static void gemm_empty(CudaContext *ctx, int M, int N, float beta, float *C) {
 // Each leading dimension is the row length of the stored row-major matrix, as cblas_sgemm's.
 // Inputs in fp16 / bf16 (CUDA_R_16F / CUDA_R_16BF bits), fp32 C, fp32 accumulation; fp32 inputs
 // use TF32 tensor cores only when backend_set_tf32 allowed it.
+// c_dtype: fp32, or dtype with beta 0 (cuBLAS rounds each fp32 sum once into the 16-bit C).
 static void cuda_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                      const void *A, const void *B, float beta, float *C) {
+                      const void *A, const void *B, float beta, void *C, NnDtype c_dtype) {
   CudaContext *ctx = cuda_ctx(backend);
   if (K == 0) {
-    gemm_empty(ctx, M, N, beta, C);
+    if (c_dtype == NN_F32)
+      gemm_empty(ctx, M, N, beta, (float *)C);
+    else  // beta is 0: zero bits are +0 in every dtype
+      CUDA_CHECK(cudaMemsetAsync(C, 0, (size_t)M * N * nn_dtype_size(c_dtype), ctx->stream));
     return;
   }
   cudaDataType_t type = dtype == NN_F16 ? CUDA_R_16F : dtype == NN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cudaDataType_t c_type = c_dtype == NN_F32 ? CUDA_R_32F : type;
   cublasComputeType_t compute = dtype == NN_F32 && ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   CUBLAS_CHECK(cublasGemmEx(ctx->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,
-                            K, &alpha, B, type, trans_b ? K : N, A, type, trans_a ? M : K, &beta, C, CUDA_R_32F, N,
-                            compute, CUBLAS_GEMM_DEFAULT));
+                            K, &alpha, B, type, trans_b ? K : N, A, type, trans_a ? M : K, &beta, C, c_type, N, compute,
+                            CUBLAS_GEMM_DEFAULT));
 }
 
 // --- bias + activation -----------------------------------------------------------------------------------------
@@ -284,8 +289,8 @@ static void cuda_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype
 enum { TILE_COLS = 32, TILE_ROWS = 64, TILE_Y = 8 };
 
 static __global__ void __launch_bounds__(TILE_COLS * TILE_Y)
-    bias_act_backward_tiles(void *din, void *din_t, NnDtype din_dtype, float *partials, const float *dout,
-                            const void *out, NnDtype out_dtype, int B, int H, int act) {
+    bias_act_backward_tiles(void *din, void *din_t, NnDtype din_dtype, float *partials, const void *dout,
+                            NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H, int act) {
   __shared__ float d_tile[TILE_ROWS][TILE_COLS + 1];  // the padding keeps a column's reads off one bank
   int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * TILE_ROWS, h = h0 + x;
   int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
@@ -293,7 +298,7 @@ static __global__ void __launch_bounds__(TILE_COLS * TILE_Y)
     float d = 0.0f;
     if (r < rows && h < H) {
       size_t i = (size_t)(b0 + r) * H + h;
-      d = nn_act_backward(dout[i], load_f32(out, out_dtype, i), act);
+      d = nn_act_backward(load_f32(dout, dout_dtype, i), load_f32(out, out_dtype, i), act);
       if (din) store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
     }
     d_tile[r][x] = d;
@@ -319,7 +324,8 @@ static __global__ void bias_act_backward_columns(float *dbias, const float *part
 }
 
 static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
-                                   const float *dout, const void *out, NnDtype out_dtype, int B, int H, int act) {
+                                   const void *dout, NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B,
+                                   int H, int act) {
   CudaContext *ctx = cuda_ctx(backend);
   if (H == 0 || B == 0) return;
   unsigned col_tiles = (unsigned)((H + TILE_COLS - 1) / TILE_COLS), row_tiles = (unsigned)((B + TILE_ROWS - 1) / TILE_ROWS);
@@ -328,7 +334,7 @@ static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnD
         "bias_act_backward: the column partials exceed the GEMM workspace (backend_reserve_workspace)");
   float *partials = (float *)ctx->workspace;
   bias_act_backward_tiles<<<dim3(col_tiles, row_tiles), dim3(TILE_COLS, TILE_Y), 0, ctx->stream>>>(
-      din, din_t, din_dtype, partials, dout, out, out_dtype, B, H, act);
+      din, din_t, din_dtype, partials, dout, dout_dtype, out, out_dtype, B, H, act);
   CUDA_CHECK_LAUNCH();
   bias_act_backward_columns<<<(unsigned)((H + CUDA_THREADS - 1) / CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
       dbias, partials, (int)row_tiles, H);

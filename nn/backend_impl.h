@@ -25,14 +25,14 @@ typedef struct {
   void (*set_tf32)(Backend *backend, int allow);  // optional: NULL where fp32 GEMMs have no faster mode
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-               const void *A, const void *B, float beta, float *C);
+               const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
   void (*weights_changed)(Backend *backend, const void *w, NnDtype dtype, int rows,
                           int cols);  // optional: NULL where GEMMs read every w as it is
   size_t (*weights_bytes)(Backend *backend, NnDtype dtype, int rows, int cols);  // optional, with weights_changed
   void (*bias_act_forward)(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
                            int H, int act);
-  void (*bias_act_backward)(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias,
-                            const float *dout, const void *out, NnDtype out_dtype, int B, int H,
+  void (*bias_act_backward)(Backend *backend, void *din, void *din_t, NnDtype din_dtype, float *dbias, const void *dout,
+                            NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H,
                             int act);  // din_t NULL: no transposed copy
   void (*categorical_forward)(Backend *backend, float *logp, float *entropy, const float *logits, const float *actions,
                               int B, int A);

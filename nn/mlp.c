@@ -62,7 +62,10 @@ void mlp_forward(Backend *backend, MlpActs *acts, const MlpShape *shape, const M
 
 void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout, const MlpShape *shape,
                   const MlpLowp *lowp, const void *in, int B, NnDtype dtype, int accumulate) {
-  float *dy = dout;  // (B, O) gradient of layer l's output, fp32
+  // dy (B, O): the gradient of layer l's output: dout in fp32 for the head, then each layer's dx,
+  // which low-precision runs store in their dtype (backend_gemm_to), in dh / dh_next
+  void *dy = dout;
+  NnDtype dy_dtype = NN_F32;
   for (int l = shape->n_linear - 1; l >= 0; l--) {
     int I = shape->dims[l], O = shape->dims[l + 1];
     int last = l == shape->n_linear - 1;
@@ -70,13 +73,13 @@ void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout
     const void *y = out_dtype == NN_F32 ? (const void *)acts->h[l] : acts->h_lp[l];
     const void *x = l == 0 ? in : (dtype == NN_F32 ? (const void *)acts->h[l - 1] : acts->h_lp[l - 1]);
     // dpre (B, O) = dy * act'(y), stored in the GEMMs' dtype; db += its column sums
-    void *dpre = dtype == NN_F32 ? (void *)dy : acts->dh_lp;
+    void *dpre = dtype == NN_F32 ? dy : acts->dh_lp;
     if (!accumulate) backend_memset_zero(backend, grads->b[l], (size_t)O * sizeof(float));
     if (acts->dh_t)  // the first layer's dpre is read only through dh_t (no dx): not written
-      backend_bias_act_backward_t(backend, l == 0 ? NULL : dpre, acts->dh_t, dtype, grads->b[l], dy, y, out_dtype, B, O,
-                                  last ? NN_ACT_NONE : shape->act);
+      backend_bias_act_backward_t(backend, l == 0 ? NULL : dpre, acts->dh_t, dtype, grads->b[l], dy, dy_dtype, y,
+                                  out_dtype, B, O, last ? NN_ACT_NONE : shape->act);
     else
-      backend_bias_act_backward(backend, dpre, dtype, grads->b[l], dy, y, out_dtype, B, O,
+      backend_bias_act_backward(backend, dpre, dtype, grads->b[l], dy, dy_dtype, y, out_dtype, B, O,
                                 last ? NN_ACT_NONE : shape->act);
     // dW (O, I) += dpre^T (O, B) x (B, I), from dh_t (O, B) when there is one; = when not
     // accumulating (beta 0: no zeroing pass, and the GEMM does not read C)
@@ -86,9 +89,10 @@ void mlp_backward(Backend *backend, MlpParams *grads, MlpActs *acts, float *dout
     else
       backend_gemm(backend, dtype, 1, 0, O, I, B, 1.0f, dpre, x, beta, grads->w[l]);
     if (l == 0) break;  // no gradient for the observations
-    // dx (B, I) = dpre (B, O) W (O, I), fp32
-    float *dx = dy == acts->dh ? acts->dh_next : acts->dh;
-    backend_gemm(backend, dtype, 0, 0, B, I, O, 1.0f, dpre, lowp->w[l], 0.0f, dx);
+    // dx (B, I) = dpre (B, O) W (O, I), summed in fp32 and stored in the dtype
+    void *dx = dy == (void *)acts->dh ? (void *)acts->dh_next : (void *)acts->dh;
+    backend_gemm_to(backend, dtype, 0, 0, B, I, O, 1.0f, dpre, lowp->w[l], 0.0f, dx, dtype);
     dy = dx;
+    dy_dtype = dtype;
   }
 }

@@ -8,8 +8,10 @@
 // (DESIGN.md section 6, torch autocast's policy) the GEMMs read low-precision weights (lowp,
 // refreshed by each optimiser step) and inputs, accumulate in fp32; hidden activations are stored
 // only in the low precision (h_lp, rounded once by the bias + activation op, whose backward reads
-// them), the pre-activation gradient fed to the GEMMs is rounded to it (dh_lp); the element-wise
-// math, the head's output, bias gradients and all parameter gradients are fp32.
+// them), the pre-activation gradient fed to the GEMMs is rounded to it (dh_lp), and so is each
+// layer's input gradient, which a GEMM sums in fp32 and stores rounded (torch's autocast keeps its
+// matmuls' gradients in the low precision too); the element-wise math, the head's output and its
+// gradient, bias gradients and all parameter gradients are fp32.
 //
 // Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden.
 // Depends on nn/backend.h.
@@ -44,9 +46,9 @@ typedef struct {
   float *h[NN_MAX_LINEAR];    // (B, dims[l + 1]) layer outputs after activation; h[n_linear - 1] is the output
   void *h_lp[NN_MAX_LINEAR];  // (B, dims[l + 1]) h rounded to the dtype, the next GEMM's input (l < n_linear - 1); = h
                               // in fp32
-  float *dh;                  // (B, max dim) gradient scratch
-  void *dh_lp;                // (B, max dim) that gradient rounded to the dtype; = dh in fp32
-  float *dh_next;             // (B, max dim) the gradient flowing to the layer below
+  void *dh;                   // (B, max dim) gradient scratch in the dtype (a layer's input gradient)
+  void *dh_lp;                // (B, max dim) the pre-activation gradient in the dtype; = dh in fp32
+  void *dh_next;              // (B, max dim) the gradient flowing to the layer below, in the dtype
   void *dh_t;                 // (max dim, B) dh_lp transposed, the weight-gradient GEMM's operand; NULL: dW
                               // reads dh_lp transposed (bf16 only: there the plain operand runs faster)
 } MlpActs;

@@ -160,8 +160,9 @@ static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const Mlp
       e[n++] = (SlabEntry){(void **)&nets[net]->h[l], align64(B * s->dims[l + 1] * sizeof(float))};
       if (low && l < s->n_linear - 1) e[n++] = (SlabEntry){&nets[net]->h_lp[l], align64(B * s->dims[l + 1] * lp)};
     }
-    e[n++] = (SlabEntry){(void **)&nets[net]->dh, align64(B * maxd * sizeof(float))};
-    e[n++] = (SlabEntry){(void **)&nets[net]->dh_next, align64(B * maxd * sizeof(float))};
+    size_t gs = low ? lp : sizeof(float);  // the input gradients' dtype (mlp_backward)
+    e[n++] = (SlabEntry){&nets[net]->dh, align64(B * maxd * gs)};
+    e[n++] = (SlabEntry){&nets[net]->dh_next, align64(B * maxd * gs)};
     if (low) e[n++] = (SlabEntry){&nets[net]->dh_lp, align64(B * maxd * lp)};
     nets[net]->dh_t = NULL;
     if (spec->dtype == NN_BF16) e[n++] = (SlabEntry){&nets[net]->dh_t, align64(B * maxd * lp)};

@@ -224,11 +224,14 @@ Test(cuda_memory, copy_rows_leaves_the_gaps) {
 
 // --- GEMM ----------------------------------------------------------------------------------------------------------
 
-static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int K, float alpha, float beta,
-                       double tol) {
+// C of c_dtype (fp32, or dtype with beta 0: backend_gemm_to), compared as fp32 within tol of C's
+// largest magnitude.
+static void check_gemm_to(Pair p, NnDtype dtype, NnDtype c_dtype, int ta, int tb, int M, int N, int K, float alpha,
+                          float beta, double tol) {
   Rng rng;
   rng_seed(&rng, 1000u + (uint64_t)M * 7 + (uint64_t)N * 13 + (uint64_t)K * 17 + (uint64_t)(ta * 2 + tb));
-  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N, es = nn_dtype_size(dtype);
+  size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N, es = nn_dtype_size(dtype),
+         cs = nn_dtype_size(c_dtype);
   float *a = malloc(na * 4 + 4), *bm = malloc(nb * 4 + 4), *c = malloc(nc * 4);
   fill(a, na, &rng, -1, 1);
   fill(bm, nb, &rng, -1, 1);
@@ -238,19 +241,28 @@ static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int 
   float *result[2];
   for (int k = 0; k < 2; k++) {
     void *A = put(bk[k], as, na * es), *B = put(bk[k], bs, nb * es);
-    float *C = put(bk[k], c, nc * 4);
-    backend_gemm(bk[k], dtype, ta, tb, M, N, K, alpha, A, B, beta, C);
-    result[k] = get(bk[k], C, nc * 4);
-    backend_free(bk[k], A), backend_free(bk[k], B), backend_free(bk[k], C);
+    void *C = put(bk[k], c, nc * cs);  // (c's first bytes: any value, with beta 0)
+    backend_gemm_to(bk[k], dtype, ta, tb, M, N, K, alpha, A, B, beta, C, c_dtype);
+    float *C32 = backend_alloc(bk[k], nc * 4);
+    backend_cast(bk[k], C32, NN_F32, C, c_dtype, nc);
+    result[k] = get(bk[k], C32, nc * 4);
+    backend_free(bk[k], A), backend_free(bk[k], B), backend_free(bk[k], C), backend_free(bk[k], C32);
   }
   float *want = result[0], *got = result[1];
   double max_abs = 0.0;
   for (size_t i = 0; i < nc; i++) max_abs = fmax(max_abs, fabs(want[i]));
   for (size_t i = 0; i < nc; i++)
     cr_assert(fabs((double)got[i] - want[i]) <= tol * max_abs,
-              "%s gemm ta %d tb %d (%d, %d, %d) alpha %g beta %g: C[%zu, %zu] cuda %.9g, cpu %.9g (tolerance %.3g)",
-              nn_dtype_name(dtype), ta, tb, M, N, K, alpha, beta, i / N, i % N, got[i], want[i], tol * max_abs);
+              "%s gemm (C %s) ta %d tb %d (%d, %d, %d) alpha %g beta %g: C[%zu, %zu] cuda %.9g, cpu %.9g (tolerance "
+              "%.3g)",
+              nn_dtype_name(dtype), nn_dtype_name(c_dtype), ta, tb, M, N, K, alpha, beta, i / N, i % N, got[i], want[i],
+              tol * max_abs);
   free(a), free(bm), free(c), free(as), free(bs), free(want), free(got);
+}
+
+static void check_gemm(Pair p, NnDtype dtype, int ta, int tb, int M, int N, int K, float alpha, float beta,
+                       double tol) {
+  check_gemm_to(p, dtype, NN_F32, ta, tb, M, N, K, alpha, beta, tol);
 }
 
 static const int odd_shapes[][3] = {{33, 17, 65}, {1, 1, 1}, {5, 300, 7}, {64, 3, 1}, {2, 129, 1000}};
@@ -282,6 +294,23 @@ Test(cuda_gemm, empty_product_scales_c) {
   for (int d = 0; d < 3; d++) {
     check_gemm(p, (NnDtype)d, 0, 0, 7, 9, 0, 1.0f, 0.0f, 0.0);
     check_gemm(p, (NnDtype)d, 1, 1, 7, 9, 0, 1.0f, 0.5f, 0.0);
+  }
+  close_pair(p);
+}
+
+// C stored in the operands' low precision (the backward pass's input gradients): each backend
+// rounds its own fp32 sum, so the two may differ by a unit in the last place of the largest value
+// (2^-7 of it in bf16, 2^-10 in fp16) beside the sums' difference; K = 0 stores zeros.
+Test(cuda_gemm, low_precision_c) {
+  Pair p = open_pair();
+  for (int d = NN_F16; d <= NN_BF16; d++) {
+    double ulp = d == NN_BF16 ? 0x1p-7 : 0x1p-10;
+    for (size_t s = 0; s < ODD; s++)
+      for (int t = 0; t < 4; t++)
+        check_gemm_to(p, (NnDtype)d, (NnDtype)d, t >> 1, t & 1, odd_shapes[s][0], odd_shapes[s][1], odd_shapes[s][2],
+                      1.0f, 0.0f, 1e-3 + ulp);
+    check_gemm_to(p, (NnDtype)d, (NnDtype)d, 0, 0, 1024, 2048, 1024, 1.0f, 0.0f, 1e-3 + ulp);  // dy W (headline)
+    check_gemm_to(p, (NnDtype)d, (NnDtype)d, 0, 0, 7, 9, 0, 1.0f, 0.0f, 0.0);
   }
   close_pair(p);
 }
@@ -335,35 +364,40 @@ typedef struct {
   int B, H, act;
   NnDtype din_dtype, out_dtype;
   int transposed;
-  int in_place;  // 1: din is dout's memory (fp32 only); 2: no din (transposed only: din_t and dbias alone)
+  int in_place;        // 1: din is dout's memory (dout of din's dtype); 2: no din (transposed only: din_t and dbias)
+  NnDtype dout_dtype;  // fp32 (0), or a low precision (an input gradient from backend_gemm_to)
 } BackwardCase;
 
 static void check_bias_act_backward(Pair p, BackwardCase c) {
   Rng rng;
   rng_seed(&rng, 99u + (uint64_t)c.B * c.H + (uint64_t)c.act * 5 + c.din_dtype * 7 + c.out_dtype * 11);
-  size_t n = (size_t)c.B * c.H, es = nn_dtype_size(c.din_dtype), os = nn_dtype_size(c.out_dtype);
+  size_t n = (size_t)c.B * c.H, es = nn_dtype_size(c.din_dtype), os = nn_dtype_size(c.out_dtype),
+         gs = nn_dtype_size(c.dout_dtype);
   float *dout = malloc(n * 4), *y = malloc(n * 4), *dbias = malloc((size_t)c.H * 4);
   fill(dout, n, &rng, -2, 2);
   fill(y, n, &rng, -1, 1);
   fill(dbias, c.H, &rng, -1, 1);  // accumulated into
-  void *ys = stored(y, n, c.out_dtype);
+  void *ys = stored(y, n, c.out_dtype), *gs_bits = stored(dout, n, c.dout_dtype);
   void *din[2], *din_t[2], *db[2];
   Backend *bk[2] = {p.cpu, p.gpu};
   for (int k = 0; k < 2; k++) {
-    float *d_out = put(bk[k], dout, n * 4), *d_bias = put(bk[k], dbias, (size_t)c.H * 4);
+    void *d_out = put(bk[k], gs_bits, n * gs);
+    float *d_bias = put(bk[k], dbias, (size_t)c.H * 4);
     void *d_y = put(bk[k], ys, n * os), *d_din_t = backend_alloc(bk[k], n * es);
     void *d_din = c.in_place == 1 ? (void *)d_out : c.in_place == 2 ? NULL : backend_alloc(bk[k], n * es);
     if (c.transposed)
-      backend_bias_act_backward_t(bk[k], d_din, d_din_t, c.din_dtype, d_bias, d_out, d_y, c.out_dtype, c.B, c.H, c.act);
+      backend_bias_act_backward_t(bk[k], d_din, d_din_t, c.din_dtype, d_bias, d_out, c.dout_dtype, d_y, c.out_dtype,
+                                  c.B, c.H, c.act);
     else
-      backend_bias_act_backward(bk[k], d_din, c.din_dtype, d_bias, d_out, d_y, c.out_dtype, c.B, c.H, c.act);
+      backend_bias_act_backward(bk[k], d_din, c.din_dtype, d_bias, d_out, c.dout_dtype, d_y, c.out_dtype, c.B, c.H,
+                                c.act);
     din[k] = d_din ? get(bk[k], d_din, n * es) : NULL;
     din_t[k] = get(bk[k], d_din_t, n * es);
     db[k] = get(bk[k], d_bias, (size_t)c.H * 4);
   }
   char what[128];
-  snprintf(what, sizeof what, "bias_act_backward%s act %d din %s out %s (%d, %d)%s", c.transposed ? "_t" : "", c.act,
-           nn_dtype_name(c.din_dtype), nn_dtype_name(c.out_dtype), c.B, c.H,
+  snprintf(what, sizeof what, "bias_act_backward%s act %d din %s dout %s out %s (%d, %d)%s", c.transposed ? "_t" : "",
+           c.act, nn_dtype_name(c.din_dtype), nn_dtype_name(c.dout_dtype), nn_dtype_name(c.out_dtype), c.B, c.H,
            c.in_place == 1   ? " in place"
            : c.in_place == 2 ? " without din"
                              : "");
@@ -377,7 +411,7 @@ static void check_bias_act_backward(Pair p, BackwardCase c) {
               h, cpu[h], g[h], tol);
   }
   if (c.transposed) assert_same_bits(din_t[1], din_t[0], n, es, what);
-  free(dout), free(y), free(dbias), free(ys);
+  free(dout), free(y), free(dbias), free(ys), free(gs_bits);
   for (int k = 0; k < 2; k++) free(din[k]), free(din_t[k]), free(db[k]);
 }
 
@@ -389,11 +423,17 @@ Test(cuda_bias_act, backward_matches_the_cpu) {
       for (int dd = 0; dd < 3; dd++)
         for (int od = 0; od < 3; od++)
           for (int t = 0; t < 2; t++)
-            check_bias_act_backward(p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t, 0});
+            check_bias_act_backward(
+                p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t, 0, NN_F32});
   for (int act = 0; act < 3; act++)
-    for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1});
+    for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1, NN_F32});
   for (int dd = 0; dd < 3; dd++)  // the first layer's call: din_t and dbias only
-    check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, 1, 2});
+    check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, 1, 2, NN_F32});
+  for (int dd = NN_F16; dd <= NN_BF16;
+       dd++)  // dout in the low precision, as mlp_backward passes it: apart and in place
+    for (int t = 0; t < 2; t++)
+      for (int ip = 0; ip < 2; ip++)
+        check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, t, ip, (NnDtype)dd});
   close_pair(p);
 }
 

@@ -367,6 +367,20 @@ static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, i
     }
   backend_gemm(b, dtype, ta, tb, M, N, K, 0.5f, a_lp, b_lp, beta, c);
   for (size_t i = 0; i < (size_t)M * N; i++) assert_close(c[i], ref[i], 1e-5, 1e-5 * sqrt(K), "gemm", i);
+  if (dtype != NN_F32 && beta == 0.0f) {
+    // C in the operands' dtype (backend_gemm_to): the fp32 sum rounded once to nearest, so within
+    // half a unit in the last place of the double reference (at most 2^-8 of the value in bf16,
+    // 2^-11 in fp16) beside the sum's own error; C's bytes past M N elements stay untouched
+    size_t n = (size_t)M * N;
+    uint16_t *c_lp = malloc((n + 8) * 2);
+    memset(c_lp, 0xA5, (n + 8) * 2);
+    backend_gemm_to(b, dtype, ta, tb, M, N, K, 0.5f, a_lp, b_lp, 0.0f, c_lp, dtype);
+    backend_cast(b, c, NN_F32, c_lp, dtype, n);
+    double half_ulp = dtype == NN_BF16 ? 0x1p-8 : 0x1p-11;
+    for (size_t i = 0; i < n; i++) assert_close(c[i], ref[i], half_ulp + 1e-5, 1e-5 * sqrt(K), "gemm_to", i);
+    for (size_t i = n; i < n + 8; i++) cr_assert(c_lp[i] == 0xA5A5, "gemm_to wrote past C (%zu)", i);
+    free(c_lp);
+  }
   backend_free(b, a_lp), backend_free(b, b_lp);
   free(a), free(bm), free(c), free(ref);
 }
@@ -439,7 +453,7 @@ Test(nn_fd, bias_act_backward) {
         if (fabsf(in[i] + bias[i % H]) < 0.05f) in[i] += 0.1f;
     backend_bias_act_forward(b, out, NN_F32, in, bias, B, H, act);
     for (int h = 0; h < H; h++) dbias[h] = 0.25f;  // accumulates onto what is there
-    backend_bias_act_backward(b, din, NN_F32, dbias, w, out, NN_F32, B, H, act);
+    backend_bias_act_backward(b, din, NN_F32, dbias, w, NN_F32, out, NN_F32, B, H, act);
     for (int i = 0; i < B * H; i++) {
       double lp, lm;
       float save = in[i];
@@ -485,8 +499,8 @@ static void check_backward_t(Backend *b, int B, int H) {
     size_t es = nn_dtype_size((NnDtype)dtype);
     backend_bias_act_forward(b, y, (NnDtype)dtype, in, bias, B, H, NN_ACT_TANH);
     for (int h = 0; h < H; h++) db1[h] = db2[h] = db3[h] = 0.5f;
-    backend_bias_act_backward(b, d1, (NnDtype)dtype, db1, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
-    backend_bias_act_backward_t(b, d2, dt, (NnDtype)dtype, db2, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    backend_bias_act_backward(b, d1, (NnDtype)dtype, db1, dout, NN_F32, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    backend_bias_act_backward_t(b, d2, dt, (NnDtype)dtype, db2, dout, NN_F32, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
     cr_assert(memcmp(d1, d2, n * es) == 0, "(%d, %d) %s: din differs", B, H, name);
     cr_assert(memcmp(db1, db2, hb) == 0, "(%d, %d) %s: dbias differs", B, H, name);
     for (int i = 0; i < B; i++)
@@ -496,10 +510,24 @@ static void check_backward_t(Backend *b, int B, int H) {
     // without din (the first layer): the same din_t and dbias, and dout untouched
     memset(dt2, 0xFF, n * 4);
     memcpy(d1, dout, n * 4);
-    backend_bias_act_backward_t(b, NULL, dt2, (NnDtype)dtype, db3, dout, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    backend_bias_act_backward_t(b, NULL, dt2, (NnDtype)dtype, db3, dout, NN_F32, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
     cr_assert(memcmp(dt2, dt, n * es) == 0, "(%d, %d) %s: din_t without din differs", B, H, name);
     cr_assert(memcmp(db3, db2, hb) == 0, "(%d, %d) %s: dbias without din differs", B, H, name);
     cr_assert(memcmp(d1, dout, n * 4) == 0, "(%d, %d) %s: dout was written", B, H, name);
+    if (dtype == NN_F32) continue;
+    // dout of the dtype (an input gradient stored by backend_gemm_to): the same bits as its values
+    // widened to fp32 and passed as fp32, in place (din = dout) and into din_t
+    uint16_t *g = malloc(n * 2);
+    backend_cast(b, g, (NnDtype)dtype, dout, NN_F32, n);
+    backend_cast(b, d1, NN_F32, g, (NnDtype)dtype, n);  // the widened values
+    for (int h = 0; h < H; h++) db1[h] = db2[h] = 0.5f;
+    backend_bias_act_backward_t(b, d2, dt, (NnDtype)dtype, db1, d1, NN_F32, y, (NnDtype)dtype, B, H, NN_ACT_TANH);
+    backend_bias_act_backward_t(b, g, dt2, (NnDtype)dtype, db2, g, (NnDtype)dtype, y, (NnDtype)dtype, B, H,
+                                NN_ACT_TANH);
+    cr_assert(memcmp(g, d2, n * es) == 0, "(%d, %d) %s: din from a %s dout differs", B, H, name, name);
+    cr_assert(memcmp(dt2, dt, n * es) == 0, "(%d, %d) %s: din_t from a %s dout differs", B, H, name, name);
+    cr_assert(memcmp(db2, db1, hb) == 0, "(%d, %d) %s: dbias from a %s dout differs", B, H, name, name);
+    free(g);
   }
   free(dout), free(y), free(in), free(d1), free(d2), free(dt), free(dt2), free(bias), free(db1), free(db2), free(db3);
 }
@@ -1100,8 +1128,8 @@ Test(nn_ops, bias_act_low_precision_storage_rounds_the_fp32_result_once) {
     // backward from the stored low-precision output: the fp32 op on the widened values, rounded once
     backend_cast(b, y, NN_F32, outlp, (NnDtype)dt, B * H);
     memset(db32, 0, sizeof db32), memset(dblp, 0, sizeof dblp);
-    backend_bias_act_backward(b, din32, NN_F32, db32, dout, y, NN_F32, B, H, NN_ACT_TANH);
-    backend_bias_act_backward(b, dinlp, (NnDtype)dt, dblp, dout, outlp, (NnDtype)dt, B, H, NN_ACT_TANH);
+    backend_bias_act_backward(b, din32, NN_F32, db32, dout, NN_F32, y, NN_F32, B, H, NN_ACT_TANH);
+    backend_bias_act_backward(b, dinlp, (NnDtype)dt, dblp, dout, NN_F32, outlp, (NnDtype)dt, B, H, NN_ACT_TANH);
     for (int i = 0; i < B * H; i++) {
       uint16_t want = dt == NN_F16 ? nn_f32_to_f16(din32[i]) : nn_f32_to_bf16(din32[i]);
       cr_assert_eq(dinlp[i], want, "%s backward [%d]", nn_dtype_name((NnDtype)dt), i);
