@@ -76,6 +76,16 @@ static void restore_signals(void) {
   trainer_clear_stop();
 }
 
+static int signal_depth = 0;  // open train_signals_begin pairs (one thread: the program's main)
+
+void train_signals_begin(void) {
+  if (signal_depth++ == 0) install_signals();
+}
+
+void train_signals_end(void) {
+  if (signal_depth > 0 && --signal_depth == 0) restore_signals();
+}
+
 // --- files -----------------------------------------------------------------------------------------
 
 static int write_config_file(const Config *cfg, const char *path) {
@@ -761,10 +771,10 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
 // the run at its first step, with a checkpoint and exit 0, instead of killing it half-way through
 // writing its files.
 int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
-  install_signals();
+  train_signals_begin();
   int lock_fd = -1;
   int status = train_run_body(opt, result, &lock_fd);
   if (lock_fd >= 0) close(lock_fd);  // the lock goes with it
-  restore_signals();
+  train_signals_end();
   return status;
 }

@@ -48,6 +48,14 @@ typedef struct {
 
 int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an exit status
 
+// The signal handling above for a span longer than one train_run (ppo-train --walk-forward: its
+// start-up and the time between folds), in pairs that nest: inside the outermost pair a signal
+// only sets the stop flag (trainer_stop_requested), which the caller polls, and each train_run
+// inside keeps the handlers and the flag. The outermost end restores the default actions and
+// clears the flag.
+void train_signals_begin(void);
+void train_signals_end(void);
+
 // The configuration a run of these options trains with: config_path with the overrides, or with
 // resume the checkpoint's own (when there is no config_path) checked for compatibility with it.
 // 0, or -1 and the message. (ppo-train --print-config.)

@@ -12,6 +12,7 @@
 #include "common/time_utc.h"
 #include "envs/synthetic.h"
 #include "ppo/env_config.h"
+#include "ppo/trainer.h"
 
 #define SECONDS_PER_DAY 86400
 #define DAILY_BAR_SECONDS (12 * 3600)  // as envs/features.c: bars >= 12 h apart are daily
@@ -296,11 +297,7 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
   return status;
 }
 
-int walk_forward_run(const TrainRunOptions *opt) {
-  if (!opt->config_path) {
-    fprintf(stderr, "ppo-train --walk-forward: needs CONFIG.ini\n");
-    return EXIT_BAD_INPUT;
-  }
+static int walk_forward_body(const TrainRunOptions *opt) {
   static WalkForwardFold folds[WALK_FORWARD_FOLDS_MAX];
   Config cfg;
   char run_dir[1024];
@@ -317,6 +314,14 @@ int walk_forward_run(const TrainRunOptions *opt) {
   int skipped = 0;
   for (int i = 0; i < count && status == EXIT_OK; i++) {
     char fold_dir[PATH_CAP], done_path[PATH_CAP + 16], last_path[PATH_CAP + 32], date_buf[4][64];
+    if (trainer_stop_requested()) {  // a signal during start-up or after the last fold's train_run
+      fprintf(stderr,
+              "ppo-train --walk-forward: stopped before fold %d (%d of %d); run the same ppo-train --walk-forward "
+              "command again to continue\n",
+              folds[i].index, i + 1, count);
+      free(sets);
+      return EXIT_OK;
+    }
     snprintf(fold_dir, sizeof fold_dir, "%s/fold_%02d", run_dir, folds[i].index);
     snprintf(done_path, sizeof done_path, "%s/done", fold_dir);
     snprintf(last_path, sizeof last_path, "%s/checkpoints/last.h5", fold_dir);
@@ -364,5 +369,19 @@ int walk_forward_run(const TrainRunOptions *opt) {
   if (status == EXIT_OK)
     fprintf(stderr, "walk-forward: all %d folds done (%d skipped as already done); run directory %s\n", count, skipped,
             run_dir);
+  return status;
+}
+
+// The signal handlers cover the whole walk-forward, not only each fold's training: a SIGTERM while
+// the market loads, the folds are planned or a fold's done file is written stops it with exit 0
+// before the next fold, as one during a fold's training does after that fold's checkpoint.
+int walk_forward_run(const TrainRunOptions *opt) {
+  if (!opt->config_path) {
+    fprintf(stderr, "ppo-train --walk-forward: needs CONFIG.ini\n");
+    return EXIT_BAD_INPUT;
+  }
+  train_signals_begin();
+  int status = walk_forward_body(opt);
+  train_signals_end();
   return status;
 }

@@ -18,6 +18,7 @@
 #include "envs/market_data.h"
 #include "ppo/checkpoint.h"
 #include "ppo/config.h"
+#include "ppo/trainer.h"
 #include "ppo/walk_forward.h"
 #include "program_util.h"
 
@@ -358,6 +359,30 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
   cr_expect(exists(path));
   snprintf(path, sizeof path, "%s/fold_01", run);
   cr_expect(!exists(path));
+}
+
+// A signal outside every fold's training (start-up, between folds) also stops the walk-forward
+// with exit 0, before the next fold: the handlers cover the whole walk_forward_run. Here the
+// SIGTERM arrives inside an enclosing signal scope before the walk-forward starts; it must not kill
+// the process (the scope's handler), and the walk-forward must start no fold (without its check
+// fold 0 would start, stop at its first step and leave fold_00 behind).
+Test(walk_forward_cli, a_signal_before_a_fold_starts_none, .init = setup, .fini = teardown) {
+  char cfg[512], run[512], path[600];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, wf_config);
+  train_signals_begin();
+  cr_assert_eq(raise(SIGTERM), 0);
+  cr_assert(trainer_stop_requested());
+  TrainRunOptions opt = {.config_path = cfg, .run_dir = run, .quiet = true};
+  cr_expect_eq(walk_forward_run(&opt), EXIT_OK);
+  cr_expect(trainer_stop_requested(), "an inner scope's end cleared the request");
+  train_signals_end();
+  cr_expect(!trainer_stop_requested(), "the outermost end clears the request");
+  snprintf(path, sizeof path, "%s/fold_00", run);
+  cr_expect(!exists(path), "a fold started after the stop request");
+  snprintf(path, sizeof path, "%s/folds.csv", run);
+  cr_expect(exists(path), "the walk-forward did not prepare its run directory");
 }
 
 Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
