@@ -275,7 +275,8 @@ static void cuda_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype
 
 // bias_act_backward in two kernels over a 2-D grid, so that every multiprocessor has work (one
 // block per 32 columns would give the headline's 512-wide layer 16 blocks on 132 SMs):
-//   tiles: one block per TILE_ROWS x TILE_COLS tile, TILE_COLS x TILE_Y threads. Thread (x, y)
+//   tiles: one block per TILE_ROWS x TILE_COLS tile (past 65535 row tiles, the grid's limit, a block
+//     takes every 65535th), TILE_COLS x TILE_Y threads. Thread (x, y)
 //     takes column h0 + x of rows y, y + TILE_Y, ... of the tile (each warp reads and writes runs of
 //     one row's columns) and loads each element before it stores it (din may be dout). Per element
 //     d = dout act'(out), stored rounded into din and unrounded into shared memory; then warp y = 0
@@ -292,27 +293,31 @@ static __global__ void __launch_bounds__(TILE_COLS * TILE_Y)
     bias_act_backward_tiles(void *din, void *din_t, NnDtype din_dtype, float *partials, const void *dout,
                             NnDtype dout_dtype, const void *out, NnDtype out_dtype, int B, int H, int act) {
   __shared__ float d_tile[TILE_ROWS][TILE_COLS + 1];  // the padding keeps a column's reads off one bank
-  int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * TILE_ROWS, h = h0 + x;
-  int rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
-  for (int r = y; r < TILE_ROWS; r += TILE_Y) {
-    float d = 0.0f;
-    if (r < rows && h < H) {
-      size_t i = (size_t)(b0 + r) * H + h;
-      d = nn_act_backward(load_f32(dout, dout_dtype, i), load_f32(out, out_dtype, i), act);
-      if (din) store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
+  int x = threadIdx.x, y = threadIdx.y, h0 = blockIdx.x * TILE_COLS, h = h0 + x;
+  int row_tiles = (B + TILE_ROWS - 1) / TILE_ROWS;
+  for (int tile = blockIdx.y; tile < row_tiles; tile += gridDim.y) {  // gridDim.y is at most 65535
+    int b0 = tile * TILE_ROWS, rows = B - b0 < TILE_ROWS ? B - b0 : TILE_ROWS;
+    for (int r = y; r < TILE_ROWS; r += TILE_Y) {
+      float d = 0.0f;
+      if (r < rows && h < H) {
+        size_t i = (size_t)(b0 + r) * H + h;
+        d = nn_act_backward(load_f32(dout, dout_dtype, i), load_f32(out, out_dtype, i), act);
+        if (din) store_bits(din, din_dtype, i, rounded_bits(d, din_dtype));
+      }
+      d_tile[r][x] = d;
     }
-    d_tile[r][x] = d;
+    __syncthreads();
+    if (y == 0 && h < H) {
+      float sum = 0.0f;
+      for (int r = 0; r < rows; r++) sum += d_tile[r][x];
+      partials[(size_t)tile * H + h] = sum;
+    }
+    if (din_t)
+      for (int c = y; c < TILE_COLS && h0 + c < H; c += TILE_Y)
+        for (int r = x; r < rows; r += TILE_COLS)
+          store_bits(din_t, din_dtype, (size_t)(h0 + c) * B + (size_t)(b0 + r), rounded_bits(d_tile[r][c], din_dtype));
+    __syncthreads();  // the tile is read above before the next one overwrites it
   }
-  __syncthreads();
-  if (y == 0 && h < H) {
-    float sum = 0.0f;
-    for (int r = 0; r < rows; r++) sum += d_tile[r][x];
-    partials[(size_t)blockIdx.y * H + h] = sum;
-  }
-  if (din_t)
-    for (int c = y; c < TILE_COLS && h0 + c < H; c += TILE_Y)
-      for (int r = x; r < rows; r += TILE_COLS)
-        store_bits(din_t, din_dtype, (size_t)(h0 + c) * B + (size_t)(b0 + r), rounded_bits(d_tile[r][c], din_dtype));
 }
 
 static __global__ void bias_act_backward_columns(float *dbias, const float *partials, int row_tiles, int H) {
@@ -329,11 +334,11 @@ static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnD
   CudaContext *ctx = cuda_ctx(backend);
   if (H == 0 || B == 0) return;
   unsigned col_tiles = (unsigned)((H + TILE_COLS - 1) / TILE_COLS), row_tiles = (unsigned)((B + TILE_ROWS - 1) / TILE_ROWS);
-  CHECK(row_tiles <= 65535u, "bias_act_backward: B above 65535 x 64 rows");
   CHECK((size_t)row_tiles * H * sizeof(float) <= ctx->workspace_bytes,
         "bias_act_backward: the column partials exceed the GEMM workspace (backend_reserve_workspace)");
   float *partials = (float *)ctx->workspace;
-  bias_act_backward_tiles<<<dim3(col_tiles, row_tiles), dim3(TILE_COLS, TILE_Y), 0, ctx->stream>>>(
+  unsigned grid_rows = row_tiles < 65535u ? row_tiles : 65535u;
+  bias_act_backward_tiles<<<dim3(col_tiles, grid_rows), dim3(TILE_COLS, TILE_Y), 0, ctx->stream>>>(
       din, din_t, din_dtype, partials, dout, dout_dtype, out, out_dtype, B, H, act);
   CUDA_CHECK_LAUNCH();
   bias_act_backward_columns<<<(unsigned)((H + CUDA_THREADS - 1) / CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(

@@ -429,8 +429,10 @@ Test(cuda_bias_act, backward_matches_the_cpu) {
     for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1, NN_F32});
   for (int dd = 0; dd < 3; dd++)  // the first layer's call: din_t and dbias only
     check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, 1, 2, NN_F32});
-  for (int dd = NN_F16; dd <= NN_BF16;
-       dd++)  // dout in the low precision, as mlp_backward passes it: apart and in place
+  // more 64-row tiles than a grid's 65535 rows of blocks: each block takes every 65535th tile
+  check_bias_act_backward(p, (BackwardCase){65535 * 64 + 65, 3, NN_ACT_TANH, NN_F32, NN_F32, 1, 0, NN_F32});
+  // dout in the low precision, as mlp_backward passes it: apart and in place
+  for (int dd = NN_F16; dd <= NN_BF16; dd++)
     for (int t = 0; t < 2; t++)
       for (int ip = 0; ip < 2; ip++)
         check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, t, ip, (NnDtype)dd});
