@@ -400,6 +400,11 @@ void backend_reserve_workspace(Backend *backend, size_t bytes) {
   backend->ops->reserve_workspace(backend, bytes);
 }
 
+size_t backend_workspace_bytes(const Backend *backend) {
+  CHECK(backend, "backend_workspace_bytes needs an open backend");
+  return backend->ops->workspace_bytes(backend);
+}
+
 size_t backend_comm_id_bytes(const Backend *backend) {
   return backend->ops->comm_id_bytes ? backend->ops->comm_id_bytes(backend) : 0;
 }

@@ -67,6 +67,9 @@ void backend_sync(Backend *backend);  // waits for queued work (a no-op on the C
 // and transposes few-row products through it: M K + K N + M N floats cover any call), so that later
 // calls need no allocation. Growing it counts as an allocation.
 void backend_reserve_workspace(Backend *backend, size_t bytes);
+// Bytes of GEMM scratch the backend holds now: at least every reservation so far, and what the
+// backend keeps of its own (CUDA reserves cuBLAS's 32 MiB when it opens). For memory plans.
+size_t backend_workspace_bytes(const Backend *backend);
 // allow != 0: fp32 GEMMs may use TF32 tensor cores on CUDA (inputs rounded to 10-bit mantissas,
 // fp32 accumulation: several times faster, about 1e-3 relative error). Off when a backend opens;
 // a no-op on the CPU, whose fp32 GEMMs are always fp32.

@@ -133,6 +133,10 @@ static void cpu_reserve_workspace(Backend *backend, size_t bytes) {
   backend->alloc_count++;
 }
 
+static size_t cpu_workspace_bytes(const Backend *backend) {
+  return ((const CpuContext *)backend->ctx)->workspace_bytes;
+}
+
 // --- element-wise -------------------------------------------------------------------------------------------
 
 // dst[at .. at + n) = src rounded to dtype; one loop per dtype so each vectorises.
@@ -596,6 +600,7 @@ static const BackendOps cpu_ops = {
     .sync = cpu_sync,
     .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,
+    .workspace_bytes = cpu_workspace_bytes,
     .guard = cpu_guard,
     .gemm = cpu_gemm,
     .weights_changed = CPU_WEIGHTS_CHANGED,

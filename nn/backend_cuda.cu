@@ -168,6 +168,10 @@ static void cuda_reserve_workspace(Backend *backend, size_t bytes) {
   CUBLAS_CHECK(cublasSetWorkspace(ctx->cublas, ctx->workspace, bytes));
 }
 
+static size_t cuda_workspace_bytes(const Backend *backend) {
+  return ((const CudaContext *)backend->ctx)->workspace_bytes;
+}
+
 static void cuda_set_tf32(Backend *backend, int allow) { cuda_ctx(backend)->allow_tf32 = allow != 0; }
 
 // --- per-element storage of fp32, fp16 and bf16 ---------------------------------------------------------------
@@ -478,6 +482,7 @@ static const BackendOps cuda_ops = {
     .sync = cuda_sync,
     .memory_info = cuda_memory_info,
     .reserve_workspace = cuda_reserve_workspace,
+    .workspace_bytes = cuda_workspace_bytes,
     .set_tf32 = cuda_set_tf32,
     .gemm = cuda_gemm,
     .bias_act_forward = cuda_bias_act_forward,

@@ -22,7 +22,8 @@ typedef struct {
   void (*sync)(Backend *backend);
   int (*memory_info)(Backend *backend, size_t *free_bytes, size_t *total_bytes);
   void (*reserve_workspace)(Backend *backend, size_t bytes);
-  void (*set_tf32)(Backend *backend, int allow);  // optional: NULL where fp32 GEMMs have no faster mode
+  size_t (*workspace_bytes)(const Backend *backend);  // the scratch held now
+  void (*set_tf32)(Backend *backend, int allow);      // optional: NULL where fp32 GEMMs have no faster mode
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                const void *A, const void *B, float beta, void *C, NnDtype c_dtype);

@@ -211,7 +211,9 @@ static size_t workspace_bytes(const PolicySpec *spec, const MlpShape *pi, const 
 
 size_t policy_backend_bytes(const PolicySpec *spec, Backend *backend) {
   MlpShape pi = net_shape(spec, 0), vf = net_shape(spec, 1);
-  size_t bytes = workspace_bytes(spec, &pi, &vf);
+  // what the backend will hold once policy_init reserved this: more where it keeps its own (CUDA)
+  size_t bytes = workspace_bytes(spec, &pi, &vf), held = backend_workspace_bytes(backend);
+  bytes = held > bytes ? held : bytes;
   for (int net = 0; net < 2 && spec->dtype != NN_F32; net++) {  // policy_refresh_derived's matrices
     const MlpShape *s = net ? &vf : &pi;
     for (int l = 0; l < s->n_linear; l++)

@@ -112,7 +112,8 @@ void policy_slab_unpack(const Policy *policy, float *host);
 // The memory plan of a spec without allocating (for --plan); spec must pass policy_spec_check.
 PolicyMemoryPlan policy_plan(const PolicySpec *spec);
 // The backend memory a policy of this spec makes the backend keep beside the slabs: the GEMM
-// workspace policy_init reserves and the weights in the backend's own layout (backend_weights_bytes).
+// workspace it holds once policy_init reserved the policy's (backend_workspace_bytes: on CUDA at
+// least cuBLAS's 32 MiB) and the weights in the backend's own layout (backend_weights_bytes).
 size_t policy_backend_bytes(const PolicySpec *spec, Backend *backend);
 // Allocates the slabs, initialises the parameters and the low-precision copies. Returns NULL and
 // sets error_message() when the spec is invalid. The caller owns the result: policy_free.

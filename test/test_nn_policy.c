@@ -359,6 +359,31 @@ Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
   backend_close(b);
 }
 
+// The plan's backend bytes are what the backend holds once the policy reserved its workspace:
+// the policy's own reservation on a fresh backend, and more where the backend already keeps more
+// (as CUDA keeps cuBLAS's 32 MiB from the start). The plan must match the memory held after init.
+Test(nn_policy, backend_bytes_count_the_workspace_held) {
+  PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F16);
+  Backend *b = cpu();
+  size_t own = policy_backend_bytes(&spec, b);
+  cr_assert(own > 0, "fp16 needs scratch for widened operands");
+  Policy *p = policy_init(b, &spec);
+  cr_assert(p, "%s", error_message());
+  cr_assert_eq(backend_workspace_bytes(b), own, "the policy reserved %zu, the plan said %zu",
+               backend_workspace_bytes(b), own);
+  policy_free(p);
+  backend_close(b);
+  b = cpu();
+  backend_reserve_workspace(b, own + ((size_t)32 << 20));
+  size_t held = policy_backend_bytes(&spec, b);
+  p = policy_init(b, &spec);
+  cr_assert(p, "%s", error_message());
+  cr_assert_eq(held, backend_workspace_bytes(b), "the plan said %zu, the backend holds %zu", held,
+               backend_workspace_bytes(b));
+  policy_free(p);
+  backend_close(b);
+}
+
 Test(nn_policy, act_samples_from_the_head) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F32);
