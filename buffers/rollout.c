@@ -6,7 +6,7 @@
 #include "common/check.h"
 #include "common/error.h"
 
-// The slab's arrays in order: element counts (floats or int32) from the spec.
+// The slab's arrays in order: element counts (floats or int32; observations in obs_dtype) from the spec.
 typedef struct {
   size_t obs, actions, tn, n, perm, perm_scratch_bytes, uniforms, final_obs, step_obs, step_actions, mb_obs, mb_actions,
       mb, stats;
@@ -44,7 +44,7 @@ static size_t rollout_layout(RolloutBuffer *buf, const Backend *backend, const R
     if (base) buf->field = (type *)(void *)(base + off);               \
     off += align64((count) * sizeof(type));                            \
   } while (0)
-  TAKE(obs, z.obs, float);
+  TAKE(obs, z.obs * nn_dtype_size(spec->obs_dtype), char);
   TAKE(actions, z.actions, float);
   TAKE(logp, z.tn, float);
   TAKE(values, z.tn, float);
@@ -64,7 +64,7 @@ static size_t rollout_layout(RolloutBuffer *buf, const Backend *backend, const R
   TAKE(step_actions, z.step_actions, float);
   TAKE(mb_index, z.mb, int32_t);
   TAKE(mb_stats, PPO_STAT_COUNT, float);
-  TAKE(mb_obs, z.mb_obs, float);
+  TAKE(mb_obs, z.mb_obs * nn_dtype_size(spec->obs_dtype), char);
   TAKE(mb_actions, z.mb_actions, float);
   TAKE(mb_logp, z.mb, float);
   TAKE(mb_values, z.mb, float);
@@ -84,6 +84,10 @@ static int rollout_spec_check(const RolloutSpec *s) {
   if (s->n_steps < 1 || s->n_envs < 1 || s->obs_dim < 1 || s->action_cols < 1 || s->batch_size < 1 ||
       s->max_minibatches < 1) {
     error_set("rollout buffer: n_steps, n_envs, obs_dim, action columns, batch_size and minibatches must be >= 1");
+    return -1;
+  }
+  if (s->obs_dtype != NN_F32 && s->obs_dtype != NN_F16 && s->obs_dtype != NN_BF16) {
+    error_set("rollout buffer: obs_dtype %d is not NN_F32, NN_F16 or NN_BF16", (int)s->obs_dtype);
     return -1;
   }
   if ((int64_t)s->n_steps * s->n_envs >= ((int64_t)1 << 31)) {
@@ -148,12 +152,14 @@ void rollout_gather_selected(RolloutBuffer *buf, int size) {
   int total = buf->spec.n_steps * buf->spec.n_envs;
   const int32_t *index = buf->mb_index;
   Backend *be = buf->backend;
-  backend_gather_rows(be, buf->mb_obs, buf->obs, index, size, buf->spec.obs_dim, total);
-  backend_gather_rows(be, buf->mb_actions, buf->actions, index, size, buf->spec.action_cols, total);
-  backend_gather_rows(be, buf->mb_logp, buf->logp, index, size, 1, total);
-  backend_gather_rows(be, buf->mb_values, buf->values, index, size, 1, total);
-  backend_gather_rows(be, buf->mb_advantages, buf->advantages, index, size, 1, total);
-  backend_gather_rows(be, buf->mb_returns, buf->returns, index, size, 1, total);
+  size_t f = sizeof(float);
+  backend_gather_rows(be, buf->mb_obs, buf->obs, index, size,
+                      (size_t)buf->spec.obs_dim * nn_dtype_size(buf->spec.obs_dtype), total);
+  backend_gather_rows(be, buf->mb_actions, buf->actions, index, size, (size_t)buf->spec.action_cols * f, total);
+  backend_gather_rows(be, buf->mb_logp, buf->logp, index, size, f, total);
+  backend_gather_rows(be, buf->mb_values, buf->values, index, size, f, total);
+  backend_gather_rows(be, buf->mb_advantages, buf->advantages, index, size, f, total);
+  backend_gather_rows(be, buf->mb_returns, buf->returns, index, size, f, total);
 }
 
 int rollout_gather(RolloutBuffer *buf, int k) {

@@ -4,18 +4,23 @@
 // Structure of arrays over (T, N) = (n_steps, n_envs), time-major: element (t, n) of a (T, N, D)
 // array is row t N + n. One backend allocation holds every array below (STYLE rule 3), sized at
 // init; nothing is allocated afterwards.
-//   obs (T, N, O), actions (T, N, A) (categorical: one float action index; Gaussian: the
+//   obs (T, N, O) in spec.obs_dtype (below), actions (T, N, A) (categorical: one float action index; Gaussian: the
 //   unclipped sample), logp, values, rewards (truncation bootstrap included), episode_starts,
 //   terminated, truncated, advantages, returns (T, N) as floats; last_values, last_dones (N);
 //   perm (T N) int32 and its sort scratch; uniforms (N, A, 2) for the rollout's sampling; final_obs
 //   (N, O) for the truncation bootstrap; step_obs (N, O) and step_actions (N, A), where a rollout
 //   step's policy reads and writes (fixed addresses: the step can be a recorded graph); and the
 //   minibatch (B rows) gathered from a permutation: mb_index (B) int32, its rows of perm;
-//   mb_obs (B, O), mb_actions (B, A), mb_logp, mb_values, mb_advantages, mb_returns (B) and the
+//   mb_obs (B, O) in obs_dtype, mb_actions (B, A), mb_logp, mb_values, mb_advantages, mb_returns (B) and the
 //   loss gradients mb_dlogp, mb_dentropy, mb_dvalues (B); mb_stats (PPO_STAT_COUNT), the current
 //   minibatch's statistics; stats (max_minibatches, PPO_STAT_COUNT), one row per minibatch of an
 //   update; mb_adv_moments (3) doubles, the advantage moments a multi-rank run sums across ranks;
 //   ev_moments (NN_EV_MOMENTS) doubles, the explained variance's moments.
+//
+// Observations are stored in the dtype the policy's first layer reads them in (policy_obs_dtype):
+// fp32 runs keep floats; fp16 and bf16 runs keep 2-byte elements, which the update reads as the
+// fp32 observations rounded on entry would be (the same bits: policy_evaluate_stored) at half the
+// bytes: configs/seed.ini's observations (32 envs x 4096 steps x 517) take 136 MB instead of 271 MB.
 //
 // Sampling (PPO_SEMANTICS.md section 3): one fresh permutation of the T N rows per epoch from the
 // backend's counter-based RNG, consecutive slices of batch_size; a last partial slice is used as
@@ -37,6 +42,7 @@ typedef struct {
   int n_steps, n_envs, obs_dim, action_cols;  // T, N, O, A
   int batch_size;                             // B
   int max_minibatches;                        // rows of stats: n_epochs x minibatches per epoch
+  NnDtype obs_dtype;                          // obs and mb_obs elements: NN_F32, or the run's NN_F16 / NN_BF16
 } RolloutSpec;
 
 typedef struct {
@@ -44,7 +50,8 @@ typedef struct {
   RolloutSpec spec;
   size_t bytes;  // the slab
   void *memory;  // the slab (backend memory)
-  float *obs, *actions, *logp, *values, *rewards, *episode_starts, *terminated, *truncated;
+  void *obs;     // (T, N, O) in spec.obs_dtype
+  float *actions, *logp, *values, *rewards, *episode_starts, *terminated, *truncated;
   float *advantages, *returns, *last_values, *last_dones;
   int32_t *perm;
   void *perm_scratch;
@@ -52,7 +59,8 @@ typedef struct {
   float *step_obs, *step_actions;  // (N, O), (N, A): a rollout step's policy input and output
   int32_t *mb_index;               // (B) the rows of perm that the current minibatch gathers
   float *mb_stats;                 // (PPO_STAT_COUNT) the current minibatch's statistics
-  float *mb_obs, *mb_actions, *mb_logp, *mb_values, *mb_advantages, *mb_returns;
+  void *mb_obs;                    // (B, O) in spec.obs_dtype
+  float *mb_actions, *mb_logp, *mb_values, *mb_advantages, *mb_returns;
   float *mb_dlogp, *mb_dentropy, *mb_dvalues;  // (B) the loss's gradients, the policy backward's seeds
   float *stats;
   double *mb_adv_moments;  // (3) the minibatch's advantage count, sum, squared deviations (ppo/dist.h)

@@ -623,9 +623,10 @@ void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, co
   OP(backend, mse_backward, dpred, dloss, pred, target, B);
 }
 
-void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows) {
-  CHECK(backend && out && src && index && B >= 0 && D >= 0 && rows >= 0, "backend_gather_rows: bad argument");
-  OP(backend, gather_rows, out, src, index, B, D, rows);
+void backend_gather_rows(Backend *backend, void *out, const void *src, const int32_t *index, int B, size_t row_bytes,
+                         int rows) {
+  CHECK(backend && out && src && index && B >= 0 && rows >= 0, "backend_gather_rows: bad argument");
+  OP(backend, gather_rows, out, src, index, B, row_bytes, rows);
 }
 
 void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {

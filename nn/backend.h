@@ -201,10 +201,12 @@ void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, co
 
 // --- data movement --------------------------------------------------------------------------------------------
 
-// out (B, D) = rows index (B) of src (rows, D); each index must be in [0, rows) (the CPU backend
-// checks and exits with the location otherwise; CUDA finds it on the device and exits at the next
-// backend_download or backend_sync).
-void backend_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows);
+// out (B rows) = rows index (B) of src (rows rows), each row row_bytes bytes (any element type: the
+// rollout buffer's observations are 2-byte elements in fp16 and bf16 runs); each index must be in
+// [0, rows) (the CPU backend checks and exits with the location otherwise; CUDA finds it on the
+// device and exits at the next backend_download or backend_sync).
+void backend_gather_rows(Backend *backend, void *out, const void *src, const int32_t *index, int B, size_t row_bytes,
+                         int rows);
 // out (n) of type to = in (n) of type from; rounding to nearest even; any pair of dtypes.
 void backend_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n);
 // x (n) *= alpha.

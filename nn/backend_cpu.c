@@ -414,11 +414,11 @@ static void cpu_mse_backward(Backend *backend, float *dpred, const float *dloss,
 }
 
 // The index is backend memory, so its bounds are checked here, where it can be read.
-static void cpu_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D,
+static void cpu_gather_rows(Backend *backend, void *out, const void *src, const int32_t *index, int B, size_t row_bytes,
                             int rows) {
   for (int b = 0; b < B; b++) CHECK(index[b] >= 0 && index[b] < rows, "backend_gather_rows: index out of range");
-  CPU_FOR((size_t)B * D >= CPU_PARALLEL_MIN, (int b = 0; b < B; b++),
-          memcpy(out + (size_t)b * D, src + (size_t)index[b] * D, (size_t)D * sizeof(float)););
+  CPU_FOR((size_t)B * row_bytes >= CPU_PARALLEL_MIN * sizeof(float), (int b = 0; b < B; b++),
+          memcpy((char *)out + (size_t)b * row_bytes, (const char *)src + (size_t)index[b] * row_bytes, row_bytes););
 }
 
 static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {

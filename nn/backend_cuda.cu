@@ -403,9 +403,10 @@ static void cuda_mse_backward(Backend *backend, float *dpred, const float *dloss
 
 // --- data movement ----------------------------------------------------------------------------------------------
 
-// One warp per row of out. An index out of [0, rows) is recorded in *fault (reported at the next
-// download or sync, backend_cuda.h) and its row is left as it was.
-static __global__ void gather_rows_kernel(float *out, const float *src, const int32_t *index, int B, int D, int rows,
+// One warp per row of out, D words of type Word per row. An index out of [0, rows) is recorded in
+// *fault (reported at the next download or sync, backend_cuda.h) and its row is left as it was.
+template <typename Word>
+static __global__ void gather_rows_kernel(Word *out, const Word *src, const int32_t *index, int B, size_t D, int rows,
                                           int *fault) {
   int lane = threadIdx.x % 32;
   int warps = gridDim.x * (blockDim.x / 32);
@@ -415,16 +416,27 @@ static __global__ void gather_rows_kernel(float *out, const float *src, const in
       if (lane == 0) cuda_report_fault(fault, CUDA_FAULT_GATHER_INDEX);
       continue;
     }
-    for (int j = lane; j < D; j += 32) out[(size_t)b * D + j] = src[(size_t)r * D + j];
+    for (size_t j = lane; j < D; j += 32) out[(size_t)b * D + j] = src[(size_t)r * D + j];
   }
 }
 
-static void cuda_gather_rows(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D,
-                             int rows) {
+// Rows move in the widest word that divides the row and both addresses: 4 bytes (fp32 rows), 2
+// (fp16 / bf16 observations), else single bytes.
+static void cuda_gather_rows(Backend *backend, void *out, const void *src, const int32_t *index, int B,
+                             size_t row_bytes, int rows) {
   CudaContext *ctx = cuda_ctx(backend);
   if (B == 0) return;
-  gather_rows_kernel<<<cuda_blocks(ctx, (size_t)B * 32), CUDA_THREADS, 0, ctx->stream>>>(out, src, index, B, D, rows,
-                                                                                         ctx->fault);
+  unsigned grid = cuda_blocks(ctx, (size_t)B * 32);
+  uintptr_t bits = (uintptr_t)out | (uintptr_t)src | (uintptr_t)row_bytes;
+  if (bits % 4 == 0)
+    gather_rows_kernel<<<grid, CUDA_THREADS, 0, ctx->stream>>>((uint32_t *)out, (const uint32_t *)src, index, B,
+                                                               row_bytes / 4, rows, ctx->fault);
+  else if (bits % 2 == 0)
+    gather_rows_kernel<<<grid, CUDA_THREADS, 0, ctx->stream>>>((uint16_t *)out, (const uint16_t *)src, index, B,
+                                                               row_bytes / 2, rows, ctx->fault);
+  else
+    gather_rows_kernel<<<grid, CUDA_THREADS, 0, ctx->stream>>>((uint8_t *)out, (const uint8_t *)src, index, B,
+                                                               row_bytes, rows, ctx->fault);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -50,7 +50,8 @@ typedef struct {
   void (*mse_forward)(Backend *backend, float *loss, const float *pred, const float *target, int B);
   void (*mse_backward)(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,
                        int B);
-  void (*gather_rows)(Backend *backend, float *out, const float *src, const int32_t *index, int B, int D, int rows);
+  void (*gather_rows)(Backend *backend, void *out, const void *src, const int32_t *index, int B, size_t row_bytes,
+                      int rows);
   void (*cast)(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n);
   void (*scale)(Backend *backend, float *x, float alpha, size_t n);
   void (*scale_by)(Backend *backend, float *x, const float *alpha, size_t n);

@@ -455,46 +455,58 @@ void policy_refresh_derived(Policy *policy) {
 // --- forward, backward, sampling
 // --------------------------------------------------------------------------------------
 
-static const void *net_input(Policy *policy, const float *obs) {
-  return policy->spec.dtype == NN_F32 ? (const void *)obs : policy->acts.obs_lp;
+// The first layer's weight-gradient input: obs of obs_dtype in the policy's dtype (B, O), as they
+// came or as the last forward rounded them.
+static const void *net_input(Policy *policy, const void *obs, NnDtype obs_dtype) {
+  return obs_dtype == policy->spec.dtype ? obs : policy->acts.obs_lp;
 }
 
-// The observations rounded to the dtype (and padded): the first layer's forward input.
-static const void *forward_input(Policy *policy, const float *obs, int B) {
+// The observations (fp32, or already in the policy's dtype) rounded to the dtype (and padded): the
+// first layer's forward input.
+static const void *forward_input(Policy *policy, const void *obs, NnDtype obs_dtype, int B) {
   NnDtype dt = policy->spec.dtype;
+  CHECK(obs_dtype == NN_F32 || obs_dtype == dt, "policy: observations are fp32 or in the policy's dtype");
   if (dt == NN_F32) return obs;
   Backend *b = policy->backend;
   size_t O = (size_t)policy->spec.obs_dim;
-  backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * O);
-  if (!policy->acts.obs_pad) return policy->acts.obs_lp;
+  const void *lp = obs;
+  if (obs_dtype == NN_F32) {
+    backend_cast(b, policy->acts.obs_lp, dt, obs, NN_F32, (size_t)B * O);
+    lp = policy->acts.obs_lp;
+  }
+  if (!policy->acts.obs_pad) return lp;
   size_t es = nn_dtype_size(dt);
-  backend_copy_rows(b, policy->acts.obs_pad, (size_t)policy_padded_obs_dim(&policy->spec) * es, policy->acts.obs_lp,
-                    O * es, O * es, (size_t)B);
+  backend_copy_rows(b, policy->acts.obs_pad, (size_t)policy_padded_obs_dim(&policy->spec) * es, lp, O * es, O * es,
+                    (size_t)B);
   return policy->acts.obs_pad;
 }
 
-void policy_forward(Policy *policy, const float *obs, int B) {
+static void forward_of(Policy *policy, const void *obs, NnDtype obs_dtype, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_forward: batch must be in 1..max_batch");
   Backend *b = policy->backend;
   NnDtype dt = policy->spec.dtype;
-  const void *in = forward_input(policy, obs, B);
+  const void *in = forward_input(policy, obs, obs_dtype, B);
   mlp_forward(b, &policy->acts.pi, &policy->pi_shape, &policy->params.pi, &policy->lowp.pi, in, B, dt);
   mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, in, B, dt);
 }
+
+void policy_forward(Policy *policy, const float *obs, int B) { forward_of(policy, obs, NN_F32, B); }
+
+NnDtype policy_obs_dtype(const Policy *policy) { return policy->spec.dtype; }
 
 void policy_value_forward(Policy *policy, const float *obs, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_value_forward: batch must be in 1..max_batch");
   Backend *b = policy->backend;
   NnDtype dt = policy->spec.dtype;
   mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf,
-              forward_input(policy, obs, B), B, dt);
+              forward_input(policy, obs, NN_F32, B), B, dt);
 }
 
 const float *policy_head_out(const Policy *policy) { return policy->acts.pi.h[policy->pi_shape.n_linear - 1]; }
 const float *policy_values(const Policy *policy) { return policy->acts.vf.h[policy->vf_shape.n_linear - 1]; }
 
-void policy_evaluate(Policy *policy, const float *obs, const float *actions, int B) {
-  policy_forward(policy, obs, B);
+static void evaluate_of(Policy *policy, const void *obs, NnDtype obs_dtype, const float *actions, int B) {
+  forward_of(policy, obs, obs_dtype, B);
   const float *head = policy_head_out(policy);  // (B, A)
   int A = policy->spec.action_dim;
   if (policy->spec.head == POLICY_HEAD_CATEGORICAL)
@@ -504,14 +516,22 @@ void policy_evaluate(Policy *policy, const float *obs, const float *actions, int
                              actions, B, A);
 }
 
-void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,
-                     const float *dvalues, int B) {
+void policy_evaluate(Policy *policy, const float *obs, const float *actions, int B) {
+  evaluate_of(policy, obs, NN_F32, actions, B);
+}
+
+void policy_evaluate_stored(Policy *policy, const void *obs, const float *actions, int B) {
+  evaluate_of(policy, obs, policy->spec.dtype, actions, B);
+}
+
+static void backward_of(Policy *policy, const void *obs, NnDtype obs_dtype, const float *actions, const float *dlogp,
+                        const float *dentropy, const float *dvalues, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_backward: batch must be in 1..max_batch");
   Backend *b = policy->backend;
   NnDtype dt = policy->spec.dtype;
   int A = policy->spec.action_dim;
   const float *head = policy_head_out(policy);
-  const void *in = net_input(policy, obs);
+  const void *in = net_input(policy, obs, obs_dtype);
   // a pending zero_grad: every gradient tensor is written below instead of added to
   int accumulate = !policy->grads_zero_pending;
   policy->grads_zero_pending = 0;
@@ -529,6 +549,16 @@ void policy_backward(Policy *policy, const float *obs, const float *actions, con
   backend_cast(b, policy->acts.dvalues, NN_F32, dvalues, NN_F32, (size_t)B);
   mlp_backward(b, &policy->grads.vf, &policy->acts.vf, policy->acts.dvalues, &policy->vf_shape, &policy->lowp.vf, in, B,
                dt, accumulate);
+}
+
+void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,
+                     const float *dvalues, int B) {
+  backward_of(policy, obs, NN_F32, actions, dlogp, dentropy, dvalues, B);
+}
+
+void policy_backward_stored(Policy *policy, const void *obs, const float *actions, const float *dlogp,
+                            const float *dentropy, const float *dvalues, int B) {
+  backward_of(policy, obs, policy->spec.dtype, actions, dlogp, dentropy, dvalues, B);
 }
 
 void policy_act(Policy *policy, float *actions, const float *obs, const float *uniforms, int B) {

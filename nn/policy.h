@@ -130,6 +130,14 @@ void policy_evaluate(Policy *policy, const float *obs, const float *actions, int
 // the activations of the last policy_evaluate on the same obs and actions. dentropy may be NULL.
 void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,
                      const float *dvalues, int B);
+// The dtype the first layer reads observations in: spec.dtype (fp32, fp16 or bf16). Observations
+// kept for later (the rollout buffer) can be stored in it, rounded by backend_cast, and passed to
+// the _stored forms below, which give the same bits as the fp32 forms given the unrounded
+// observations: those round them on entry (the update's GEMMs read nothing else of them).
+NnDtype policy_obs_dtype(const Policy *policy);
+void policy_evaluate_stored(Policy *policy, const void *obs, const float *actions, int B);
+void policy_backward_stored(Policy *policy, const void *obs, const float *actions, const float *dlogp,
+                            const float *dentropy, const float *dvalues, int B);
 // Rollout: policy_forward, then actions drawn with uniforms ((B) categorical, (B, A, 2) Gaussian);
 // actions (B) or (B, A), logp (B) into acts.logp; values are acts.vf.h[last] (B).
 void policy_act(Policy *policy, float *actions, const float *obs, const float *uniforms, int B);

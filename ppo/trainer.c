@@ -2,7 +2,7 @@
 //
 // The iteration, as data (DESIGN.md section 4):
 //   for t in 0..T-1:
-//     obs (N, O) host -> rollout.obs[t]; episode starts -> rollout.episode_starts[t]
+//     obs (N, O) host -> rollout.obs[t] (in the policy's dtype); episode starts -> rollout.episode_starts[t]
 //     uniforms <- Philox; policy_act: actions, log-probs, values -> rollout[t]
 //     actions (N, A) -> host; clip (Gaussian) or convert to int32 (categorical); step the envs
 //     normalise obs and rewards (optional); truncated, not terminated: reward += gamma V(final obs),
@@ -143,6 +143,7 @@ static OptimSpec optim_spec_of(const Config *cfg) {
 
 static RolloutSpec rollout_spec_of(const Config *cfg, const EnvSpec *spec) {
   RolloutSpec r;
+  memset(&r, 0, sizeof r);
   r.n_steps = (int)cfg->ppo.n_steps;
   r.n_envs = (int)cfg->env.n_envs;
   r.obs_dim = spec->obs_dim;
@@ -150,6 +151,7 @@ static RolloutSpec rollout_spec_of(const Config *cfg, const EnvSpec *spec) {
   r.batch_size = (int)cfg->ppo.batch_size;
   int64_t total = (int64_t)r.n_steps * r.n_envs;
   r.max_minibatches = (int)(cfg->ppo.n_epochs * ((total + r.batch_size - 1) / r.batch_size));
+  r.obs_dtype = precision_dtype(cfg->run.precision);  // policy_obs_dtype of trainer_policy_spec's policy
   return r;
 }
 
@@ -362,6 +364,8 @@ int trainer_allocate(Trainer *tr) {
   OptimSpec os = optim_spec_of(cfg);
   tr->optim = optim_init(tr->backend, &os);
   RolloutSpec rs = tr->rollout.spec;
+  CHECK(rs.obs_dtype == policy_obs_dtype(tr->policy),
+        "trainer: the rollout stores observations as the policy reads them");
   if (rollout_init(&tr->rollout, tr->backend, &rs) != 0) {
     error_prepend("[ppo]: ");
     return -1;
@@ -563,7 +567,10 @@ static void rollout_step(Trainer *tr, int t) {
   backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_ACTIONS),
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
   backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
-  backend_copy(be, rb->obs + row * (size_t)O, rb->step_obs, obs_bytes);
+  // stored as the first layer reads them (policy_obs_dtype): rounded in fp16 and bf16 runs
+  NnDtype odt = rb->spec.obs_dtype;
+  backend_cast(be, (char *)rb->obs + row * (size_t)O * nn_dtype_size(odt), odt, rb->step_obs, NN_F32,
+               (size_t)N * (size_t)O);
   backend_copy(be, rb->actions + row * (size_t)A, rb->step_actions, action_bytes);
   backend_copy(be, rb->logp + row, tr->policy->acts.logp, (size_t)N * sizeof(float));
   backend_copy(be, rb->values + row, policy_values(tr->policy), (size_t)N * sizeof(float));
@@ -698,7 +705,7 @@ static void minibatch_loss(Minibatch *mb) {
   RolloutBuffer *rb = &tr->rollout;
   Policy *pol = tr->policy;
   rollout_gather_selected(rb, mb->B);
-  policy_evaluate(pol, rb->mb_obs, rb->mb_actions, mb->B);
+  policy_evaluate_stored(pol, rb->mb_obs, rb->mb_actions, mb->B);
   PpoLossHyper hyper = mb->hyper;
   if (tr->ranks > 1) dist_normalize_advantages(tr, mb->B, &hyper);
   backend_ppo_loss(tr->backend, rb->mb_stats, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, pol->acts.logp,
@@ -714,7 +721,7 @@ static void minibatch_step(Minibatch *mb) {
   Policy *pol = tr->policy;
   policy_zero_grad(pol);
   if (tr->ranks > 1) dist_scale_loss_seeds(tr, mb->B);
-  policy_backward(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, mb->B);
+  policy_backward_stored(pol, rb->mb_obs, rb->mb_actions, rb->mb_dlogp, rb->mb_dentropy, rb->mb_dvalues, mb->B);
   if (tr->ranks > 1) dist_sum_gradients(tr);
   optim_step(tr->optim, pol);
   backend_copy(tr->backend, rb->mb_stats + TRAINER_STAT_SKIPPED, &tr->optim->scalars->found_inf, sizeof(float));

@@ -507,26 +507,32 @@ Test(cuda_scale, scale_and_scale_by_match_cpu_bits) {
 
 // --- gather ---------------------------------------------------------------------------------------------------------
 
+// Rows of 4-byte words, of 2-byte words (fp16 / bf16 observations: 517 of them) and of odd bytes:
+// each of the kernel's word widths.
 Test(cuda_gather, rows_match_cpu_bits) {
   Pair p = open_pair();
-  static const int shapes[][3] = {{257, 33, 500}, {1024, 1, 131072}, {3, 2048, 4}};  // B, D, rows
+  static const int shapes[][3] = {{257, 33 * 4, 500},
+                                  {1024, 4, 131072},
+                                  {3, 2048 * 4, 4},
+                                  {1024, 517 * 2, 4096},
+                                  {65, 7, 9}};  // B, row bytes, rows
   Rng rng;
   rng_seed(&rng, 8);
   Backend *bk[2] = {p.cpu, p.gpu};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-    int B = shapes[s][0], D = shapes[s][1], rows = shapes[s][2];
-    float *src = malloc((size_t)rows * D * 4);
+    int B = shapes[s][0], W = shapes[s][1], rows = shapes[s][2];
+    unsigned char *src = malloc((size_t)rows * W);
     int32_t *index = malloc((size_t)B * 4);
-    fill(src, (size_t)rows * D, &rng, -1, 1);
+    for (size_t i = 0; i < (size_t)rows * W; i++) src[i] = (unsigned char)rng_below(&rng, 256);
     for (int b = 0; b < B; b++) index[b] = (int32_t)rng_below(&rng, (uint64_t)rows);
     void *out[2];
     for (int k = 0; k < 2; k++) {
-      float *d_src = put(bk[k], src, (size_t)rows * D * 4), *d_out = backend_alloc(bk[k], (size_t)B * D * 4);
+      void *d_src = put(bk[k], src, (size_t)rows * W), *d_out = backend_alloc(bk[k], (size_t)B * W);
       int32_t *d_index = put(bk[k], index, (size_t)B * 4);
-      backend_gather_rows(bk[k], d_out, d_src, d_index, B, D, rows);
-      out[k] = get(bk[k], d_out, (size_t)B * D * 4);
+      backend_gather_rows(bk[k], d_out, d_src, d_index, B, (size_t)W, rows);
+      out[k] = get(bk[k], d_out, (size_t)B * W);
     }
-    assert_same_bits(out[1], out[0], (size_t)B * D, 4, "gather_rows");
+    assert_same_bits(out[1], out[0], (size_t)B * W, 1, "gather_rows");
     free(src), free(index), free(out[0]), free(out[1]);
   }
   close_pair(p);
@@ -540,7 +546,7 @@ Test(cuda_gather, index_out_of_range_exits_at_sync, .exit_code = 1) {
   float *src = backend_alloc(b, 10 * 4 * sizeof(float)), *out = backend_alloc(b, 3 * 4 * sizeof(float));
   int32_t index[3] = {0, 9, 10};  // rows = 10: the last is out of range
   int32_t *d_index = put(b, index, sizeof index);
-  backend_gather_rows(b, out, src, d_index, 3, 4, 10);
+  backend_gather_rows(b, out, src, d_index, 3, 4 * sizeof(float), 10);
   backend_sync(b);
   cr_assert_fail("%s: backend_sync returned after an out-of-range gather index", backend_name(b));
 }
@@ -550,7 +556,7 @@ Test(cuda_gather, negative_index_exits_at_download, .exit_code = 1) {
   float *src = backend_alloc(b, 10 * sizeof(float)), *out = backend_alloc(b, 2 * sizeof(float)), host[2];
   int32_t index[2] = {-1, 0};
   int32_t *d_index = put(b, index, sizeof index);
-  backend_gather_rows(b, out, src, d_index, 2, 1, 10);
+  backend_gather_rows(b, out, src, d_index, 2, sizeof(float), 10);
   backend_download(b, host, out, sizeof host);
   cr_assert_fail("%s: backend_download returned after a negative gather index", backend_name(b));
 }
@@ -561,7 +567,7 @@ Test(cuda_gather, index_out_of_range_exits_at_close, .exit_code = 1) {
   float *src = backend_alloc(b, 10 * sizeof(float)), *out = backend_alloc(b, 2 * sizeof(float));
   int32_t index[2] = {3, 10};
   int32_t *d_index = put(b, index, sizeof index);
-  backend_gather_rows(b, out, src, d_index, 2, 1, 10);
+  backend_gather_rows(b, out, src, d_index, 2, sizeof(float), 10);
   backend_close(b);
   cr_assert_fail("backend_close returned after an out-of-range gather index");
 }

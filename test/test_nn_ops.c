@@ -737,9 +737,29 @@ Test(nn_ops, gather_rows) {
   float src[4 * 3], out[5 * 3];
   for (int i = 0; i < 12; i++) src[i] = (float)i;
   int32_t idx[5] = {3, 0, 0, 2, 1};
-  backend_gather_rows(b, out, src, idx, 5, 3, 4);
+  backend_gather_rows(b, out, src, idx, 5, 3 * sizeof(float), 4);
   for (int r = 0; r < 5; r++)
     for (int d = 0; d < 3; d++) cr_assert_eq(out[r * 3 + d], (float)(idx[r] * 3 + d));
+  backend_close(b);
+}
+
+// Rows of any byte width: 2-byte elements (fp16 / bf16 observations) and odd widths move whole.
+Test(nn_ops, gather_rows_of_any_width) {
+  Backend *b = cpu();
+  uint16_t src[4 * 5], out[3 * 5 + 1];
+  for (int i = 0; i < 20; i++) src[i] = (uint16_t)(1000 + i);
+  int32_t idx[3] = {2, 3, 0};
+  out[15] = 7;
+  backend_gather_rows(b, out, src, idx, 3, 5 * sizeof(uint16_t), 4);
+  for (int r = 0; r < 3; r++)
+    for (int d = 0; d < 5; d++) cr_assert_eq(out[r * 5 + d], 1000 + idx[r] * 5 + d);
+  cr_assert_eq(out[15], 7, "wrote past B rows");
+  unsigned char bytes[4 * 3] = {0}, got[2 * 3];
+  for (int i = 0; i < 12; i++) bytes[i] = (unsigned char)(i + 1);
+  int32_t idx2[2] = {3, 1};
+  backend_gather_rows(b, got, bytes, idx2, 2, 3, 4);
+  for (int r = 0; r < 2; r++)
+    for (int d = 0; d < 3; d++) cr_assert_eq(got[r * 3 + d], idx2[r] * 3 + d + 1);
   backend_close(b);
 }
 
@@ -747,7 +767,7 @@ Test(nn_ops, gather_rows_rejects_out_of_range, .exit_code = 1) {
   Backend *b = cpu();
   float src[4], out[2];
   int32_t idx[2] = {0, 4};
-  backend_gather_rows(b, out, src, idx, 2, 1, 4);
+  backend_gather_rows(b, out, src, idx, 2, sizeof(float), 4);
 }
 
 Test(nn_ops, global_norm_and_clip_follow_torch) {

@@ -359,6 +359,58 @@ Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
   backend_close(b);
 }
 
+// Observations stored in the policy's dtype (the rollout buffer's) give the bits the fp32 ones give:
+// log-probs, entropies, values and every gradient, with the first layer padded (37 observations)
+// and not. A stored form that read its input as fp32, or the fp32 form skipping the rounding,
+// fails it; so would a backward that took the gradient input from a stale rounding (checked by
+// spoiling obs_lp between the stored forward and backward).
+Test(nn_policy, stored_observations_give_the_fp32_bits) {
+  Backend *b = cpu();
+  enum { O = 37, B = 8 };
+  for (int dt = NN_F32; dt <= NN_BF16; dt++) {
+    PolicySpec spec = small_spec(POLICY_HEAD_GAUSSIAN, (NnDtype)dt);
+    spec.obs_dim = O;
+    Policy *p = policy_init(b, &spec);
+    cr_assert(p, "%s", error_message());
+    cr_assert_eq(policy_obs_dtype(p), (NnDtype)dt);
+    size_t es = nn_dtype_size((NnDtype)dt), n = p->param_count;
+    float obs[B * O], actions[B * 3], wl[B], we[B], wv[B];
+    Rng rng;
+    rng_seed(&rng, 43);
+    fill(obs, B * O, &rng, -1.7, 1.7);
+    fill(actions, B * 3, &rng, -1, 1);
+    fill(wl, B, &rng, -1, 1), fill(we, B, &rng, -1, 1), fill(wv, B, &rng, -1, 1);
+    unsigned char stored[B * O * 4];
+    backend_cast(b, stored, (NnDtype)dt, obs, NN_F32, (size_t)B * O);
+    float *want = malloc((3 * B + n) * sizeof(float)), *got = malloc((3 * B + n) * sizeof(float));
+    for (int pass = 0; pass < 2; pass++) {
+      float *out = pass ? got : want;
+      policy_zero_grad(p);
+      if (pass == 0) {
+        policy_evaluate(p, obs, actions, B);
+      } else {
+        policy_evaluate_stored(p, stored, actions, B);
+        if (p->acts.obs_lp) memset(p->acts.obs_lp, 0x7F, (size_t)B * O * es);
+      }
+      memcpy(out, p->acts.logp, B * sizeof(float));
+      memcpy(out + B, p->acts.entropy, B * sizeof(float));
+      memcpy(out + 2 * B, policy_values(p), B * sizeof(float));
+      if (pass == 0)
+        policy_backward(p, obs, actions, wl, we, wv, B);
+      else
+        policy_backward_stored(p, stored, actions, wl, we, wv, B);
+      memcpy(out + 3 * B, p->grads_memory, n * sizeof(float));
+    }
+    for (size_t i = 0; i < 3 * B + n; i++)
+      cr_assert(memcmp(&got[i], &want[i], sizeof(float)) == 0, "%s: %s %zu: stored %.9g, fp32 %.9g",
+                nn_dtype_name((NnDtype)dt), i < 3 * B ? "output" : "gradient", i < 3 * B ? i : i - 3 * B, got[i],
+                want[i]);
+    free(want), free(got);
+    policy_free(p);
+  }
+  backend_close(b);
+}
+
 // The plan's backend bytes are what the backend holds once the policy reserved its workspace:
 // the policy's own reservation on a fresh backend, and more where the backend already keeps more
 // (as CUDA keeps cuBLAS's 32 MiB from the start). The plan must match the memory held after init.

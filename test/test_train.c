@@ -227,6 +227,52 @@ Test(train, one_iteration_on_cuda_matches_the_cpu_fp32) { iteration_parity_case(
 Test(train, one_iteration_on_cuda_matches_the_cpu_fp16) { iteration_parity_case("fp16", 1e-3, 1e-2); }
 Test(train, one_iteration_on_cuda_matches_the_cpu_bf16) { iteration_parity_case("bf16", 1e-3, 1e-2); }
 
+// The rollout buffer keeps observations as the policy's first layer reads them: 2-byte elements in
+// fp16 and bf16 (half the bytes), rounded from the env's floats. Step 0's rows (the reset, which no
+// action has touched yet) are the fp32 run's rows rounded, bit for bit; every later row was written
+// (a float-sized row stride would leave the upper half of the array at its zeroed start and write
+// past it); and the slab is smaller by the halved array.
+static void stored_observations_case(const char *precision, NnDtype dtype) {
+  const char *precisions[2] = {"fp32", precision};
+  Trainer *tr[2];
+  for (int k = 0; k < 2; k++) {
+    char set[64];
+    snprintf(set, sizeof set, "run.precision=%s", precisions[k]);
+    const char *const sets[] = {set};
+    Config cfg;
+    cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1, sets), 0, "%s",
+                 error_message());
+    tr[k] = trainer_init(&cfg);
+    cr_assert_not_null(tr[k], "%s", error_message());
+    TrainStats stats;
+    cr_assert_eq(trainer_iteration(tr[k], &stats), TRAINER_OK);
+  }
+  const RolloutBuffer *rb32 = trainer_rollout(tr[0]), *rb = trainer_rollout(tr[1]);
+  cr_assert_eq(rb32->spec.obs_dtype, NN_F32);
+  cr_assert_eq(rb->spec.obs_dtype, dtype);
+  cr_assert_eq(policy_obs_dtype(trainer_policy(tr[1])), dtype);
+  size_t T = (size_t)rb->spec.n_steps, N = (size_t)rb->spec.n_envs, O = (size_t)rb->spec.obs_dim;
+  cr_assert_geq(rb32->bytes - rb->bytes, T * N * O * 2 - 64, "slab %zu bytes against fp32's %zu", rb->bytes,
+                rb32->bytes);
+  float *obs32 = malloc(T * N * O * sizeof(float));
+  uint16_t *obs = malloc(T * N * O * sizeof(uint16_t)), *want = malloc(N * O * sizeof(uint16_t));
+  backend_download(trainer_backend(tr[0]), obs32, rb32->obs, T * N * O * sizeof(float));
+  backend_download(trainer_backend(tr[1]), obs, rb->obs, T * N * O * sizeof(uint16_t));
+  for (size_t i = 0; i < N * O; i++) want[i] = dtype == NN_F16 ? nn_f32_to_f16(obs32[i]) : nn_f32_to_bf16(obs32[i]);
+  cr_assert(memcmp(obs, want, N * O * sizeof(uint16_t)) == 0, "%s: step 0's stored observations are not fp32's rounded",
+            precision);
+  for (size_t row = 0; row < T * N; row++) {
+    size_t nonzero = 0;
+    for (size_t j = 0; j < O; j++) nonzero += (obs[row * O + j] & 0x7FFF) != 0;
+    cr_assert(nonzero > 0, "%s: stored observation row %zu of %zu was never written", precision, row, T * N);
+  }
+  free(obs32), free(obs), free(want);
+  trainer_free(tr[0]), trainer_free(tr[1]);
+}
+
+Test(train, rollout_stores_fp16_observations_rounded) { stored_observations_case("fp16", NN_F16); }
+Test(train, rollout_stores_bf16_observations_rounded) { stored_observations_case("bf16", NN_BF16); }
+
 // A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.txt.
 Test(train, resume_keeps_a_better_best_h5) {
   const char *cfg = config_file("best");
