@@ -432,9 +432,10 @@ def torch_section(out, files, docs_dir):
                "of that mode's runs (in parentheses: ours / PyTorch's samples/s, and the target). The targets are "
                "the project's CPU speed targets (`TARGETS` in bench/backend_vs_torch_summary.py): ours over "
                "PyTorch fp32 at least 1.4x for the training step in fp32, 4.0x for it in bf16, and 2.0x for "
-               "rollout inference in either.\n")
+               "rollout inference in either. The last column is ppo-bench's square fp32 GEMM in the same run "
+               "(spin mode's median): the machine's speed at the time, since this shared machine's varies.\n")
     header = ["raw file", "measured (UTC, commit)", "train step fp32", "train step bf16", "rollout fp32",
-              "rollout bf16"]
+              "rollout bf16", "machine fp32 GEMM GFLOP/s"]
     rows, torch_train = [], []
     for f in files:
         with open(f) as fh:
@@ -449,6 +450,10 @@ def torch_section(out, files, docs_dir):
             cells[key] = f"{ratio}x ({fmt(float(ours))} / {fmt(float(theirs))}; {target}x: {verdict.strip()})"
             if what.startswith("train") and dtype == "fp32":
                 torch_train.append(float(theirs))
+        spin = text.split("## medians, mode spin", 1)
+        best = re.search(r"^\s+cpu\s+fp32\s+machine_best_gemm\s+\S+ \S+\s+([0-9.]+)", spin[1] if len(spin) > 1 else "",
+                         re.M)
+        cells[header[-1]] = best.group(1) if best else "-"
         rows.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})",
                      f"{date.group(1) if date else '?'}, `{commit.group(1) if commit else '?'}`"] +
                     [cells.get(h, "-") for h in header[2:]])
