@@ -443,16 +443,9 @@ void backend_allreduce_sum_f64(Backend *backend, double *x, size_t n) {
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 
-// fn run as a recording (the CPU): its signature is the graph's, or becomes it on the first call.
-static void record_signed(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
-  uint64_t call = ++graph->calls;
-  backend->signing = (call & (call - 1)) == 0;  // calls 1, 2, 4, 8, ...
-  backend->recording = 1;
-  backend->signature = FNV_OFFSET, backend->signed_ops = 0;
-  fn(arg);
-  backend->recording = 0;
-  if (!backend->signing) return;
-  backend->signing = 0;
+// The ops and arguments just signed: they become the graph's signature at its first signing, and
+// must equal it at every later one.
+static void settle_signature(Backend *backend, BackendGraph *graph) {
   if (graph->ops == 0) {
     graph->signature = backend->signature, graph->ops = backend->signed_ops;
     return;
@@ -468,6 +461,19 @@ static void record_signed(Backend *backend, BackendGraph *graph, void (*fn)(void
   }
 }
 
+// fn run as a recording, eagerly (every CPU call, CUDA's first): signed at calls 1, 2, 4, 8, ...
+static void record_signed(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
+  uint64_t call = ++graph->calls;
+  backend->signing = (call & (call - 1)) == 0;  // calls 1, 2, 4, 8, ...
+  backend->recording = 1;
+  backend->signature = FNV_OFFSET, backend->signed_ops = 0;
+  fn(arg);
+  backend->recording = 0;
+  if (!backend->signing) return;
+  backend->signing = 0;
+  settle_signature(backend, graph);
+}
+
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
   CHECK(backend && graph && fn, "backend_graph_run: NULL argument");
   CHECK_NOT_RECORDING(backend, "backend_graph_run");
@@ -477,13 +483,21 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
     record_signed(backend, graph, fn, arg);
     return;
   }
+  if (!graph->exec && graph->calls == 0) {
+    // The first call runs eagerly, signed: each kernel it launches and each cuBLAS path it takes is
+    // loaded and set up outside a capture (the warm-up torch.cuda.graphs asks for too), and the
+    // recording at the second call must queue the same ops and arguments.
+    record_signed(backend, graph, fn, arg);
+    return;
+  }
   if (!graph->exec) {
+    graph->calls++;
     backend->recording = backend->signing = 1;
     backend->signature = FNV_OFFSET, backend->signed_ops = 0;
     graph->exec = ops->graph_record(backend, fn, arg);
     backend->recording = backend->signing = 0;
-    graph->signature = backend->signature, graph->ops = backend->signed_ops;
     backend->graphs++;
+    settle_signature(backend, graph);
   }
   ops->graph_launch(backend, graph->exec);
 }

@@ -82,11 +82,13 @@ typedef struct {
   void *exec;
   uint64_t signature;  // the recorded call's ops and arguments (hashed), and how many ops
   size_t ops;          // (0: not recorded yet)
-  uint64_t calls;      // calls since the recording (the CPU compares calls 2, 4, 8, ... with it)
+  uint64_t calls;      // calls since the first (or a reset): the CPU compares calls 2, 4, 8, ... with it
 } BackendGraph;
 
-// Queues the ops that fn(arg) queues. On CUDA the first call with graph->exec == NULL records
-// them into a CUDA graph (stream capture) and every call, that one included, launches the graph:
+// Queues the ops that fn(arg) queues. On CUDA the first call (or the first after a reset) runs fn
+// eagerly, as a warm-up: the kernels and cuBLAS paths it uses are loaded and set up outside a
+// capture; the second records the ops into a CUDA graph (stream capture), refused unless they and
+// their arguments equal the first call's, and it and every later call launch the graph:
 // one launch instead of one per op, which keeps a 32-env rollout step and a minibatch update from
 // being bound by launch latency. fn must therefore queue the same ops with the same pointers and
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),

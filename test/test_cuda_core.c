@@ -572,6 +572,70 @@ Test(cuda_gather, index_out_of_range_exits_at_close, .exit_code = 1) {
   cr_assert_fail("backend_close returned after an out-of-range gather index");
 }
 
+// --- graphs ----------------------------------------------------------------------------------------------------------
+
+typedef struct {
+  Backend *b;
+  float *x;
+  float alpha;  // changed between calls by the refusal test
+  int calls;    // host calls of the function
+} GraphScale;
+
+static void graph_scale(void *p) {
+  GraphScale *g = p;
+  g->calls++;
+  backend_scale(g->b, g->x, g->alpha, 4096);
+}
+
+// On CUDA the first call runs the function eagerly (the warm-up), the second records it and
+// launches the graph, later calls only launch it: five calls double x five times with two host
+// calls of the function; a replay reads x as it is at launch (an upload between launches counts);
+// after a reset the next call is a warm-up again.
+Test(cuda_graph, warm_up_then_record_then_replay) {
+  Backend *b = cuda_or_skip();
+  enum { N = 4096 };
+  float *host = malloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) host[i] = (float)(i + 1);
+  GraphScale g = {b, put(b, host, N * sizeof(float)), 2.0f, 0};
+  BackendGraph graph = {0};
+  backend_graph_run(b, &graph, graph_scale, &g);
+  cr_assert(graph.exec == NULL && g.calls == 1, "the first call runs eagerly");
+  backend_graph_run(b, &graph, graph_scale, &g);
+  cr_assert(graph.exec != NULL && g.calls == 2, "the second call records");
+  for (int k = 0; k < 3; k++) backend_graph_run(b, &graph, graph_scale, &g);
+  cr_assert_eq(g.calls, 2, "replays do not call the function");
+  float *got = get(b, g.x, N * sizeof(float));
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(got[i], 32.0f * (float)(i + 1), "x[%d] = %g after five doublings", i, got[i]);
+  free(got);
+  for (int i = 0; i < N; i++) host[i] = -(float)i;
+  backend_upload(b, g.x, host, N * sizeof(float));
+  backend_graph_run(b, &graph, graph_scale, &g);
+  got = get(b, g.x, N * sizeof(float));
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(got[i], -2.0f * (float)i, "x[%d] = %g: the replay read stale data", i, got[i]);
+  free(got);
+  backend_graph_reset(b, &graph);
+  backend_graph_run(b, &graph, graph_scale, &g);
+  cr_assert(graph.exec == NULL && g.calls == 3, "after a reset the first call is a warm-up again");
+  backend_graph_reset(b, &graph);
+  free(host);
+  backend_close(b);
+}
+
+// A function whose arguments differ between the warm-up and the recording is refused at the
+// recording (CUDA) or at the second call (CPU): exit 1 on either (no skip: a skip fails .exit_code).
+Test(cuda_graph, changed_arguments_are_refused_at_the_recording, .exit_code = 1) {
+  Backend *b = backend_open("auto");
+  GraphScale g = {b, backend_alloc(b, 4096 * sizeof(float)), 2.0f, 0};
+  BackendGraph graph = {0};
+  backend_graph_run(b, &graph, graph_scale, &g);
+  g.alpha = 3.0f;
+  backend_graph_run(b, &graph, graph_scale, &g);
+  backend_sync(b);
+  cr_assert_fail("%s: a changed scalar was recorded", backend_name(b));
+}
+
 // --- value loss ------------------------------------------------------------------------------------------------------
 
 Test(cuda_mse, forward_and_backward_match_cpu) {
