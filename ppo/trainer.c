@@ -567,14 +567,17 @@ static void rollout_step(Trainer *tr, int t) {
   backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_ACTIONS),
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
   backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
-  // stored as the first layer reads them (policy_obs_dtype): rounded in fp16 and bf16 runs
+  backend_download(be, h->actions, rb->step_actions, action_bytes);
+  // The step's rows of the buffer, queued after the download (the only wait): on CUDA the device
+  // stores them while the host steps the envs below; the stream orders them before anything later
+  // overwrites step_obs or the policy's outputs (the next upload, a bootstrap forward). Observations
+  // are stored as the first layer reads them (policy_obs_dtype): rounded in fp16 and bf16 runs.
   NnDtype odt = rb->spec.obs_dtype;
   backend_cast(be, (char *)rb->obs + row * (size_t)O * nn_dtype_size(odt), odt, rb->step_obs, NN_F32,
                (size_t)N * (size_t)O);
   backend_copy(be, rb->actions + row * (size_t)A, rb->step_actions, action_bytes);
   backend_copy(be, rb->logp + row, tr->policy->acts.logp, (size_t)N * sizeof(float));
   backend_copy(be, rb->values + row, policy_values(tr->policy), (size_t)N * sizeof(float));
-  backend_download(be, h->actions, rb->step_actions, action_bytes);
 
   // The env's view of the actions: integer indices, or the sample clipped to the bounds (SB3 stores
   // the unclipped sample, whose log-prob is in the buffer).
