@@ -451,8 +451,8 @@ def torch_section(out, files, docs_dir):
             if what.startswith("train") and dtype == "fp32":
                 torch_train.append(float(theirs))
         spin = text.split("## medians, mode spin", 1)
-        best = re.search(r"^\s+cpu\s+fp32\s+machine_best_gemm\s+\S+ \S+\s+([0-9.]+)", spin[1] if len(spin) > 1 else "",
-                         re.M)
+        spin = spin[1].split("\n## ", 1)[0] if len(spin) > 1 else ""  # that section only
+        best = re.search(r"^\s+cpu\s+fp32\s+machine_best_gemm\s+\S+ \S+\s+([0-9.]+)", spin, re.M)
         cells[header[-1]] = best.group(1) if best else "-"
         rows.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})",
                      f"{date.group(1) if date else '?'}, `{commit.group(1) if commit else '?'}`"] +

@@ -88,20 +88,20 @@ typedef struct {
 // Queues the ops that fn(arg) queues. On CUDA the first call (or the first after a reset) runs fn
 // eagerly, as a warm-up: the kernels and cuBLAS paths it uses are loaded and set up outside a
 // capture; the second records the ops into a CUDA graph (stream capture), refused unless they and
-// their arguments equal the first call's, and it and every later call launch the graph:
-// one launch instead of one per op, which keeps a 32-env rollout step and a minibatch update from
+// their arguments equal the first call's, and it and every later call launch the graph: one
+// launch instead of one per op, which keeps a 32-env rollout step and a minibatch update from
 // being bound by launch latency. fn must therefore queue the same ops with the same pointers and
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
 // upload (the host memory could change between launches), allocate or grow the workspace: the
 // wrappers check that on every backend. Every call on the CPU runs fn, and the ops and arguments
 // (pointers, sizes, scalars) of calls 2, 4, 8, ... are compared with the first call's (a hash): a
-// function that would replay stale values is refused there too. So a CPU test proves a function fit for recording. On
-// the CPU fn simply runs. backend_graph_reset drops the recording (the next run records again:
-// after an argument changed; a value that changes every call belongs in backend memory, as the
-// learning rate's schedule factor does, OptimScalars.lr_scale); call it before freeing the
-// memory the graph uses. Recording allocates inside the CUDA driver, once per recording. The GEMM
-// workspace cannot grow while a recorded graph exists (its GEMMs hold the workspace's address):
-// reserve it first (policy_init does).
+// function that would replay stale values is refused there too, so a CPU test proves a function
+// fit for recording. backend_graph_reset drops the recording (on CUDA the next run is a warm-up
+// again and the one after it records): after an argument changed (a value that changes every call
+// belongs in backend memory, as the learning rate's schedule factor does, OptimScalars.lr_scale),
+// and before freeing the memory the graph uses. Recording allocates inside the CUDA driver, once
+// per recording. The GEMM workspace cannot grow while a recorded graph exists (its GEMMs hold the
+// workspace's address): reserve it first (policy_init does).
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
 void backend_graph_reset(Backend *backend, BackendGraph *graph);
 

@@ -1,5 +1,6 @@
-// nn/backend_cuda_graph.cu: backend_graph_run on CUDA: the function's ops are recorded once by
-// stream capture into a CUDA graph, which each later call launches with one cudaGraphLaunch; and
+// nn/backend_cuda_graph.cu: backend_graph_run on CUDA: the function's ops at its second call (the
+// first is an eager warm-up, nn/backend.c) are recorded by stream capture into a CUDA graph, which
+// that call and each later one launch with one cudaGraphLaunch; and
 // page-locked host memory (backend_host_alloc), the other half of a cheap rollout step.
 //
 // What makes the trainer's functions recordable is checked on every backend by nn/backend.c (no

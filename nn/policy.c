@@ -466,6 +466,7 @@ static const void *net_input(Policy *policy, const void *obs, NnDtype obs_dtype)
 static const void *forward_input(Policy *policy, const void *obs, NnDtype obs_dtype, int B) {
   NnDtype dt = policy->spec.dtype;
   CHECK(obs_dtype == NN_F32 || obs_dtype == dt, "policy: observations are fp32 or in the policy's dtype");
+  policy->forward_obs_dtype = obs_dtype;
   if (dt == NN_F32) return obs;
   Backend *b = policy->backend;
   size_t O = (size_t)policy->spec.obs_dim;
@@ -531,6 +532,8 @@ static void backward_of(Policy *policy, const void *obs, NnDtype obs_dtype, cons
   NnDtype dt = policy->spec.dtype;
   int A = policy->spec.action_dim;
   const float *head = policy_head_out(policy);
+  CHECK(obs_dtype == policy->forward_obs_dtype,
+        "policy_backward: the observations' form (fp32 or stored) is the last forward's");
   const void *in = net_input(policy, obs, obs_dtype);
   // a pending zero_grad: every gradient tensor is written below instead of added to
   int accumulate = !policy->grads_zero_pending;

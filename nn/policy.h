@@ -91,7 +91,8 @@ typedef struct {
   PolicyParams params, grads, m, v;
   PolicyLowp lowp;
   PolicyActs acts;
-  int grads_zero_pending;  // policy_zero_grad was called: the next backward writes grads instead of adding
+  int grads_zero_pending;     // policy_zero_grad was called: the next backward writes grads instead of adding
+  NnDtype forward_obs_dtype;  // the last forward's observations: NN_F32 or stored; its backward must match
 } Policy;
 
 // The width the first layer's forward GEMM uses for O observations: in fp16 and bf16, O rounded up
@@ -133,7 +134,9 @@ void policy_backward(Policy *policy, const float *obs, const float *actions, con
 // The dtype the first layer reads observations in: spec.dtype (fp32, fp16 or bf16). Observations
 // kept for later (the rollout buffer) can be stored in it, rounded by backend_cast, and passed to
 // the _stored forms below, which give the same bits as the fp32 forms given the unrounded
-// observations: those round them on entry (the update's GEMMs read nothing else of them).
+// observations: those round them on entry (the update's GEMMs read nothing else of them). A
+// backward takes the form of the forward before it (checked: the fp32 backward reads the rounding
+// its forward made).
 NnDtype policy_obs_dtype(const Policy *policy);
 void policy_evaluate_stored(Policy *policy, const void *obs, const float *actions, int B);
 void policy_backward_stored(Policy *policy, const void *obs, const float *actions, const float *dlogp,

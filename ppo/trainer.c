@@ -568,10 +568,11 @@ static void rollout_step(Trainer *tr, int t) {
                   (uint64_t)tr->counters.vector_steps * sample_words(tr));
   backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
   backend_download(be, h->actions, rb->step_actions, action_bytes);
-  // The step's rows of the buffer, queued after the download (the only wait): on CUDA the device
-  // stores them while the host steps the envs below; the stream orders them before anything later
-  // overwrites step_obs or the policy's outputs (the next upload, a bootstrap forward). Observations
-  // are stored as the first layer reads them (policy_obs_dtype): rounded in fp16 and bf16 runs.
+  // The step's rows of the buffer, queued after the download (the step's wait, besides a truncation
+  // bootstrap's below): on CUDA the device stores them while the host steps the envs; the stream
+  // orders them before anything later overwrites step_obs or the policy's outputs (the next upload,
+  // a bootstrap forward). Observations are stored as the first layer reads them (policy_obs_dtype):
+  // rounded in fp16 and bf16 runs.
   NnDtype odt = rb->spec.obs_dtype;
   backend_cast(be, (char *)rb->obs + row * (size_t)O * nn_dtype_size(odt), odt, rb->step_obs, NN_F32,
                (size_t)N * (size_t)O);

@@ -411,6 +411,20 @@ Test(nn_policy, stored_observations_give_the_fp32_bits) {
   backend_close(b);
 }
 
+// A backward of the other form than its forward is refused: after a stored forward, the fp32
+// backward would take the first layer's input from a rounding no forward made.
+Test(nn_policy, a_backward_of_the_other_form_is_refused, .exit_code = 1) {
+  Backend *b = cpu();
+  PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_BF16);
+  Policy *p = policy_init(b, &spec);
+  Batch x = make_batch(p, 9);
+  uint16_t stored[8 * 4];
+  backend_cast(b, stored, NN_BF16, x.obs, NN_F32, 8 * 4);
+  policy_evaluate_stored(p, stored, x.actions, 8);
+  policy_backward(p, x.obs, x.actions, x.wl, x.we, x.wv, 8);
+  cr_assert_fail("the fp32 backward after a stored forward returned");
+}
+
 // The plan's backend bytes are what the backend holds once the policy reserved its workspace:
 // the policy's own reservation on a fresh backend, and more where the backend already keeps more
 // (as CUDA keeps cuBLAS's 32 MiB from the start). The plan must match the memory held after init.

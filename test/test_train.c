@@ -231,7 +231,8 @@ Test(train, one_iteration_on_cuda_matches_the_cpu_bf16) { iteration_parity_case(
 // fp16 and bf16 (half the bytes), rounded from the env's floats. Step 0's rows (the reset, which no
 // action has touched yet) are the fp32 run's rows rounded, bit for bit; every later row was written
 // (a float-sized row stride would leave the upper half of the array at its zeroed start and write
-// past it); and the slab is smaller by the halved array.
+// past it); the update's last minibatch holds the stored rows its indices name (a float row width in
+// the gather reads past them); and the slab is smaller by the halved array.
 static void stored_observations_case(const char *precision, NnDtype dtype) {
   const char *precisions[2] = {"fp32", precision};
   Trainer *tr[2];
@@ -266,6 +267,17 @@ static void stored_observations_case(const char *precision, NnDtype dtype) {
     for (size_t j = 0; j < O; j++) nonzero += (obs[row * O + j] & 0x7FFF) != 0;
     cr_assert(nonzero > 0, "%s: stored observation row %zu of %zu was never written", precision, row, T * N);
   }
+  int B = rb->spec.batch_size, last = (int)(T * N) - (rollout_minibatches(rb) - 1) * B;  // the last gather's rows
+  int32_t *index = malloc((size_t)last * sizeof(int32_t));
+  uint16_t *mb = malloc((size_t)last * O * sizeof(uint16_t));
+  backend_download(trainer_backend(tr[1]), index, rb->mb_index, (size_t)last * sizeof(int32_t));
+  backend_download(trainer_backend(tr[1]), mb, rb->mb_obs, (size_t)last * O * sizeof(uint16_t));
+  for (int r = 0; r < last; r++) {
+    cr_assert(index[r] >= 0 && (size_t)index[r] < T * N);
+    cr_assert(memcmp(mb + (size_t)r * O, obs + (size_t)index[r] * O, O * sizeof(uint16_t)) == 0,
+              "%s: minibatch row %d is not stored row %d", precision, r, index[r]);
+  }
+  free(index), free(mb);
   free(obs32), free(obs), free(want);
   trainer_free(tr[0]), trainer_free(tr[1]);
 }
