@@ -42,15 +42,18 @@ int dist_attach_backend(Backend *backend) {
   if (!id) dist_abort(EXIT_RUNTIME, "out of host memory (communicator id)");
   int mine = dist_is_root() ? backend_comm_make_id(backend, id) != 0 : 0;
   int failed = dist_host_allreduce_max_int(mine);
-  if (failed && !mine) error_set("rank 0 could not make the %s communicator's id", backend_name(backend));
-  if (!failed) {
-    dist_host_bcast(id, id_bytes, 0);
-    mine = backend_comm_join(backend, id, dist_rank(), dist_size()) != 0;
-    failed = dist_host_allreduce_max_int(mine);
-    if (failed && !mine) error_set("another rank could not join the %s communicator", backend_name(backend));
+  if (failed) {
+    if (!mine) error_set("rank 0 could not make the %s communicator's id", backend_name(backend));
+    free(id);
+    return -1;
   }
+  dist_host_bcast(id, id_bytes, 0);
+  // The join is itself a collective (ncclCommInitRank returns on a rank only once every rank has
+  // joined), so a rank whose join fails cannot tell the others through a vote: they are still
+  // inside their joins, waiting for it. It ends the job instead (MPI_Abort: mpirun stops every rank).
+  if (backend_comm_join(backend, id, dist_rank(), dist_size()) != 0)
+    dist_abort(EXIT_BAD_INPUT, "%s; ending every rank (the others wait in their joins for this one)", error_message());
   free(id);
-  if (failed) return -1;
   joined_backend = backend;
   return 0;
 }

@@ -57,7 +57,9 @@ _Noreturn void dist_abort(int status, const char *fmt, ...) PPO_PRINTF(2, 3);
 // Joins the ranks' backends into one communicator when the backend reduces its own memory (CUDA
 // with NCCL: one GPU per rank); with the CPU backend there is nothing to join. Collective: every
 // rank calls it after opening its backend, and every rank gets the same answer: 0, or -1 with the
-// error message (a device backend without a communicator in this build, a rank that could not join).
+// error message (a device backend without a communicator in this build, rank 0 could not make the
+// communicator's id). A rank whose own join fails ends the job with its message and exit status 2
+// (dist_abort): the other ranks are inside their joins, waiting for it, and cannot take a vote.
 int dist_attach_backend(Backend *backend);
 
 // In-place sums over the ranks. Backend memory (x from backend_alloc; see the header comment):

@@ -1,6 +1,7 @@
 // test/test_dist.c: data-parallel training across processes (ppo/dist.h, docs/DISTRIBUTED.md), run
 // through mpirun with 2 ranks: the replicas stay identical, 2 ranks x 16 envs learn CartPole as
-// 1 rank x 32 envs does, a failing rank ends the job instead of hanging it, a signal to one rank
+// 1 rank x 32 envs does, a failing rank ends the job instead of hanging it (also one that fails to
+// join the device communicator while the others wait in their joins), a signal to one rank
 // stops all, a 2-rank run (with VecNormalize) resumes bit for bit, and what several ranks cannot do
 // is refused with exit status 2.
 //
@@ -29,6 +30,7 @@
 
 #define TRAIN PPO_BIN_DIR "/ppo-train"
 #define PROBE PPO_BIN_DIR "/mpi_replica_probe"
+#define ATTACH_PROBE PPO_BIN_DIR "/mpi_attach_probe"
 
 // A small synthetic-market run (categorical trading env); the tests add [normalize] where they need it.
 static const char *small_config =
@@ -181,6 +183,29 @@ Test(dist, a_failing_rank_ends_every_rank) {
   cr_expect_eq(status, 1, "exit status %d:\n%s", status, output);
   cr_expect_lt(seconds, 60, "took %lld s (a hang would take the 120 s timeout)", (long long)seconds);
   cr_expect(strstr(output, "[rank 1/2] ppo-train: failed with exit status 1"), "%s", output);
+}
+
+// A rank whose communicator join fails (NCCL's ncclCommInitRank on a GPU another rank holds) ends
+// the job with its message and status 2, though the other rank is inside its own join waiting for
+// it (test/mpi_attach_probe.c stands in for the CUDA backend); every join working, both ranks go on.
+Test(dist, a_rank_that_cannot_join_the_communicator_ends_every_rank) {
+  cr_expect_eq(mpirun(2, 60, ATTACH_PROBE, "-1"), 0, "%s", output);
+  cr_expect(strstr(output, "rank 0 joined") && strstr(output, "rank 1 joined"), "%s", output);
+  for (int fail = 0; fail < 2; fail++) {
+    char arg[8], said[200];
+    snprintf(arg, sizeof arg, "%d", fail);
+    time_t t0 = time(NULL);
+    int status = mpirun(2, 120, ATTACH_PROBE, arg);
+    time_t seconds = time(NULL) - t0;
+    cr_expect_eq(status, 2, "rank %d fails: exit status %d:\n%s", fail, status, output);
+    cr_expect_lt(seconds, 60, "rank %d fails: took %lld s (a hang would take the 120 s timeout)", fail,
+                 (long long)seconds);
+    snprintf(said, sizeof said, "[rank %d/2] backend 'stand-in': rank %d of 2 could not join the communicator", fail,
+             fail);
+    cr_expect(strstr(output, said), "rank %d fails, expected \"%s\":\n%s", fail, said, output);
+    cr_expect(strstr(output, "ending every rank"), "%s", output);
+    cr_expect(!strstr(output, "joined"), "no rank gets past the join:\n%s", output);
+  }
 }
 
 // The newest child process of `parent` (from /proc): with mpirun as the parent, the last rank started.
