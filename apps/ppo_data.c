@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "apps/cli.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "envs/features.h"
@@ -108,16 +109,15 @@ static int command_import(int argc, char **argv) {
   const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
-    const char **target = NULL;
-    if (strcmp(arg, "--format") == 0)
-      target = &format_name;
-    else if (strcmp(arg, "--symbol") == 0)
-      target = &symbol;
-    else if (strcmp(arg, "--timezone") == 0)
-      target = &timezone;
+    const char **target = NULL, *name = NULL;
+    if (cli_is_option(arg, "--format"))
+      target = &format_name, name = "--format";
+    else if (cli_is_option(arg, "--symbol"))
+      target = &symbol, name = "--symbol";
+    else if (cli_is_option(arg, "--timezone"))
+      target = &timezone, name = "--timezone";
     if (target) {
-      if (i + 1 >= argc) return usage_error("%s needs a value", arg);
-      *target = argv[++i];
+      if (!(*target = cli_option_value(argc, argv, &i, name))) return usage_error("%s needs a value", name);
     } else if (strncmp(arg, "--", 2) == 0) {
       return usage_error("unknown option '%s'", arg);
     } else if (n_positional < 2) {
@@ -200,9 +200,8 @@ static int command_info(int argc, char **argv) {
 static int command_features(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--out") == 0) {
-      if (i + 1 >= argc || !*argv[i + 1]) return usage_error("%s needs a value", argv[i]);
-      output = argv[++i];
+    if (cli_is_option(argv[i], "--out")) {
+      if (!(output = cli_option_value(argc, argv, &i, "--out"))) return usage_error("%s", "--out needs a value");
     } else if (strncmp(argv[i], "--", 2) == 0) {
       return usage_error("unknown option '%s'", argv[i]);
     } else if (!input) {

@@ -233,7 +233,9 @@ Test(features, ppo_data_features_csv) {
   char out[256], log_path[256];
   snprintf(out, sizeof out, "%s/spy.csv", dir);
   snprintf(log_path, sizeof log_path, "%s/log.txt", dir);
-  char *argv[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", "--out", out, NULL};
+  char out_opt[300];
+  snprintf(out_opt, sizeof out_opt, "--out=%s", out);
+  char *argv[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", out_opt, NULL};
   cr_assert_eq(run_ppo_data(argv, log_path), 0);
   MarketData *d = load_shipped("SPY_1D.h5");
   Features *f = features_for(d);

@@ -410,7 +410,8 @@ Test(market_data, ppo_data_import_info_and_usage) {
   cr_expect_str_eq(d->timezone, "America/New_York");
   market_data_free(d);
 
-  char *symbol_argv[] = {"ppo-data", "import", csv, out_h5, "--symbol", "GOOG.A", "--format", "csv", NULL};
+  // options take "--opt VALUE" or "--opt=VALUE", as in ppo-train and ppo-eval (apps/cli.h)
+  char *symbol_argv[] = {"ppo-data", "import", csv, out_h5, "--symbol=GOOG.A", "--format", "csv", NULL};
   cr_assert_eq(run_ppo_data(symbol_argv, out_txt, err_txt), 0);
   d = market_data_load_h5(out_h5);
   cr_assert(d, "%s", error_message());
@@ -439,6 +440,8 @@ Test(market_data, ppo_data_import_info_and_usage) {
       {"ppo-data", "import", csv, NULL},
       {"ppo-data", "import", csv, out_h5, "--format", "json", NULL},
       {"ppo-data", "import", csv, out_h5, "--format", NULL},
+      {"ppo-data", "import", csv, out_h5, "--format=", NULL},
+      {"ppo-data", "import", csv, out_h5, "--formats=csv", NULL},
       {"ppo-data", "import", csv, out_h5, "--frobnicate", NULL},
       {"ppo-data", "import", csv, out_h5, "--symbol", "bad symbol", NULL},
       {"ppo-data", "import", out_h5, out_h5, NULL},  // onto its own input (the file made above)
