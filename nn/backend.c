@@ -514,6 +514,11 @@ void backend_graph_reset(Backend *backend, BackendGraph *graph) {
 
 void backend_set_tf32(Backend *backend, int allow) {
   CHECK(backend, "backend_set_tf32 needs an open backend");
+  // A recorded graph's GEMMs keep the compute type they were recorded with, and its signature does
+  // not hold the setting: a change now would reach only eager calls.
+  CHECK(backend->graphs == 0,
+        "backend_set_tf32 while recorded graphs are alive: they keep the setting they were "
+        "recorded with (backend_graph_reset them first)");
   if (backend->ops->set_tf32) backend->ops->set_tf32(backend, allow);
 }
 

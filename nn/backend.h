@@ -72,7 +72,8 @@ void backend_reserve_workspace(Backend *backend, size_t bytes);
 size_t backend_workspace_bytes(const Backend *backend);
 // allow != 0: fp32 GEMMs may use TF32 tensor cores on CUDA (inputs rounded to 10-bit mantissas,
 // fp32 accumulation: several times faster, about 1e-3 relative error). Off when a backend opens;
-// a no-op on the CPU, whose fp32 GEMMs are always fp32.
+// a no-op on the CPU, whose fp32 GEMMs are always fp32. Refused (exit 1) while recorded graphs are
+// alive (backend_graph_run): they keep the setting they were recorded with.
 void backend_set_tf32(Backend *backend, int allow);
 
 // --- graphs: a fixed sequence of ops queued with one call -----------------------------------------------

@@ -37,8 +37,11 @@ static void *device_alloc(size_t bytes) {
 }
 
 // The counted call (backend_alloc) counts it; cudaMalloc returns 256-byte aligned memory. The
-// memset is queued on the stream, ahead of any op that can use the block.
+// memset is queued on the stream, ahead of any op that can use the block. cudaMalloc allocates on
+// the calling thread's current device, which need not be this backend's (another backend opened
+// later in the process, a library that switched it): it is set first.
 static void *cuda_alloc(Backend *backend, size_t bytes) {
+  CUDA_CHECK(cudaSetDevice(cuda_ctx(backend)->device));
   void *ptr = device_alloc(bytes);
   CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, cuda_ctx(backend)->stream));
   return ptr;
@@ -606,9 +609,28 @@ static void describe(Backend *backend, const cudaDeviceProp *prop) {
            runtime / 1000, runtime % 1000 / 10, driver / 1000, driver % 1000 / 10, major, minor, patch);
 }
 
+// A step of opening that failed on a device that answered (another process holds its memory,
+// cuBLAS cannot start): undo the steps before it and return NULL with the reason, so that
+// backend_open("auto") takes the CPU and "cuda" says why, instead of exiting.
+static Backend *open_failed(Backend *backend, const char *step, const char *why) {
+  CudaContext *ctx = cuda_ctx(backend);
+  size_t free_bytes = 0, total_bytes = 0;
+  (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+  error_set("backend 'cuda': device %d: %s failed (%s; %.2f of %.2f GiB free)", ctx->device, step, why,
+            (double)free_bytes / (1 << 30), (double)total_bytes / (1 << 30));
+  if (ctx->workspace) (void)cudaFree(ctx->workspace);
+  if (ctx->partials) (void)cudaFree(ctx->partials);
+  if (ctx->cublas) (void)cublasDestroy(ctx->cublas);
+  if (ctx->stream) (void)cudaStreamDestroy(ctx->stream);
+  (void)cudaGetLastError();
+  free(ctx);
+  free(backend);
+  return NULL;
+}
+
 // The device of pick_device. The reduction partials and the fault
 // flag share one counted allocation; cuBLAS gets a workspace of its usual size now, so no GEMM
-// allocates later.
+// allocates later. Every step that can fail on a device that is usable but busy returns NULL.
 Backend *backend_cuda_open(void) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -628,14 +650,27 @@ Backend *backend_cuda_open(void) {
   backend->ctx = ctx;
   ctx->device = device;
   ctx->sm_count = prop.multiProcessorCount;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-  CUBLAS_CHECK(cublasCreate(&ctx->cublas));
+  cudaError_t e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return open_failed(backend, "creating its stream", cudaGetErrorString(e));
+  cublasStatus_t st = cublasCreate(&ctx->cublas);
+  if (st != CUBLAS_STATUS_SUCCESS) return open_failed(backend, "starting cuBLAS", cublasGetStatusString(st));
   CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));  // before the workspace: it resets it
+  // fp16 / bf16 C: the fp32 sums are rounded once into C (nn/backend.h's backend_gemm_to), never
+  // reduced in the 16-bit type between split-K slices, which cuBLAS's default math mode allows
+  CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   size_t partials_bytes = (CUDA_REDUCE_BLOCKS + 8) * sizeof(double);
-  ctx->partials = (double *)cuda_alloc(backend, partials_bytes + sizeof(int));
+  void *partials = NULL, *workspace = NULL;
+  e = cudaMalloc(&partials, partials_bytes + sizeof(int));
+  if (e != cudaSuccess) return open_failed(backend, "allocating the reduction partials", cudaGetErrorString(e));
+  ctx->partials = (double *)partials;
   ctx->fault = (int *)((char *)ctx->partials + partials_bytes);
-  backend->alloc_count++;
-  cuda_reserve_workspace(backend, CUDA_WORKSPACE_DEFAULT);
+  CUDA_CHECK(cudaMemsetAsync(partials, 0, partials_bytes + sizeof(int), ctx->stream));
+  e = cudaMalloc(&workspace, CUDA_WORKSPACE_DEFAULT);
+  if (e != cudaSuccess) return open_failed(backend, "allocating cuBLAS's 32 MiB workspace", cudaGetErrorString(e));
+  ctx->workspace = workspace;
+  ctx->workspace_bytes = CUDA_WORKSPACE_DEFAULT;
+  CUBLAS_CHECK(cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
+  backend->alloc_count += 2;  // the partials and the workspace
   describe(backend, &prop);
   return backend;
 }

@@ -35,6 +35,7 @@ void cuda_graph_destroy(Backend *backend, void *exec) {
 // cudaHostAlloc's memory is page-locked: copies from and to it are DMA without a staging copy, and
 // an upload from it is asynchronous (nn/backend.h states the caller's part).
 void *cuda_host_alloc(Backend *backend, size_t bytes) {
+  CUDA_CHECK(cudaSetDevice(cuda_ctx(backend)->device));  // the context the pinning belongs to (cuda_alloc)
   void *ptr = NULL;
   cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
   return err == cudaSuccess ? ptr : NULL;  // the wrapper reports a NULL

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/rng.h"
@@ -634,6 +636,34 @@ Test(cuda_graph, changed_arguments_are_refused_at_the_recording, .exit_code = 1)
   backend_graph_run(b, &graph, graph_scale, &g);
   backend_sync(b);
   cr_assert_fail("%s: a changed scalar was recorded", backend_name(b));
+}
+
+// A recorded graph keeps the GEMMs' compute type it was recorded with, so changing the TF32 switch
+// while one is alive is refused (exit 1); after a reset it is allowed. In a child process: CUDA must
+// not be initialised before a fork, and Criterion's exit-code check cannot tell a skip from a pass.
+// The child exits 77 when there is no device.
+Test(cuda_graph, the_tf32_switch_is_refused_while_a_graph_is_recorded) {
+  for (int reset = 0; reset < 2; reset++) {
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+      Backend *b = backend_open("cuda");
+      if (!b) _exit(77);
+      GraphScale g = {b, backend_alloc(b, 4096 * sizeof(float)), 2.0f, 0};
+      BackendGraph graph = {0};
+      for (int k = 0; k < 3; k++) backend_graph_run(b, &graph, graph_scale, &g);  // warm-up, record, launch
+      if (reset) backend_graph_reset(b, &graph);
+      backend_set_tf32(b, 1);
+      backend_sync(b);
+      _exit(0);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit: status %d", status);
+    if (WEXITSTATUS(status) == 77) cr_skip_test("no CUDA device");
+    cr_assert_eq(WEXITSTATUS(status), reset ? 0 : 1, "%s: exit status %d", reset ? "after a reset" : "graph alive",
+                 WEXITSTATUS(status));
+  }
 }
 
 // --- value loss ------------------------------------------------------------------------------------------------------
