@@ -82,7 +82,53 @@ static void expect_same_state(const char *a_path, const char *b_path) {
       "envs/state",        "envs/obs",          "envs/episode_starts", "envs/episode_logs", "normalize/obs_mean",
       "normalize/obs_var", "normalize/ret_var", "normalize/returns",   "rng/vector_steps",  "rng/epochs_drawn",
   };
+  static const char *const more[] = {"normalize/obs_count", "normalize/ret_mean", "normalize/ret_count",
+                                     "rng/sample_seed"};
+  expect_same_datasets(a_path, b_path, more, sizeof more / sizeof more[0]);
   expect_same_datasets(a_path, b_path, names, sizeof names / sizeof names[0]);
+  // and the counters kept as attributes: the run's (/) and the episode ring's (envs)
+  static const char *const attrs[][2] = {{"/", "iteration"},     {"/", "timesteps"},    {"/", "n_updates"},
+                                         {"/", "vector_steps"},  {"/", "epochs_drawn"}, {"/", "skipped_steps"},
+                                         {"envs", "ring_count"}, {"envs", "ring_next"}, {"envs", "episodes_total"}};
+  hid_t a = h5io_open_read(a_path), b = h5io_open_read(b_path);
+  cr_assert(a >= 0 && b >= 0, "%s", error_message());
+  for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++) {
+    int64_t va = -1, vb = -2;
+    cr_assert(h5io_attr_read_int64(a, attrs[k][0], attrs[k][1], &va) == 0 &&
+                  h5io_attr_read_int64(b, attrs[k][0], attrs[k][1], &vb) == 0,
+              "%s %s: %s", attrs[k][0], attrs[k][1], error_message());
+    cr_expect_eq(va, vb, "%s attribute %s: %lld straight, %lld resumed", attrs[k][0], attrs[k][1], (long long)va,
+                 (long long)vb);
+  }
+  h5io_close(a);
+  h5io_close(b);
+}
+
+// Line `row` (0: the header) of a run's metrics.csv as "name=value,...", with the columns of wall
+// clocks and memory (time/fps, time/time_elapsed, time/*_s, memory/*: they differ between any two
+// runs) starred, into out.
+static void metrics_row_without_clocks(const char *run_dir, int row, char *out, size_t capacity) {
+  char path[600], line[8192], header[8192];
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  cr_assert_not_null(fgets(header, sizeof header, f));
+  strcpy(line, header);
+  for (int r = 1; r <= row; r++) cr_assert_not_null(fgets(line, sizeof line, f), "%s: no row %d", path, r);
+  fclose(f);
+  header[strcspn(header, "\n")] = '\0';
+  line[strcspn(line, "\n")] = '\0';
+  out[0] = '\0';
+  char *hs = NULL, *ls = NULL;
+  char *h = strtok_r(header, ",", &hs), *v = strtok_r(line, ",", &ls);
+  for (int col = 0; h; col++, h = strtok_r(NULL, ",", &hs), v = strtok_r(NULL, ",", &ls)) {
+    size_t len = strlen(h);
+    int clock = strcmp(h, "time/fps") == 0 || strcmp(h, "time/time_elapsed") == 0 ||
+                (strncmp(h, "time/", 5) == 0 && len > 2 && strcmp(h + len - 2, "_s") == 0) ||
+                strncmp(h, "memory/", 7) == 0;
+    size_t used = strlen(out);
+    snprintf(out + used, capacity - used, "%s%s=%s", col ? "," : "", h, clock ? "*" : (v ? v : "(missing)"));
+  }
 }
 
 // 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`.
@@ -111,6 +157,13 @@ static void resume_case_on(const char *device, const char *precision) {
   while (fgets(line, sizeof line, f)) rows++;
   fclose(f);
   cr_expect_eq(rows, 1 + 4, "header + 4 rows, got %d lines", rows);
+  // and the resumed iterations log what the straight run logged, but for the clocks
+  for (int r = 1; r <= 4; r++) {
+    static char straight[16384], resumed[16384];
+    metrics_row_without_clocks(dir_a, r, straight, sizeof straight);
+    metrics_row_without_clocks(dir_b, r, resumed, sizeof resumed);
+    cr_expect_str_eq(resumed, straight, "metrics.csv row %d differs after the resume", r);
+  }
   // checkpoint_keep = 2: ckpt 1 and 2 of the straight run were pruned, 3 and 4 stay.
   snprintf(path, sizeof path, "%s/checkpoints/ckpt_000001.h5", dir_a);
   cr_expect_neq(access(path, F_OK), 0, "%s should have been pruned", path);
@@ -777,6 +830,81 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect_eq(memcmp(sa.norm->obs_rms.mean, sb.norm->obs_rms.mean, O * sizeof(double)), 0, "%s: obs mean", when);
   cr_expect_eq(memcmp(sa.norm->returns, sb.norm->returns, N * sizeof(double)), 0, "%s: discounted returns", when);
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
+}
+
+// The rollout's truncation bootstrap (PPO_SEMANTICS section 3, SB3 collect_rollouts): where an
+// episode was cut by its time limit and did not end, the stored reward is the env's reward plus
+// gamma V(the episode's final observation); everywhere else it is the env's reward. Trainer a runs
+// one iteration; trainer b, built from the same config (the same envs and parameters as a's at the
+// iteration's start), replays a's stored actions on its own envs, and its critic values the final
+// observations of the cut episodes, batched as the trainer does. Episodes of 5 bars over 16 steps
+// cut 3 times per env. Normalisation off: the env's rewards are stored as they are. A bootstrap
+// from the reset observation, onto the wrong row, without gamma or on the other rows fails it.
+Test(train, a_cut_episode_bootstraps_its_reward_with_the_final_value) {
+  const char *sets[] = {"env.episode_length=5", "ppo.n_steps=16",         "ppo.batch_size=32",
+                        "normalize.obs=false",  "normalize.reward=false", "ppo.gamma=0.9"};
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 6, sets), 0, "%s",
+               error_message());
+  Trainer *a = trainer_init(&cfg), *b = trainer_init(&cfg);
+  cr_assert(a && b, "%s", error_message());
+  TrainStats st;
+  cr_assert_eq(trainer_iteration(a, &st), TRAINER_OK);
+  const RolloutBuffer *rb = trainer_rollout(a);
+  const EnvSpec *spec = trainer_env_spec(b);
+  enum { T = 16, N = 4 };
+  const int O = spec->obs_dim;
+  cr_assert_eq(spec->action_kind, ENV_ACTION_DISCRETE);
+  Backend *be = trainer_backend(a);
+  float actions[T * N], rewards[T * N], terminated[T * N], truncated[T * N];
+  backend_download(be, actions, rb->actions, sizeof actions);
+  backend_download(be, rewards, rb->rewards, sizeof rewards);
+  backend_download(be, terminated, rb->terminated, sizeof terminated);
+  backend_download(be, truncated, rb->truncated, sizeof truncated);
+  float *obs = malloc((size_t)N * O * sizeof(float)), *final_obs = malloc((size_t)N * O * sizeof(float));
+  float *packed = malloc((size_t)N * O * sizeof(float)), env_rewards[N], values[N];
+  uint8_t term[N], trunc[N];
+  int32_t act[N], rows[N];
+  Backend *bb = trainer_backend(b);
+  float *d_obs = backend_alloc(bb, (size_t)N * O * sizeof(float));
+  int cut = 0, bootstrapped = 0;
+  for (int t = 0; t < T; t++) {
+    for (int i = 0; i < N; i++) act[i] = (int32_t)actions[t * N + i];
+    VecEnvBuffers vb = {act, obs, env_rewards, term, trunc, final_obs};
+    vecenv_step(trainer_vecenv(b), &vb);
+    int k = 0;
+    for (int i = 0; i < N; i++) {
+      cr_assert_eq(terminated[t * N + i], (float)term[i], "step %d env %d: the replay left a's episode", t, i);
+      cr_assert_eq(truncated[t * N + i], (float)trunc[i], "step %d env %d: the replay left a's episode", t, i);
+      if (trunc[i] && !term[i]) {
+        memcpy(packed + (size_t)k * O, final_obs + (size_t)i * O, (size_t)O * sizeof(float));
+        rows[k++] = i;
+      }
+    }
+    if (k > 0) {
+      backend_upload(bb, d_obs, packed, (size_t)k * O * sizeof(float));
+      policy_value_forward(trainer_policy(b), d_obs, k);
+      backend_download(bb, values, policy_values(trainer_policy(b)), (size_t)k * sizeof(float));
+    }
+    for (int i = 0; i < N; i++) {
+      float expected = env_rewards[i];
+      for (int j = 0; j < k; j++)
+        if (rows[j] == i) {
+          expected += 0.9f * values[j];
+          cut++;
+          bootstrapped += fabsf(0.9f * values[j]) > 1e-4f;
+        }
+      float got = rewards[t * N + i];
+      cr_assert(fabsf(got - expected) <= 1e-6f * fmaxf(1.0f, fabsf(expected)),
+                "step %d env %d (terminated %d, truncated %d): stored reward %.9g, env reward %.9g, expected %.9g", t,
+                i, term[i], trunc[i], got, env_rewards[i], expected);
+    }
+  }
+  cr_expect_eq(cut, 3 * N, "episodes of 5 bars cut at steps 5, 10 and 15 of 16");
+  cr_expect_geq(bootstrapped, 3 * N - 1, "the bootstrap terms are not zero (else nothing is tested)");
+  free(obs), free(final_obs), free(packed);
+  trainer_free(a);
+  trainer_free(b);
 }
 
 // Two trainers run 2 iterations; one is stopped at `phase`'s poll `at` of its third. It must be back
