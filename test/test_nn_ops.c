@@ -452,6 +452,14 @@ Test(nn_fd, bias_act_backward) {
       for (int i = 0; i < B * H; i++)
         if (fabsf(in[i] + bias[i % H]) < 0.05f) in[i] += 0.1f;
     backend_bias_act_forward(b, out, NN_F32, in, bias, B, H, act);
+    for (int i = 0; i < B * H; i++) {  // the forward in closed form (the differences below test only
+      float x = in[i] + bias[i % H];   // that the backward agrees with it)
+      if (act == NN_ACT_TANH)
+        cr_assert(fabs(out[i] - tanh((double)x)) <= 1e-6, "tanh(%.9g) = %.9g, got %.9g", x, tanh((double)x), out[i]);
+      else
+        cr_assert_eq(out[i], act == NN_ACT_RELU ? (x > 0.0f ? x : 0.0f) : x, "act %d of %.9g: got %.9g", act, x,
+                     out[i]);
+    }
     for (int h = 0; h < H; h++) dbias[h] = 0.25f;  // accumulates onto what is there
     backend_bias_act_backward(b, din, NN_F32, dbias, w, NN_F32, out, NN_F32, B, H, act);
     for (int i = 0; i < B * H; i++) {

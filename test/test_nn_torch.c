@@ -208,6 +208,10 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
     OptimScalars st;
     optim_read_state(opt, &st);
     cr_assert_eq(st.found_inf, 0.0f, "step %d was skipped (loss scale %g)", step, st.scale);
+    // the optimiser's own unscale and norm (the check above unscaled by hand): torch's norm before
+    // clipping. Adam moves each parameter by about lr whatever the gradient's scale, so the deltas
+    // below cannot see a missing or doubled unscale in fp16 and bf16; this does.
+    if (step == 0) expect(st.grad_norm, get(fx, "grad_norm")->v[0], tol.grad_rel, 0, "optimiser grad_norm", 0);
   }
   // Adam's two steps: per tensor sum(delta), sum |delta| and a few entries
   float *p_now[4 * NN_MAX_LINEAR + 1], *p_then[4 * NN_MAX_LINEAR + 1];

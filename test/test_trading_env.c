@@ -2,7 +2,10 @@
 // (TRADING_ENV.md sections 3-7 and section 10, tests 2-4), on shipped data and hand-made bars.
 //
 // Expected values are built from the bars and the spec's formulas directly (fill price = ask_open
-// (1 + s), units = w E / M, ...), never by calling the env's own helpers.
+// (1 + s), units = w E / M, ...), not by calling the env's own helpers; the one exception is the
+// differential Sharpe and downside-deviation updates (dsr_step, d3r_step), which
+// variants_from_the_same_equity runs on its own independently warmed state and which
+// test_trading_metrics checks against finite differences and known answers.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -520,9 +523,12 @@ Test(trading_rewards, variants_from_the_same_equity) {
       step_level(&e, a, obs);
       double R = e.equity / E0 - 1;
       sum += e.reward_exact;
+      // PNL: the equity change over the initial equity (1); VOL_TARGET: the log return (the
+      // volatility target sizes the position, checked below); both times the daily scale 10
       double expect = kinds[k] == TRADING_REWARD_DSR   ? 10 * dsr_step(&ref, R, 1.0 / 63, sigma)
                       : kinds[k] == TRADING_REWARD_D3R ? 10 * d3r_step(&ref, R, 1.0 / 63, sigma)
-                                                       : e.reward_exact;
+                      : kinds[k] == TRADING_REWARD_PNL ? 10 * (e.equity - E0)
+                                                       : 10 * log(e.equity / E0);
       cr_assert_float_eq(e.reward_exact, expect, 1e-9, "reward %d step %d", (int)kinds[k], s);
       if (kinds[k] == TRADING_REWARD_VOL_TARGET && e.fill_units != 0 && a == 2) {
         double w = fmin(1.0, c.sigma_target_bar / f->sigma[e.t - 1]);
