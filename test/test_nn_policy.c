@@ -450,6 +450,7 @@ Test(nn_policy, backend_bytes_count_the_workspace_held) {
   backend_close(b);
 }
 
+// policy_act draws by inverse CDF from the head's softmax, and its log-probs are policy_evaluate's.
 Test(nn_policy, act_samples_from_the_head) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F32);
@@ -458,6 +459,26 @@ Test(nn_policy, act_samples_from_the_head) {
   float u[8], actions[8];
   backend_uniform(b, u, 8, 1, 2, 0);
   policy_act(p, actions, x.obs, u, 8);
+  // each action is the inverse CDF of its uniform over the softmax of its row's logits (in double;
+  // the first action whose cumulative probability reaches u), unless u sits on a boundary
+  const float *z = policy_head_out(p);
+  int distinct = 0;
+  for (int i = 0; i < 8; i++) {
+    double m = z[i * 3], sum = 0, cum = 0, margin = 1;
+    for (int j = 1; j < 3; j++) m = fmax(m, z[i * 3 + j]);
+    for (int j = 0; j < 3; j++) sum += exp(z[i * 3 + j] - m);
+    int want = -1;
+    for (int j = 0; j < 3; j++) {
+      cum += exp(z[i * 3 + j] - m) / sum;
+      margin = fmin(margin, fabs(cum - u[i]));
+      if (want < 0 && u[i] <= cum) want = j;
+    }
+    if (margin < 1e-5) continue;
+    cr_assert_eq(actions[i], (float)want, "row %d: u %.7f gave action %g, the inverse CDF %d", i, u[i], actions[i],
+                 want);
+    distinct |= 1 << want;
+  }
+  cr_assert(distinct != 1 && distinct != 2 && distinct != 4, "the draws cover more than one action");
   float logp_act[8];
   memcpy(logp_act, p->acts.logp, sizeof logp_act);
   policy_evaluate(p, x.obs, actions, 8);  // the log-probs of the drawn actions agree

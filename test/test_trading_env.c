@@ -631,6 +631,56 @@ Test(trading_timing, fill_capped_to_the_bar_range) {
   market_data_free(d);
 }
 
+// The slippage amounts (TRADING_ENV.md section 5): a fill at bar t+1's open is open (1 +- (half
+// spread + slippage_bps + slippage_vol_k sigma_t)), within the bar's range, sigma_t of the decision
+// bar; with random slippage on, the draw adds between 0 and slippage_random_max_bps. (The ledger
+// tests rebuild the equity from the env's own fill prices, so they hold whatever the amounts are.)
+Test(trading_costs, slippage_amounts_from_the_spec) {
+  SyntheticParams sp = synthetic_params_default();
+  sp.model = SYNTHETIC_GBM, sp.bars = 3000, sp.sigma = 0.004, sp.seed = 5;
+  MarketData *d = synthetic_market_new(&sp);
+  Features *f = features_for(d);
+  for (int random = 0; random < 2; random++) {
+    TradingParams p = trading_params_default();
+    p.eval = true, p.eval_split = TRADING_SPLIT_TRAIN, p.commission_bps = 0;
+    p.slippage_bps = 0.5, p.slippage_vol_k = 0.1, p.slippage_random_max_bps = random ? 2.0 : 0.0;
+    TradingContext c;
+    context_for(&c, d, f, &p);
+    cr_assert_eq(c.params.use_data_spread, 0, "the synthetic market has no bid/ask: a half spread applies");
+    const double half = c.params.half_spread_bps * 1e-4;
+    float *obs = obs_new(&c);
+    TradingEnv e;
+    env_start(&e, &c, obs);
+    int fills = 0, vol_share = 0;
+    for (int k = 0; k < 400; k++) {
+      const int64_t t = e.t;
+      const double sigma = f->sigma[t] > 0 ? f->sigma[t] : 0.0, base = half + 0.5e-4 + 0.1 * sigma;
+      int32_t level = k % 2 ? 1 : (k / 2) % 2 ? 0 : 2;  // long, flat, short, flat, ...
+      step_level(&e, level, obs);
+      if (e.fill_units == 0) continue;
+      fills++;
+      const double o = d->open[t + 1], hi = d->high[t + 1], lo = d->low[t + 1];
+      const int buy = e.fill_units > 0;
+      const double near = buy ? fmin(o * (1 + base), hi) : fmax(o * (1 - base), lo);
+      const double far = buy ? fmin(o * (1 + base + 2e-4), hi) : fmax(o * (1 - base - 2e-4), lo);
+      if (!random) {
+        cr_assert_float_eq(e.fill_price, near, 1e-12 * o, "step %d (%s at bar %lld): fill %.10g, spec %.10g", k,
+                           buy ? "buy" : "sell", (long long)t + 1, e.fill_price, near);
+      } else {
+        double p_lo = fmin(near, far) - 1e-12 * o, p_hi = fmax(near, far) + 1e-12 * o;
+        cr_assert(e.fill_price >= p_lo && e.fill_price <= p_hi, "step %d: fill %.10g outside [%.10g, %.10g]", k,
+                  e.fill_price, p_lo, p_hi);
+      }
+      vol_share += 0.1 * sigma > 0.5e-4;  // the volatility term is not negligible beside the fixed one
+    }
+    cr_assert_geq(fills, 300, "every step but the first trades (long, flat, short, flat)");
+    cr_assert_geq(vol_share, fills / 2, "sigma_t large enough to matter in most fills");
+    free(obs);
+  }
+  features_free(f);
+  market_data_free(d);
+}
+
 // Every shaping term and the clip, recomputed from the equity the test tracks itself: the reward is
 // scale ln(E_{t+1}/E_t) - l_turn |dw| - l_dd max(0, DD_{t+1} - DD_t) - l_var (w sigma_t)^2 - l_flat [q = 0],
 // clipped to +-reward_clip.
