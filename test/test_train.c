@@ -832,6 +832,15 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
 }
 
+// Two trainers from small_config with the same overrides: the same envs, parameters and RNG states.
+static void two_trainers(const char *const *sets, int n_sets, Trainer **a, Trainer **b) {
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", n_sets, sets), 0, "%s",
+               error_message());
+  *a = trainer_init(&cfg), *b = trainer_init(&cfg);
+  cr_assert(*a && *b, "%s", error_message());
+}
+
 // The rollout's truncation bootstrap (PPO_SEMANTICS section 3, SB3 collect_rollouts): where an
 // episode was cut by its time limit and did not end, the stored reward is the env's reward plus
 // gamma V(the episode's final observation); everywhere else it is the env's reward. Trainer a runs
@@ -843,11 +852,8 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
 Test(train, a_cut_episode_bootstraps_its_reward_with_the_final_value) {
   const char *sets[] = {"env.episode_length=5", "ppo.n_steps=16",         "ppo.batch_size=32",
                         "normalize.obs=false",  "normalize.reward=false", "ppo.gamma=0.9"};
-  Config cfg;
-  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 6, sets), 0, "%s",
-               error_message());
-  Trainer *a = trainer_init(&cfg), *b = trainer_init(&cfg);
-  cr_assert(a && b, "%s", error_message());
+  Trainer *a, *b;
+  two_trainers(sets, 6, &a, &b);
   TrainStats st;
   cr_assert_eq(trainer_iteration(a, &st), TRAINER_OK);
   const RolloutBuffer *rb = trainer_rollout(a);
@@ -914,11 +920,8 @@ static void stop_mid_iteration_case(const char *precision, TrainerPhase phase, i
   char set_precision[64];
   snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
   const char *sets[] = {set_precision};
-  Config cfg;
-  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1, sets), 0, "%s",
-               error_message());
-  Trainer *a = trainer_init(&cfg), *b = trainer_init(&cfg);
-  cr_assert(a && b, "%s", error_message());
+  Trainer *a, *b;
+  two_trainers(sets, 1, &a, &b);
   TrainStats s;
   for (int i = 0; i < 2; i++) {
     cr_assert_eq(trainer_iteration(a, &s), TRAINER_OK);
