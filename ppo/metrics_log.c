@@ -31,7 +31,7 @@ static double eval_value(const Metrics *m, int k) {
 
 static void row_values(const MetricsLog *log, const TrainStats *s, const MetricsExtra *x, double *out) {
   double fixed[N_FIXED] = {
-      (double)s->iteration,  (double)s->timesteps, s->fps,         x->time_elapsed,  s->rollout_s,
+      (double)s->iteration,  (double)s->timesteps, x->fps,         x->time_elapsed,  s->rollout_s,
       s->gae_s,              s->update_s,          s->ep_rew_mean, s->ep_len_mean,   (double)s->episodes,
       s->policy_gradient_loss, s->value_loss,      s->entropy_loss, s->approx_kl,    s->clip_fraction,
       s->loss,               s->explained_variance, s->learning_rate, s->clip_range, (double)s->n_updates,

@@ -31,6 +31,7 @@ typedef struct {
 // Extra values a row carries besides TrainStats (elapsed time, memory, evaluation).
 typedef struct {
   double time_elapsed;       // seconds since the run (or the resumed run) started
+  double fps;                // SB3's time/fps: steps since then over time_elapsed (not this iteration's rate)
   double host_mib, dev_mib;  // resident host memory, backend slabs
   double eval_metric;        // NaN when no evaluation ran at this iteration
   const Metrics *eval;       // that evaluation's metrics (eval/total_return, ...); NULL when none ran

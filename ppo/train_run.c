@@ -619,6 +619,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
 
   bool tty = log_is_tty() && !opt->quiet;
   double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
+  const int64_t timesteps_at_start = trainer_counters(tr)->timesteps;  // SB3's _num_timesteps_at_start
   double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
   int status = EXIT_OK;
   int64_t done_here = 0, saved_at = -1;  // saved_at: the iteration of the last checkpoint written here
@@ -650,6 +651,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     result->update_s += s.update_s;
     MetricsExtra x = {
         .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
+    x.fps = (double)(s.timesteps - timesteps_at_start) / x.time_elapsed;
     EvalResult er;     // x.eval points here until the row is logged
     int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
     double best_before = best;

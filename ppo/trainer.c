@@ -846,8 +846,9 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
     cf += row[PPO_STAT_CLIP_FRACTION];
     if (r >= u->last_epoch_row) kl += row[PPO_STAT_APPROX_KL];
     bool stepped = !(u->early_stopped && r == u->rows - 1);
-    if (stepped) {
-      skipped += row[TRAINER_STAT_SKIPPED] != 0.0f;
+    if (stepped && row[TRAINER_STAT_SKIPPED] != 0.0f) {
+      skipped++;  // its norm is inf or NaN (the scaler skipped it): not in the mean
+    } else if (stepped) {
       gn += row[TRAINER_STAT_GRAD_NORM];
       steps++;
     }

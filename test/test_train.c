@@ -131,6 +131,23 @@ static void metrics_row_without_clocks(const char *run_dir, int row, char *out, 
   }
 }
 
+// The value of `column` in line `row` (1: the first iteration logged) of a run's metrics.csv.
+static double metrics_value(const char *run_dir, int row, const char *column) {
+  char path[600], header[8192], line[8192];
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  cr_assert_not_null(fgets(header, sizeof header, f));
+  for (int r = 1; r <= row; r++) cr_assert_not_null(fgets(line, sizeof line, f), "%s: no row %d", path, r);
+  fclose(f);
+  header[strcspn(header, "\n")] = '\0';
+  char *hs = NULL, *ls = NULL, *h = strtok_r(header, ",", &hs), *v = strtok_r(line, ",", &ls);
+  for (; h && v; h = strtok_r(NULL, ",", &hs), v = strtok_r(NULL, ",", &ls))
+    if (strcmp(h, column) == 0) return strtod(v, NULL);
+  cr_assert_fail("%s: no column %s", path, column);
+  return NAN;
+}
+
 // 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`.
 static void resume_case_on(const char *device, const char *precision) {
   const char *cfg = config_file(precision);
@@ -163,6 +180,13 @@ static void resume_case_on(const char *device, const char *precision) {
     metrics_row_without_clocks(dir_a, r, straight, sizeof straight);
     metrics_row_without_clocks(dir_b, r, resumed, sizeof resumed);
     cr_expect_str_eq(resumed, straight, "metrics.csv row %d differs after the resume", r);
+  }
+  // time/fps is SB3's: the steps since the run (or the resume) started over the time since
+  for (int r = 1; r <= 4; r++) {
+    double since = metrics_value(dir_b, r, "time/total_timesteps") - (r <= 2 ? 0 : 2 * 64 * 4);
+    double fps_times_elapsed = metrics_value(dir_b, r, "time/fps") * metrics_value(dir_b, r, "time/time_elapsed");
+    cr_expect(fabs(fps_times_elapsed - since) <= 1e-9 * since, "row %d: time/fps x time/time_elapsed = %.17g, %g steps",
+              r, fps_times_elapsed, since);
   }
   // checkpoint_keep = 2: ckpt 1 and 2 of the straight run were pruned, 3 and 4 stay.
   snprintf(path, sizeof path, "%s/checkpoints/ckpt_000001.h5", dir_a);
@@ -830,6 +854,24 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect_eq(memcmp(sa.norm->obs_rms.mean, sb.norm->obs_rms.mean, O * sizeof(double)), 0, "%s: obs mean", when);
   cr_expect_eq(memcmp(sa.norm->returns, sb.norm->returns, N * sizeof(double)), 0, "%s: discounted returns", when);
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
+}
+
+// An fp16 iteration whose first minibatches overflow (init_scale 1e6: the scaler skips them and backs
+// off) logs a finite train/grad_norm: the mean over the steps taken, not over the skipped ones'
+// non-finite norms.
+Test(train, skipped_fp16_steps_stay_out_of_the_logged_gradient_norm) {
+  const char *sets[] = {"run.precision=fp16", "amp.init_scale=1e6"};
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 2, sets), 0, "%s",
+               error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert(tr, "%s", error_message());
+  TrainStats st;
+  cr_assert_eq(trainer_iteration(tr, &st), TRAINER_OK);
+  cr_assert(st.skipped_steps > 0 && st.skipped_steps < st.minibatches, "%lld of %d minibatches skipped",
+            (long long)st.skipped_steps, st.minibatches);
+  cr_expect(isfinite(st.grad_norm) && st.grad_norm > 0, "train/grad_norm %g", st.grad_norm);
+  trainer_free(tr);
 }
 
 // Two trainers from small_config with the same overrides: the same envs, parameters and RNG states.
