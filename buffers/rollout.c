@@ -136,8 +136,8 @@ void rollout_permute(RolloutBuffer *buf, uint64_t seed, uint64_t subsequence, ui
 }
 
 int rollout_minibatches(const RolloutBuffer *buf) {
-  int total = buf->spec.n_steps * buf->spec.n_envs;
-  return (total + buf->spec.batch_size - 1) / buf->spec.batch_size;
+  int64_t total = (int64_t)buf->spec.n_steps * buf->spec.n_envs;  // total + B - 1 may pass INT_MAX
+  return (int)((total + buf->spec.batch_size - 1) / buf->spec.batch_size);
 }
 
 int rollout_select(RolloutBuffer *buf, int k) {

@@ -151,13 +151,18 @@ PPO_HD static inline void nn_categorical_backward_row(float *dz, const float *z,
 
 // Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u (the last index
 // when rounding leaves the total just below u).
+// A u above the rounded total (it can end a few ulp below 1, and u may be 1) takes the last action
+// of nonzero probability, never one the softmax gives probability 0, as torch's multinomial.
 PPO_HD static inline int nn_categorical_sample(const float *z, int A, float lse, float u) {
   float cum = 0.0f;
+  int last = A - 1;
   for (int j = 0; j < A; j++) {
-    cum += expf(z[j] - lse);
+    float p = expf(z[j] - lse);
+    cum += p;
     if (u <= cum) return j;
+    if (p > 0.0f) last = j;
   }
-  return A - 1;
+  return last;
 }
 
 // --- diagonal Gaussian, one dimension ----------------------------------------------------------------

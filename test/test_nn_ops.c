@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "nn/backend.h"
+#include "nn/ops_math.h"
 
 static Backend *cpu(void) {
   Backend *b = backend_open("cpu");
@@ -598,6 +599,15 @@ Test(nn_distributions, categorical_closed_forms_and_sampling) {
     cr_assert_eq(drawn[i], want[i], "u=%g drew %g, expected %g", u[i], drawn[i], want[i]);
     assert_close(lp[i], log(i < 2 ? 0.2 : i < 4 ? 0.3 : 0.5), 1e-6, 1e-6, "sample logp", (size_t)i);
   }
+  // u = 1 above a total that rounds below 1 (logits 0, 0.002: 0.99999994) takes the last action of
+  // nonzero probability, not the third, whose probability e^-200 is 0 in float
+  float z0[3] = {0.0f, 0.002f, -200.0f}, one = 1.0f, a0, lp0, lse0 = nn_logsumexp(z0, 3), total = 0.0f;
+  for (int j = 0; j < 3; j++) total += expf(z0[j] - lse0);
+  cr_assert_lt(total, 1.0f, "the case needs a total below 1 (%.9g)", total);
+  cr_assert_eq(nn_categorical_sample(z0, 3, lse0, one), 1, "u = 1 above the total");
+  backend_categorical_sample(b, &a0, &lp0, z0, &one, 1, 3);
+  cr_assert_neq(a0, 2.0f, "u = 1 drew the action of probability 0");
+  cr_assert(isfinite(lp0), "its log-prob %g", lp0);
   // Frequencies over many Philox uniforms follow p within 4 sigma.
   enum { n = 20000 };
   float *uu = malloc(n * sizeof(float)), *zs = malloc(n * 3 * sizeof(float)), *d = malloc(n * sizeof(float));
