@@ -219,7 +219,9 @@ static const ConfigKey config_keys[] = {
           "validation window of each fold in months; 0 = auto: 6 intraday, 12 daily"),
     K_INT(walk_forward, test_months, "0", 0, 1200,
           "test window of each fold in months; 0 = auto: 6 intraday, 12 daily"),
-    K_INT(walk_forward, step_months, "0", 0, 1200, "months between the starts of consecutive folds; 0 = test_months"),
+    K_INT(walk_forward, step_months, "0", 0, 1200,
+          "months between the starts of consecutive folds, at least test_months (test windows never overlap); 0 = "
+          "test_months"),
     K_INT(walk_forward, max_folds, "0", 0, 1000,
           "train at most this many folds (the earliest); 0 = every fold that fits"),
 };

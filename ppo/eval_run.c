@@ -732,7 +732,11 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
 
 // --- walk-forward --------------------------------------------------------------------------------------
 
-static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+// fold_NN directories in fold order: by their number (fold_100 after fold_99, not after fold_10).
+static int compare_names(const void *a, const void *b) {
+  long x = strtol(*(char *const *)a + 5, NULL, 10), y = strtol(*(char *const *)b + 5, NULL, 10);
+  return (x > y) - (x < y);
+}
 
 // Appends pass p (scaled so that it starts at the chain's end) to chain c.
 static void chain_append(BacktestPass *c, const BacktestPass *p) {

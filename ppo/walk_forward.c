@@ -72,6 +72,15 @@ int walk_forward_plan(const Config *cfg, const MarketData *data, bool daily, Wal
     return -1;
   }
   WalkForwardLengths l = walk_forward_lengths(cfg, daily);
+  if (l.step_months < l.test_months) {  // consecutive test windows would overlap
+    char where[512];
+    error_set(
+        "%s (resolved: %d months) is shorter than test_months (%d): consecutive folds' test windows would "
+        "overlap and the chained out-of-sample curve would count those bars twice (allowed: step_months >= "
+        "test_months, or 0 for test_months)",
+        config_describe_key(cfg, "walk_forward", "step_months", where, sizeof where), l.step_months, l.test_months);
+    return -1;
+  }
   int64_t anchor = day_floor(data->ts[0]), last = day_floor(data->ts[data->rows - 1]);
   int64_t max_folds = cfg->walk_forward.max_folds;
   int n = 0;

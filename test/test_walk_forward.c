@@ -147,6 +147,24 @@ Test(walk_forward, max_folds_keeps_the_earliest) {
   market_data_free(d);
 }
 
+// A step shorter than the test window would test some bars in two folds and chain them twice into
+// the out-of-sample curve: refused, naming the key; a longer step (gaps between test windows) plans.
+Test(walk_forward, overlapping_test_windows_are_refused) {
+  const char *sets[] = {"walk_forward.step_months=3"};
+  Config cfg;
+  load(&cfg, 1, sets);
+  MarketData *d = shipped("XAUUSD_1H.h5");
+  int n = 7;
+  cr_expect_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), -1);
+  const char *m = error_message();
+  cr_expect(strstr(m, "[walk_forward] step_months = 3") && strstr(m, "shorter than test_months (6)"), "%s", m);
+  const char *wider[] = {"walk_forward.step_months=12"};
+  load(&cfg, 1, wider);
+  cr_expect_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  cr_expect_eq(n, 9, "18 folds at a 6-month step, 9 at 12");
+  market_data_free(d);
+}
+
 Test(walk_forward, data_too_short_is_an_error_naming_the_key) {
   const char *sets[] = {"walk_forward.train_months=280"};
   Config cfg;
