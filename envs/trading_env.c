@@ -422,6 +422,7 @@ void trading_env_reset(TradingEnv *e, float *obs) {
     e->cash = EQUITY0 - e->q * M;
     e->entry_price = M;
     e->trade_entry_equity = EQUITY0;
+    e->trades_opened += e->q != 0;  // a trade like any other: its close is counted (hit rate, holding time)
   }
   if (p->reward == TRADING_REWARD_DSR || p->reward == TRADING_REWARD_D3R) {
     // Warm A and B on the buy-and-hold returns of the 1/eta bars before the start (plain means).
@@ -676,12 +677,13 @@ static void trading_kind_close(void *env) { (void)env; }  // borrows the context
 static void trading_kind_rebind(void *env, const void *shared) { ((TradingEnv *)env)->ctx = shared; }
 
 // A loaded state's bars and level index must lie inside this run's data: window - 1 <= start <= t
-// <= end <= rows - 1 (the observation reads W bars up to t, a next-open fill bar t + 1 <= end).
+// <= end <= rows - 1, and end <= rows - 2 with next-open fills (the observation reads W bars up to t,
+// a next-open fill bar t + 1 <= end, and the episode's forced close the open after end).
 static int trading_kind_check_state(const void *env, const void *shared) {
   const TradingEnv *e = env;
   const TradingContext *c = shared;
-  const int64_t rows = c->data->rows;
-  if (!(c->window - 1 <= e->start && e->start <= e->t && e->t <= e->end && e->end <= rows - 1)) {
+  const int64_t rows = c->data->rows, last = rows - 1 - (c->params.exec == TRADING_EXEC_NEXT_OPEN);
+  if (!(c->window - 1 <= e->start && e->start <= e->t && e->t <= e->end && e->end <= last)) {
     error_set(
         "bars start %lld, t %lld, end %lld do not fit this run's market of %lld bars (window %d): the "
         "checkpoint is damaged or was trained on other data",

@@ -725,6 +725,34 @@ Test(trading_rewards, shaping_terms_and_clip) {
   market_data_free(d);
 }
 
+// A loaded env state (checkpoint) must leave room for its fills: with next-open execution an episode
+// ending on the last bar would fill its forced close at the open after it, past the data.
+Test(trading_params, a_loaded_state_past_the_data_is_refused) {
+  MarketData *d = load_shipped("SPY_1D.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  Rng rng;
+  rng_seed(&rng, 1);
+  trading_env_init(&e, &c, 0, 1, rng);
+  trading_env_reset(&e, obs);
+  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "a fresh state: %s", error_message());
+  e.end = d->rows - 2;
+  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "end = rows - 2: %s", error_message());
+  e.end = d->rows - 1;  // its forced close would read open[rows]
+  cr_assert_eq(trading_kind.check_state(&e, &c), -1);
+  cr_assert(strstr(error_message(), "do not fit this run's market"), "%s", error_message());
+  p.exec = TRADING_EXEC_CLOSE;  // fills at the decision bar's close: the last bar is usable
+  context_for(&c, d, f, &p);
+  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "close execution, end = rows - 1: %s", error_message());
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
 // random_initial_position: training episodes start holding a random level, taken at the mid without
 // cost (E_0 = 1 exactly), and the starts draw levels across the whole set.
 Test(trading_params, random_initial_position) {
@@ -746,6 +774,8 @@ Test(trading_params, random_initial_position) {
     cr_assert_float_eq(e.cash + e.q * d->close[e.t], 1.0, 1e-15, "E_0 = 1");
     cr_assert_float_eq(trading_env_position(&e), c.levels[e.level], 1e-15);
     cr_assert_float_eq(obs[c.obs_dim - 5], (float)c.levels[e.level], 1e-7, "w in the agent state");
+    // a held start is a trade opened, whose close the episode's log counts (hit rate, holding time)
+    cr_assert_eq(e.trades_opened, e.q != 0 ? 1 : 0, "level %d: %d trades opened", (int)e.level, (int)e.trades_opened);
   }
   for (int k = 0; k < 5; k++) cr_assert_gt(seen[k], 0, "level %d never drawn in 40 starts", k);
   free(obs);
