@@ -162,7 +162,11 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   if (resolve_splits(c, &p, inst) != 0) return -1;
 
   // Per-instrument defaults (sections 4, 6, 7, 8).
-  p.reward_scale = auto_real(p.reward_scale, c->daily ? 10.0 : 100.0);
+  // Return-like rewards (log return, PnL, vol-targeted) are of a bar's return, ~1e-3: scaled to ~0.1-1;
+  // the differential Sharpe ratios are in units of the return's standard deviation already (clipped
+  // to +-10): scaled by 1, where 100 made hourly rewards of up to +-1000.
+  const bool sharpe_like = p.reward == TRADING_REWARD_DSR || p.reward == TRADING_REWARD_D3R;
+  p.reward_scale = auto_real(p.reward_scale, sharpe_like ? 1.0 : c->daily ? 10.0 : 100.0);
   p.dsr_eta = auto_real(p.dsr_eta, c->daily ? 1.0 / 63.0 : 1.0 / 500.0);
   if (p.use_data_spread == TRADING_AUTO_INT) p.use_data_spread = data->has_bid_ask;
   p.half_spread_bps = auto_real(p.half_spread_bps, inst ? inst->half_spread_bps : UNKNOWN_HALF_SPREAD_BPS);

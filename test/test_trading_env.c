@@ -506,7 +506,8 @@ Test(trading_rewards, variants_from_the_same_equity) {
     p.reward = kinds[k];
     TradingContext c;
     context_for(&c, d, f, &p);
-    cr_assert_eq(c.params.reward_scale, 10.0, "daily scale");
+    const bool sharpe_like = kinds[k] == TRADING_REWARD_DSR || kinds[k] == TRADING_REWARD_D3R;
+    cr_assert_eq(c.params.reward_scale, sharpe_like ? 1.0 : 10.0, "auto scale: daily, or 1 for the Sharpe-like");
     float *obs = obs_new(&c);
     TradingEnv e;
     env_start(&e, &c, obs);
@@ -524,9 +525,10 @@ Test(trading_rewards, variants_from_the_same_equity) {
       double R = e.equity / E0 - 1;
       sum += e.reward_exact;
       // PNL: the equity change over the initial equity (1); VOL_TARGET: the log return (the
-      // volatility target sizes the position, checked below); both times the daily scale 10
-      double expect = kinds[k] == TRADING_REWARD_DSR   ? 10 * dsr_step(&ref, R, 1.0 / 63, sigma)
-                      : kinds[k] == TRADING_REWARD_D3R ? 10 * d3r_step(&ref, R, 1.0 / 63, sigma)
+      // volatility target sizes the position, checked below); both times the daily scale 10, the
+      // differential Sharpe ratios times 1
+      double expect = kinds[k] == TRADING_REWARD_DSR   ? dsr_step(&ref, R, 1.0 / 63, sigma)
+                      : kinds[k] == TRADING_REWARD_D3R ? d3r_step(&ref, R, 1.0 / 63, sigma)
                       : kinds[k] == TRADING_REWARD_PNL ? 10 * (e.equity - E0)
                                                        : 10 * log(e.equity / E0);
       cr_assert_float_eq(e.reward_exact, expect, 1e-9, "reward %d step %d", (int)kinds[k], s);
