@@ -73,6 +73,22 @@ static int run(const char *config, const char *resume, const char *run_dir, int6
   return train_run(&opt, &r);
 }
 
+// A trainer of small_config with overrides.
+static Trainer *small_trainer(const char *const *sets, int n_sets) {
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", n_sets, sets), 0, "%s",
+               error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert(tr, "%s", error_message());
+  return tr;
+}
+
+// Two trainers from small_config with the same overrides: the same envs, parameters and RNG states.
+static void two_trainers(const char *const *sets, int n_sets, Trainer **a, Trainer **b) {
+  *a = small_trainer(sets, n_sets);
+  *b = small_trainer(sets, n_sets);
+}
+
 // Every dataset that holds state, compared byte for byte.
 static void expect_same_state(const char *a_path, const char *b_path) {
   static const char *const names[] = {
@@ -797,11 +813,7 @@ Test(train, a_repeated_sigterm_at_once_is_one_request) {
 }
 
 Test(train, no_allocation_inside_the_training_loop) {
-  Config cfg;
-  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 0, NULL), 0, "%s",
-               error_message());
-  Trainer *tr = trainer_init(&cfg);
-  cr_assert_not_null(tr, "%s", error_message());
+  Trainer *tr = small_trainer(NULL, 0);
   TrainStats s;
   trainer_iteration(tr, &s);  // warm: oneDNN builds its kernels for each shape on first use
   long mallocs = alloc_counter_read();
@@ -861,26 +873,13 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
 // non-finite norms.
 Test(train, skipped_fp16_steps_stay_out_of_the_logged_gradient_norm) {
   const char *sets[] = {"run.precision=fp16", "amp.init_scale=1e6"};
-  Config cfg;
-  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 2, sets), 0, "%s",
-               error_message());
-  Trainer *tr = trainer_init(&cfg);
-  cr_assert(tr, "%s", error_message());
+  Trainer *tr = small_trainer(sets, 2);
   TrainStats st;
   cr_assert_eq(trainer_iteration(tr, &st), TRAINER_OK);
   cr_assert(st.skipped_steps > 0 && st.skipped_steps < st.minibatches, "%lld of %d minibatches skipped",
             (long long)st.skipped_steps, st.minibatches);
   cr_expect(isfinite(st.grad_norm) && st.grad_norm > 0, "train/grad_norm %g", st.grad_norm);
   trainer_free(tr);
-}
-
-// Two trainers from small_config with the same overrides: the same envs, parameters and RNG states.
-static void two_trainers(const char *const *sets, int n_sets, Trainer **a, Trainer **b) {
-  Config cfg;
-  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", n_sets, sets), 0, "%s",
-               error_message());
-  *a = trainer_init(&cfg), *b = trainer_init(&cfg);
-  cr_assert(*a && *b, "%s", error_message());
 }
 
 // The rollout's truncation bootstrap (PPO_SEMANTICS section 3, SB3 collect_rollouts): where an
