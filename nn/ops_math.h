@@ -149,10 +149,9 @@ PPO_HD static inline void nn_categorical_backward_row(float *dz, const float *z,
   for (int j = 0; j < A; j++) dz[j] = a >= 0 ? nn_categorical_dlogit(z[j], lse, H, j == a, dlogp, dentropy) : NAN;
 }
 
-// Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u (the last index
-// when rounding leaves the total just below u).
-// A u above the rounded total (it can end a few ulp below 1, and u may be 1) takes the last action
-// of nonzero probability, never one the softmax gives probability 0, as torch's multinomial.
+// Inverse CDF on u in (0, 1]: the first j whose cumulative probability reaches u. A u above the
+// rounded total (it can end a few ulp below 1, and u may be 1) takes the last action of nonzero
+// probability, never one the softmax gives probability 0, as torch's multinomial.
 PPO_HD static inline int nn_categorical_sample(const float *z, int A, float lse, float u) {
   float cum = 0.0f;
   int last = A - 1;
