@@ -195,7 +195,7 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
   p->ts[i] = d->ts[e->t];
   p->price[i] = d->close[e->t];
   p->equity[i] = end ? e->exit_equity : e->equity;
-  p->position[i] = e->q * M0 / E0;  // held over the step, after its fill
+  p->position[i] = trading_env_position(e);  // q M_{t+1} / E_{t+1} (TRADING_ENV.md section 3): marked at ts[i]
   p->turnover[i] = turnover;
   p->notional[i] = notional;
   p->cost_spread[i] = spread;

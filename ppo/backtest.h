@@ -20,7 +20,8 @@
 //                  CLOSE mid close[t+1] - close[t]; run at cost_mult 0 whatever the pass's multiplier
 //                  (the zero-cost bound, gym-anytrading's max_possible_profit analogue; it peeks)
 //
-// The record (BacktestPass): per step the equity (E_N net of the forced close), the position held,
+// The record (BacktestPass): per step the equity (E_N net of the forced close), the position held
+// (q M / E at the step's close, drifted with the price: TRADING_ENV.md section 3),
 // turnover, notional and the four cost categories, read from the env's own fill fields (trading_env.h),
 // so the report and the env cannot disagree; the fill ledger (every fill, the forced close included);
 // the trade ledger (ReportTrade: from leaving flat or a sign flip to the next flat or flip), rebuilt

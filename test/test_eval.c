@@ -72,6 +72,15 @@ Test(backtest, buy_and_hold_through_the_env_matches_the_readme_table) {
     cr_expect_float_eq(r0.m.sharpe, rows[k].sharpe, 0.01, "%s sharpe %.4f", rows[k].file, r0.m.sharpe);
     cr_expect_eq(r0.n_trades, 1);
     cr_expect_eq(r0.cost_total, 0.0);
+    // The reported position is w = q M / E at each row's close (TRADING_ENV.md section 3), so between
+    // the entry and the forced close w E / M gives back the units held, the same at every row.
+    const BacktestPass *b = &passes[0];
+    const double units = b->position[1] * b->equity[1] / b->price[1];
+    cr_assert_gt(units, 0.0);
+    for (int64_t i = 2; i < b->n; i++)
+      cr_assert_float_eq(b->position[i] * b->equity[i] / b->price[i], units, 1e-12 * units,
+                         "%s row %lld: w E / M = %.15g units, %.15g held", rows[k].file, (long long)i,
+                         b->position[i] * b->equity[i] / b->price[i], units);
     // The same pass with the instrument's costs: one entry and one exit paid, nothing else.
     cr_expect_lt(r1.m.total_return, r0.m.total_return);
     cr_expect_gt(r1.cost_total, 0.0);
