@@ -149,29 +149,28 @@ Test(walk_forward, max_folds_keeps_the_earliest) {
 
 // A step shorter than the test window would test some bars in two folds and chain them twice into
 // the out-of-sample curve: refused, naming the key; a longer step (gaps between test windows) plans.
-Test(walk_forward, overlapping_test_windows_are_refused) {
-  const char *sets[] = {"walk_forward.step_months=3"};
+// walk_forward_plan of the defaults with one --set override on d; *n the folds planned.
+static int plan_with(const char *set, const MarketData *d, bool daily, int *n) {
   Config cfg;
-  load(&cfg, 1, sets);
+  load(&cfg, 1, &set);
+  return walk_forward_plan(&cfg, d, daily, folds, WALK_FORWARD_FOLDS_MAX, n);
+}
+
+Test(walk_forward, overlapping_test_windows_are_refused) {
   MarketData *d = shipped("XAUUSD_1H.h5");
   int n = 7;
-  cr_expect_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), -1);
+  cr_expect_eq(plan_with("walk_forward.step_months=3", d, false, &n), -1);
   const char *m = error_message();
   cr_expect(strstr(m, "[walk_forward] step_months = 3") && strstr(m, "shorter than test_months (6)"), "%s", m);
-  const char *wider[] = {"walk_forward.step_months=12"};
-  load(&cfg, 1, wider);
-  cr_expect_eq(walk_forward_plan(&cfg, d, false, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  cr_expect_eq(plan_with("walk_forward.step_months=12", d, false, &n), 0, "%s", error_message());
   cr_expect_eq(n, 9, "18 folds at a 6-month step, 9 at 12");
   market_data_free(d);
 }
 
 Test(walk_forward, data_too_short_is_an_error_naming_the_key) {
-  const char *sets[] = {"walk_forward.train_months=280"};
-  Config cfg;
-  load(&cfg, 1, sets);
   MarketData *d = shipped("SPY_1D.h5");
   int n = 7;
-  cr_expect_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), -1);
+  cr_expect_eq(plan_with("walk_forward.train_months=280", d, true, &n), -1);
   cr_expect_eq(n, 0);
   const char *m = error_message();
   cr_expect(strstr(m, "command line: --set #1: [walk_forward] train_months = 280"), "%s", m);
