@@ -539,12 +539,20 @@ static bool stop_agreed(Trainer *tr, TrainerPhase phase, int index, int every) {
 
 // --- rollout -----------------------------------------------------------------------------------------
 
-// Rank r draws its actions and permutations from Philox subsequences base + 2 r: rank 0 keeps the
-// single-process streams, the others get their own.
+// Rank r draws its minibatch permutations from Philox subsequence base + 2 r: rank 0 keeps the
+// single-process stream, the others get their own (each permutes its own rollout).
 static uint64_t rank_subsequence(const Trainer *tr, uint64_t base) { return base + 2 * (uint64_t)tr->rank; }
 
-// Words of the action sampler's Philox stream per vector step: (N, A, 2) uniforms at most.
-static uint64_t sample_words(const Trainer *tr) { return (uint64_t)tr->N * (uint64_t)tr->action_cols * 2; }
+// Where this rank's action draws of the current rollout step start. One Philox stream (subsequence
+// TRAINER_SUBSEQ_ACTIONS) serves every rank, laid out by global env: each step takes (R N, A, 2)
+// words at most, env i of the run its own words_per_env (2 A; 1 for a categorical), and rank r's
+// envs are envs r N .. r N + N - 1 (init_envs). So R ranks of N envs draw exactly what one process
+// of R N envs draws and roll out the same first rollout (test_dist's gradient-averaging test relies
+// on it); one rank draws what it always did.
+static uint64_t sample_offset(const Trainer *tr, size_t words_per_env) {
+  uint64_t step_words = (uint64_t)tr->ranks * (uint64_t)tr->N * (uint64_t)tr->action_cols * 2;
+  return (uint64_t)tr->counters.vector_steps * step_words + (uint64_t)tr->rank * (uint64_t)tr->N * words_per_env;
+}
 
 // The policy's share of a rollout step, on fixed addresses so that it is recorded once
 // (backend_graph_run): actions, log-probs and values of step_obs with the step's uniforms.
@@ -563,9 +571,9 @@ static void rollout_step(Trainer *tr, int t) {
   size_t obs_bytes = (size_t)N * (size_t)O * sizeof(float), action_bytes = (size_t)N * (size_t)A * sizeof(float);
   backend_upload(be, rb->step_obs, h->obs, obs_bytes);
   backend_upload(be, rb->episode_starts + row, h->episode_starts, (size_t)N * sizeof(float));
-  size_t n_uniform = tr->spec.action_kind == ENV_ACTION_DISCRETE ? (size_t)N : (size_t)N * (size_t)A * 2;
-  backend_uniform(be, rb->uniforms, n_uniform, tr->sample_seed, rank_subsequence(tr, TRAINER_SUBSEQ_ACTIONS),
-                  (uint64_t)tr->counters.vector_steps * sample_words(tr));
+  size_t words_per_env = tr->spec.action_kind == ENV_ACTION_DISCRETE ? 1 : (size_t)A * 2;
+  backend_uniform(be, rb->uniforms, (size_t)N * words_per_env, tr->sample_seed, TRAINER_SUBSEQ_ACTIONS,
+                  sample_offset(tr, words_per_env));
   backend_graph_run(be, &tr->rollout_graph, rollout_policy, tr);
   backend_download(be, h->actions, rb->step_actions, action_bytes);
   // The step's rows of the buffer, queued after the download (the step's wait, besides a truncation

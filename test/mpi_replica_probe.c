@@ -1,9 +1,9 @@
 // test/mpi_replica_probe.c: a helper program for test_dist.c, started by mpirun. Every rank trains
 // CONFIG.ini (with --set style overrides) for ITERATIONS iterations through the trainer alone (not
-// ppo-train, whose own per-iteration replica check would stop a diverging run) and writes the bytes
-// of its parameter, Adam m and Adam v slabs and of its normalisation statistics (obs and return
-// mean and var, the counts) to OUT.rank<r>.bin, so the test compares the ranks' replicas itself. Exit status 0, or 2 on
-// a bad configuration.
+// ppo-train, whose own per-iteration replica check would stop a diverging run) and writes the
+// parameter count (int64), the bytes of its parameter, Adam m and Adam v slabs and of its
+// normalisation statistics (obs and return mean and var, the counts) to OUT.rank<r>.bin, so the
+// test compares the ranks' replicas itself. Exit status 0, or 2 on a bad configuration.
 //
 // It also checks the logged explained variance against one computed here over every rank's last
 // rollout gathered on rank 0 (one pass of double sums: not the trainer's merge of moments) and
@@ -14,6 +14,7 @@
 // back to the iteration's start, and run it again.
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -81,6 +82,8 @@ int main(int argc, char **argv) {
   FILE *f = fopen(path, "wb");
   if (!f) dist_abort(EXIT_RUNTIME, "cannot write %s", path);
   Policy *pol = trainer_policy(tr);
+  int64_t param_count = (int64_t)pol->param_count;
+  fwrite(&param_count, sizeof param_count, 1, f);
   const float *slabs[] = {pol->params_memory, pol->m_memory, pol->v_memory};  // CPU backend: host memory
   for (int k = 0; k < 3; k++) fwrite(slabs[k], sizeof(float), pol->param_count, f);
   VecNormalize *norm = trainer_state(tr).norm;

@@ -1,5 +1,6 @@
 // test/test_dist.c: data-parallel training across processes (ppo/dist.h, docs/DISTRIBUTED.md), run
-// through mpirun with 2 ranks: the replicas stay identical, 2 ranks x 16 envs learn CartPole as
+// through mpirun with 2 ranks: the replicas stay identical, they step with the gradient one rank
+// holding every env would take, 2 ranks x 16 envs learn CartPole as
 // 1 rank x 32 envs does, a failing rank ends the job instead of hanging it (also one that fails to
 // join the device communicator while the others wait in their joins), a signal to one rank
 // stops all, a 2-rank run (with VecNormalize) resumes bit for bit, and what several ranks cannot do
@@ -14,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <hdf5.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +121,70 @@ Test(dist, replicas_share_the_normalisation_statistics) {
   expect_replicas_identical("fp32", "normalize.obs=true normalize.reward=true");
 }
 
+// The replica file's parameter count and its Adam m slab (after the header and the parameters).
+static float *replica_m_slab(const char *out, int64_t *count) {
+  char path[700];
+  snprintf(path, sizeof path, "%s.rank0.bin", out);
+  size_t size;
+  unsigned char *bytes = read_bytes(path, &size);
+  memcpy(count, bytes, sizeof *count);
+  size_t n = (size_t)*count, offset = sizeof *count + n * sizeof(float);
+  cr_assert(*count > 0 && size >= offset + 2 * n * sizeof(float), "%s: %zu bytes for %lld parameters", path, size,
+            (long long)*count);
+  float *m = malloc(n * sizeof(float));
+  cr_assert_not_null(m);
+  memcpy(m, bytes + offset, n * sizeof(float));
+  free(bytes);
+  return m;
+}
+
+static double logged_explained_variance(void) {
+  const char *at = strstr(output, "explained variance logged ");
+  cr_assert_not_null(at, "%s", output);
+  return atof(at + strlen("explained variance logged "));
+}
+
+// (b) The ranks step with the mean of their gradients over the union of their minibatches: the
+// gradient of one process holding every rank's envs. R ranks of N envs roll out what one process
+// of R N envs rolls out (the same envs and the same action draws), so with one minibatch of the
+// whole rollout (n_epochs = 1) the first step of 2 ranks x 4 envs (batch 256 each) and of 1 rank x 8
+// envs (batch 512) take the same gradient, up to the order of the float sums: the advantages
+// normalised over all 512 rows, the loss's mean over 512 rows (each rank's seeds times 1/2, then
+// the sum over the ranks). After one Adam step from zero, m = (1 - beta1) g, so the m slabs compare
+// the gradients themselves; no clipping (max_grad_norm 1e9), which would hide a gradient twice too
+// large, as Adam's step itself would.
+Test(dist, ranks_step_with_the_gradient_of_one_rank_holding_every_env) {
+  const char *common = "1 ppo.n_epochs=1 ppo.max_grad_norm=1e9";
+  char args[1400], out2[600], out1[600];
+  snprintf(out2, sizeof out2, "%s/mean_2x4", tmp_root);
+  snprintf(out1, sizeof out1, "%s/mean_1x8", tmp_root);
+  snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=4 ppo.batch_size=256", config_path, out2, common);
+  cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
+  double ev2 = logged_explained_variance();
+  snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=8 ppo.batch_size=512", config_path, out1, common);
+  cr_assert_eq(mpirun(1, 120, PROBE, args), 0, "%s", output);
+  double ev1 = logged_explained_variance();
+  cr_expect(fabs(ev2 - ev1) <= 1e-5, "explained variance: 2 x 4 envs %.7f, 1 x 8 envs %.7f (the same rollout)", ev2,
+            ev1);
+  int64_t n2, n1;
+  float *m2 = replica_m_slab(out2, &n2), *m1 = replica_m_slab(out1, &n1);
+  cr_assert_eq(n2, n1);
+  double scale = 0;
+  for (int64_t i = 0; i < n1; i++) scale = fmax(scale, fabs(m1[i]));
+  cr_assert_gt(scale, 0.0, "the step moved nothing");
+  int64_t worst = 0;
+  for (int64_t i = 1; i < n1; i++)
+    if (fabs(m2[i] - m1[i]) > fabs(m2[worst] - m1[worst])) worst = i;
+  cr_log_info(
+      "Adam m, 2 x 4 envs vs 1 x 8: largest difference %.3g at %lld (|m| up to %.3g); explained variance %.7f, %.7f",
+      fabs(m2[worst] - m1[worst]), (long long)worst, scale, ev2, ev1);
+  cr_expect_leq(fabs(m2[worst] - m1[worst]), 1e-4 * scale,
+                "Adam m (0.1 x the gradient) at %lld of %lld: 2 ranks %.9g, 1 rank %.9g (largest |m| %.3g)",
+                (long long)worst, (long long)n1, m2[worst], m1[worst], scale);
+  free(m2);
+  free(m1);
+}
+
 // The last value of a metrics.csv column.
 static double last_metric(const char *run_dir, const char *column) {
   char path[700];
@@ -143,7 +209,7 @@ static double last_metric(const char *run_dir, const char *column) {
   return value;
 }
 
-// (b) The same global batch two ways: 2 ranks x 16 envs with minibatch 64 per rank, and 1 rank x 32
+// (c) The same global batch two ways: 2 ranks x 16 envs with minibatch 64 per rank, and 1 rank x 32
 // envs with minibatch 128 (4096 steps per iteration, 32 minibatches of 128 per epoch either way).
 // Both must solve CartPole (mean return of the last 100 episodes >= 475) within 200k steps, the
 // criterion of test_train's cartpole test.
@@ -170,7 +236,7 @@ Test(dist, cartpole_2_ranks_x_16_envs_learns_like_1_x_32) {
   cr_expect_eq(last_metric(dir2, "time/total_timesteps"), 200704.0, "49 iterations x 4096 steps over both ranks");
 }
 
-// (c) A rank that fails alone ends the whole job with its status, well inside mpirun's timeout.
+// (d) A rank that fails alone ends the whole job with its status, well inside mpirun's timeout.
 Test(dist, a_failing_rank_ends_every_rank) {
   char args[1400];
   snprintf(args, sizeof args, "'%s' --set run.total_timesteps=100_000_000 --run-dir '%s/fail' --quiet", config_path,
@@ -287,7 +353,7 @@ static void expect_same_checkpoint(const char *a_path, const char *b_path) {
   h5io_close(a);
 }
 
-// (d) 2 + 2 iterations with a resume in between end where 4 straight do; the checkpoint holds both
+// (e) 2 + 2 iterations with a resume in between end where 4 straight do; the checkpoint holds both
 // ranks' envs (8 rows), and resuming it on one rank is refused.
 // A stop asked by rank 1 alone in the middle of the second iteration's update: both ranks stop at
 // the same vote, return to the iteration's start and run it again, ending with the bytes of a run
