@@ -427,9 +427,14 @@ int h5io_attr_read_string(hid_t loc, const char *object, const char *attr, char 
   hid_t a = h5io_attr_open(loc, object, attr);
   if (a < 0) return -1;
   hid_t ftype = H5Aget_type(a);
+  hid_t space = H5Aget_space(a);
+  hssize_t count = H5Sget_simple_extent_npoints(space);
   int rc = -1;
   if (H5Tget_class(ftype) != H5T_STRING) {
     error_set("%s: attribute %s of %s is not a string", h5io_file_name(loc, file_name, sizeof file_name), attr, object);
+  } else if (count != 1) {  // an array of strings would be read into room for one
+    error_set("%s: attribute %s of %s holds %lld strings, one expected",
+              h5io_file_name(loc, file_name, sizeof file_name), attr, object, (long long)count);
   } else if (H5Tis_variable_str(ftype) > 0) {
     // Variable-length strings (h5py's default): HDF5 allocates, we copy and free.
     hid_t mtype = H5Tcopy(H5T_C_S1);
@@ -437,9 +442,13 @@ int h5io_attr_read_string(hid_t loc, const char *object, const char *attr, char 
     H5Tset_cset(mtype, H5Tget_cset(ftype));  // HDF5 does not convert between ASCII and UTF-8
     char *value = NULL;
     if (H5Aread(a, mtype, &value) >= 0 && value) {
-      snprintf(out, capacity, "%s", value);
+      size_t length = strlen(value);
+      if (length + 1 > capacity)  // refused as a fixed-length one is, not cut
+        error_set("%s: attribute %s of %s is too long (%zu bytes, at most %zu)",
+                  h5io_file_name(loc, file_name, sizeof file_name), attr, object, length, capacity - 1);
+      else
+        memcpy(out, value, length + 1), rc = 0;
       H5free_memory(value);
-      rc = 0;
     }
     H5Tclose(mtype);
   } else {
@@ -458,6 +467,7 @@ int h5io_attr_read_string(hid_t loc, const char *object, const char *attr, char 
   }
   if (rc != 0 && error_message()[0] == '\0')
     error_set("%s: cannot read attribute %s of %s", h5io_file_name(loc, file_name, sizeof file_name), attr, object);
+  H5Sclose(space);
   H5Tclose(ftype);
   H5Aclose(a);
   return rc;

@@ -67,6 +67,8 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
 int h5io_attr_write_string(hid_t loc, const char *object, const char *attr, const char *value);
 int h5io_attr_write_int64(hid_t loc, const char *object, const char *attr, int64_t value);
 int h5io_attr_write_double(hid_t loc, const char *object, const char *attr, double value);
+// One string (fixed- or variable-length) into out; a longer one than capacity - 1 bytes, or an
+// array of strings, is refused with the error message.
 int h5io_attr_read_string(hid_t loc, const char *object, const char *attr, char *out, size_t capacity);
 int h5io_attr_read_int64(hid_t loc, const char *object, const char *attr, int64_t *out);
 int h5io_attr_read_double(hid_t loc, const char *object, const char *attr, double *out);

@@ -433,6 +433,49 @@ Test(h5io, reads_variable_length_string_attributes) {
   remove_tree(dir);
 }
 
+// What does not fit is refused, never written past the buffer: an array of strings (h5py's
+// attrs['symbol'] = ['XAU', 'USD']) and a variable-length string longer than the room.
+Test(h5io, refuses_string_arrays_and_long_variable_length_strings) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/v.h5", dir);
+  hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t vtype = H5Tcopy(H5T_C_S1), ftype = H5Tcopy(H5T_C_S1);
+  H5Tset_size(vtype, H5T_VARIABLE);
+  H5Tset_size(ftype, 4);
+  hsize_t two = 2;
+  hid_t pair = H5Screate_simple(1, &two, NULL), scalar = H5Screate(H5S_SCALAR);
+  const char *values[2] = {"XAU", "USD"}, *long_value = "XAUUSD-SPOT-LONDON";
+  hid_t a = H5Acreate2(file, "vpair", vtype, pair, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, vtype, values);
+  H5Aclose(a);
+  a = H5Acreate2(file, "fpair", ftype, pair, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, ftype, "XAU\0USD\0");
+  H5Aclose(a);
+  a = H5Acreate2(file, "vlong", vtype, scalar, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, vtype, &long_value);
+  H5Aclose(a);
+  H5Sclose(pair), H5Sclose(scalar), H5Tclose(vtype), H5Tclose(ftype);
+  H5Fclose(file);
+  file = h5io_open_read(path);
+  struct {
+    char text[8], guard[8];
+  } out;
+  memset(&out, 0x5a, sizeof out);
+  const char *arrays[] = {"vpair", "fpair"};
+  for (int k = 0; k < 2; k++) {
+    cr_expect_eq(h5io_attr_read_string(file, "/", arrays[k], out.text, sizeof out.text), -1, "%s", arrays[k]);
+    cr_expect(strstr(error_message(), "holds 2 strings, one expected") && strstr(error_message(), arrays[k]), "%s",
+              error_message());
+  }
+  cr_expect_eq(h5io_attr_read_string(file, "/", "vlong", out.text, sizeof out.text), -1);
+  cr_expect(strstr(error_message(), "vlong") && strstr(error_message(), "too long (18 bytes, at most 7)"), "%s",
+            error_message());
+  for (size_t i = 0; i < sizeof out.guard; i++) cr_expect_eq(out.guard[i], 0x5a, "byte %zu past the buffer written", i);
+  h5io_close(file);
+  remove_tree(dir);
+}
+
 // The writer's output for nested objects and arrays, escapes, NaN/inf as null, exact doubles; and
 // python3 -c 'import json; json.loads(...)' would accept it (the expected text is valid JSON).
 Test(json_writer, writes_nested_values_escaped_and_exact) {
