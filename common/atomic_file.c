@@ -109,9 +109,16 @@ int make_directories(const char *path) {
     if (*p != '/' && *p != '\0') continue;
     char c = *p;
     *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-      error_set("%s: cannot create directory: %s", buf, strerror(errno));
-      return -1;
+    if (mkdir(buf, 0777) != 0) {
+      struct stat st;
+      if (errno != EEXIST) {
+        error_set("%s: cannot create directory: %s", buf, strerror(errno));
+        return -1;
+      }
+      if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {  // EEXIST for a file too
+        error_set("%s: exists and is not a directory", buf);
+        return -1;
+      }
     }
     if (c == '\0') return 0;
     *p = c;

@@ -710,14 +710,19 @@ static void default_out_dir(const char *checkpoint, TradingSplit split, char *ou
 static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, TradingSplit split, const char *dir,
                                Evaluation *ev) {
   int status = evaluation_open(ev, o, checkpoint, split);
-  if (status == 0) status = evaluation_run(ev, o);
   if (status != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return status;
   }
-  if (make_directories(dir) != 0) {  // an output directory that cannot be made is bad input
+  // An output directory that cannot be made is bad input, found before the backtest runs.
+  if (make_directories(dir) != 0) {
     fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
     return EXIT_BAD_INPUT;
+  }
+  status = evaluation_run(ev, o);
+  if (status != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    return status;
   }
   if (write_outputs(ev, checkpoint, o, dir) != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());

@@ -544,7 +544,12 @@ Test(atomic_file, make_directories_creates_parents_and_names_the_failure) {
   fclose(f);
   snprintf(path, sizeof path, "%s/plain/sub", root);
   cr_expect_eq(make_directories(path), -1);
-  cr_expect(strstr(error_message(), "plain/sub: cannot create directory"), "%s", error_message());
+  cr_expect(strstr(error_message(), "plain: exists and is not a directory"), "%s", error_message());
+  cr_expect_eq(make_directories(file), -1, "a file where the directory should be");  // mkdir says EEXIST
+  cr_expect(strstr(error_message(), "plain: exists and is not a directory"), "%s", error_message());
+  snprintf(path, sizeof path, "/proc/ppo_no_such_dir/sub");  // a failing mkdir names its reason
+  cr_expect_eq(make_directories(path), -1);
+  cr_expect(strstr(error_message(), "/proc/ppo_no_such_dir: cannot create directory: "), "%s", error_message());
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   cr_expect_eq(system(cmd), 0);

@@ -602,6 +602,14 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
     cr_expect(strstr(out, cases[k].message), "%s: expected \"%s\" in: %s", a, cases[k].message, out);
     cr_expect(!exists(dir), "%s: nothing written", a);
   }
+  // --out naming a file, not a directory: refused (mkdir's EEXIST was taken for a directory, and
+  // the write after the whole backtest failed with exit 1).
+  char plain[600];
+  snprintf(plain, sizeof plain, "%s/plain.txt", tmp_root);
+  write_text(plain, "notes\n");
+  snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --out '%s'", run, plain);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "plain.txt: exists and is not a directory (--out)"), "%s", out);
   // A damaged checkpoint (a NaN weight) is named as such, without the window/action_mode hint that
   // only a network of another size calls for (it was appended to every loading error).
   char bad[600];

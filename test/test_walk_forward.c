@@ -433,7 +433,7 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
     cr_expect(strstr(out, "--run-dir needs a directory"), "%s", out);
     snprintf(args, sizeof args, "%s'%s' --run-dir '%s/r'", modes[m], cfg, cfg);
     cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
-    cr_expect(strstr(out, "cannot create directory") && strstr(out, "(--run-dir)"), "%s", out);
+    cr_expect(strstr(out, "wf.ini: exists and is not a directory") && strstr(out, "(--run-dir)"), "%s", out);
     static char long_dir[1600], long_args[2400];
     snprintf(long_dir, sizeof long_dir, "%s/%01040d", tmp_root, 0);
     snprintf(long_args, sizeof long_args, "%s'%s' --run-dir '%s'", modes[m], cfg, long_dir);
