@@ -58,14 +58,24 @@ static bool same_file(const char *input, const char *output) {
   return stat(input, &a) == 0 && stat(output, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// The output's directory exists and is writable: otherwise the output path is bad input (exit 2);
-// a write that fails later (disk full) is a runtime failure (exit 1).
-static bool output_dir_ok(const char *output) {
-  char copy[PATH_MAX];
+// The output names a file (not a directory, and a temporary name can be made beside it) in a
+// directory that exists and is writable: otherwise it is bad input (exit 2), found before the input
+// is read; a write that fails later (disk full) is a runtime failure (exit 1). `what` names it.
+static bool output_ok(const char *output, const char *what) {
+  char copy[PATH_MAX], tmp[PATH_MAX];
+  struct stat st;
+  if (atomic_file_temp_path(output, tmp, sizeof tmp) != 0) {
+    fprintf(stderr, "ppo-data: %s (%s)\n", error_message(), what);
+    return false;
+  }
+  if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "ppo-data: %s '%s' is a directory; name the file to write\n", what, output);
+    return false;
+  }
   snprintf(copy, sizeof copy, "%s", output);
   const char *dir = dirname(copy);
   if (access(dir, W_OK | X_OK) == 0) return true;
-  fprintf(stderr, "ppo-data: %s: the directory %s is missing or not writable\n", output, dir);
+  fprintf(stderr, "ppo-data: %s: the directory %s is missing or not writable (%s)\n", output, dir, what);
   return false;
 }
 
@@ -131,6 +141,15 @@ static int command_import(int argc, char **argv) {
   if (market_format_parse(format_name, &format) != 0) return usage_error("%s", error_message());
   if (symbol && !name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"))
     return usage_error("--symbol '%s': 1 to 63 letters, digits or . _ - /", symbol);
+  char derived[MARKET_SYMBOL_MAX];  // the loader's symbol from the file name, held to the same rule
+  market_symbol_from_path(positional[0], derived, sizeof derived);
+  if (!symbol && derived[0] && !name_ok(derived, MARKET_SYMBOL_MAX, "._-/")) {
+    fprintf(stderr,
+            "ppo-data: the symbol '%s' taken from the name '%s' is not 1 to 63 letters, digits or . _ - /: pass "
+            "--symbol\n",
+            derived, positional[0]);
+    return EXIT_BAD_INPUT;
+  }
   if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/") || !zone_known(timezone))
     return usage_error(
         "--timezone '%s': an IANA zone name such as UTC or America/New_York (the system's zone "
@@ -139,7 +158,7 @@ static int command_import(int argc, char **argv) {
 
   if (same_file(positional[0], positional[1]))
     return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);
-  if (!output_dir_ok(positional[1])) return EXIT_BAD_INPUT;
+  if (!output_ok(positional[1], "OUTPUT.h5")) return EXIT_BAD_INPUT;
   MarketData *data = market_data_load_csv(positional[0], format);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
@@ -212,7 +231,7 @@ static int command_features(int argc, char **argv) {
   }
   if (!input || !output) return usage_error("%s", "features needs FILE and --out FEATURES.csv");
   if (same_file(input, output)) return usage_error("--out '%s' is the input file itself", output);
-  if (!output_dir_ok(output)) return EXIT_BAD_INPUT;
+  if (!output_ok(output, "--out")) return EXIT_BAD_INPUT;
   MarketData *data = market_data_load(input);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());

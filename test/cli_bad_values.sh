@@ -38,6 +38,12 @@ expect "--steps '3': a whole number in 5 .." "$bin/ppo-bench" envs --steps 3
 expect "--envs '1e3'" "$bin/ppo-bench" envs --envs 1e3
 expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats 65
 expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone /etc/passwd
+# Outputs that cannot be written are refused before the input is read (they exited 1 after it).
+expect "OUTPUT.h5 'data' is a directory" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data
+expect "data/: not a file name (it ends with '/') (OUTPUT.h5)" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data/
+expect "--out 'data' is a directory" "$bin/ppo-data" features data/none.h5 --out data
+# A symbol taken from the file name obeys --symbol's rule (a quote broke the plots' titles).
+expect "the symbol 'O'NEIL' taken from the name" "$bin/ppo-data" import "data/o'neil_1d.csv" /tmp/never.h5
 if [ -d "${TZDIR:-/usr/share/zoneinfo}" ]; then  # without tzdata only the characters are checked
   expect "--timezone 'America/NewYork'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone America/NewYork
 fi
