@@ -398,12 +398,14 @@ Test(config_ini, inline_comments_follow_inih) {
 }
 
 Test(config_ini, line_length_limit) {
-  char text[512];
-  // 198 characters fit: "name = " + 143 + ... keep the value legal (at most 150 characters).
-  snprintf(text, sizeof text, "[run]\nrun_dir = %0150d\n;%0197d\n", 0, 0);
+  char text[2048];
+  // Comments of any length, indented or not, are skipped (inih never sees them); a key line longer
+  // than 198 characters is refused.
+  snprintf(text, sizeof text, "[run]\nrun_dir = %0150d\n;%0500d\n  # %0300d\nseed = 2\n", 0, 0, 0);
   Config c;
   cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
-  snprintf(text, sizeof text, "[run]\n;%0198d\nseed = 2\n", 0);
+  cr_expect_eq(c.run.seed, 2);
+  snprintf(text, sizeof text, "[run]\n  name = %0192d\nseed = 2\n", 0);
   cr_assert_eq(load_text(&c, text), -1);
   cr_expect(strstr(error_message(), "t.ini:2: line too long (199 characters; at most 198)"), "%s", error_message());
   // The rest of the long line must not be parsed as a line of its own (inih would split it).
