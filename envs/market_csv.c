@@ -465,6 +465,10 @@ static bool looks_like_lean_time(const char *s) {
 // Decides the layout from the first non-blank line (auto) or checks the forced one. For csv the
 // header is consumed; for LEAN the line stays in r->line as the first data row.
 static int layout_detect(LineReader *r, MarketFormat format, Layout *layout) {
+  // A UTF-8 byte-order mark (spreadsheet exports) goes before the detection reads the first field.
+  if (r->line_no == 1 && (unsigned char)r->line[0] == 0xEF && (unsigned char)r->line[1] == 0xBB &&
+      (unsigned char)r->line[2] == 0xBF)
+    memmove(r->line, r->line + 3, strlen(r->line + 3) + 1);
   int n = count_columns(r->line);
   if (format == MARKET_FORMAT_AUTO) {
     size_t first_len = strcspn(r->line, ",");
@@ -503,9 +507,6 @@ static int layout_detect(LineReader *r, MarketFormat format, Layout *layout) {
     return -1;
   }
   char *fields[CSV_MAX_COLUMNS];
-  if (r->line_no == 1 && (unsigned char)r->line[0] == 0xEF && (unsigned char)r->line[1] == 0xBB &&
-      (unsigned char)r->line[2] == 0xBF)
-    memmove(r->line, r->line + 3, strlen(r->line + 3) + 1);  // a UTF-8 byte-order mark
   split_fields(r->line, n, fields);
   return layout_from_header(r, fields, n, layout);
 }

@@ -500,9 +500,16 @@ Test(market_data, accepted_variants_load_alike) {
   cr_assert(b, "%s", error_message());
   MarketData *c = load_text(dir, "a_header.csv", header, MARKET_FORMAT_AUTO);
   cr_assert(c, "%s", error_message());
+  char bom_lean[512];  // a byte-order mark before headerless LEAN rows: detected as LEAN all the same
+  snprintf(bom_lean, sizeof bom_lean, "\xEF\xBB\xBF%s", lf);
+  MarketData *d = load_text(dir, "a_bom.csv", bom_lean, MARKET_FORMAT_AUTO);
+  cr_assert(d, "%s", error_message());
   strcpy(c->symbol, a->symbol);
+  strcpy(d->symbol, a->symbol);
   assert_same_data(a, b, "CRLF, blank line, spaces, no final newline");
   assert_same_data(a, c, "header with ISO times, mixed-case names");
+  assert_same_data(a, d, "LEAN rows after a byte-order mark");
+  market_data_free(d);
   cr_expect_eq(a->rows, 2);
   cr_expect_eq(a->close[1], (554.6 + 557.1) / 2);
   cr_expect_str_eq(a->symbol, "A");
