@@ -351,19 +351,6 @@ static int read_i64(hid_t f, const char *name, int64_t *out) {
   return h5io_read(f, name, H5IO_INT64, 1, &one, out);
 }
 
-static int read_mlp(hid_t f, const char *group, const MlpShape *shape, const MlpParams *p, const float *slab,
-                    float *host) {
-  char name[128];
-  for (int l = 0; l < shape->n_linear; l++) {
-    hsize_t wd[2] = {(hsize_t)shape->dims[l + 1], (hsize_t)shape->dims[l]}, bd = (hsize_t)shape->dims[l + 1];
-    snprintf(name, sizeof name, "%s/weight%d", group, l);
-    if (h5io_read(f, name, H5IO_FLOAT32, 2, wd, host + (p->w[l] - slab)) != 0) return -1;
-    snprintf(name, sizeof name, "%s/bias%d", group, l);
-    if (h5io_read(f, name, H5IO_FLOAT32, 1, &bd, host + (p->b[l] - slab)) != 0) return -1;
-  }
-  return 0;
-}
-
 // Every value of a float dataset read from a checkpoint finite and at least lo (-INFINITY: any):
 // a damaged file is refused here instead of training on NaN.
 static int check_values(const char *dataset, const float *x, size_t n, float lo) {
@@ -373,6 +360,35 @@ static int check_values(const char *dataset, const float *x, size_t n, float lo)
                 lo > -INFINITY ? " and >= 0" : "");
       return -1;
     }
+  return 0;
+}
+
+// A weight (rows x cols) or bias (cols 1) read from a checkpoint: every value finite, a bad one
+// named by its dataset and row and column, as h5dump shows them.
+static int check_tensor(const char *dataset, const float *x, size_t rows, size_t cols) {
+  for (size_t i = 0; i < rows * cols; i++)
+    if (!isfinite(x[i])) {
+      if (cols > 1)
+        error_set("%s[%zu, %zu] = %g: must be finite (a damaged checkpoint)", dataset, i / cols, i % cols,
+                  (double)x[i]);
+      else
+        error_set("%s[%zu] = %g: must be finite (a damaged checkpoint)", dataset, i, (double)x[i]);
+      return -1;
+    }
+  return 0;
+}
+
+static int read_mlp(hid_t f, const char *group, const MlpShape *shape, const MlpParams *p, const float *slab,
+                    float *host) {
+  char name[128];
+  for (int l = 0; l < shape->n_linear; l++) {
+    hsize_t wd[2] = {(hsize_t)shape->dims[l + 1], (hsize_t)shape->dims[l]}, bd = (hsize_t)shape->dims[l + 1];
+    snprintf(name, sizeof name, "%s/weight%d", group, l);
+    float *w = host + (p->w[l] - slab), *b = host + (p->b[l] - slab);
+    if (h5io_read(f, name, H5IO_FLOAT32, 2, wd, w) != 0 || check_tensor(name, w, wd[0], wd[1]) != 0) return -1;
+    snprintf(name, sizeof name, "%s/bias%d", group, l);
+    if (h5io_read(f, name, H5IO_FLOAT32, 1, &bd, b) != 0 || check_tensor(name, b, bd, 1) != 0) return -1;
+  }
   return 0;
 }
 
@@ -409,10 +425,10 @@ static int read_params(hid_t f, Policy *pol, float *host) {
   if (read_mlp(f, "params/vf", &pol->vf_shape, &pol->params.vf, pol->params_memory, host) != 0) return -1;
   if (pol->params.log_std) {
     hsize_t ad = (hsize_t)pol->spec.action_dim;
-    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, host + (pol->params.log_std - pol->params_memory)))
+    float *log_std = host + (pol->params.log_std - pol->params_memory);
+    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, log_std) || check_tensor("params/log_std", log_std, ad, 1))
       return -1;
   }
-  if (check_values("params", host, P, -INFINITY) != 0) return -1;
   backend_upload(pol->backend, pol->params_memory, host, P * sizeof(float));
   return 0;
 }
@@ -536,6 +552,11 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
          check_flags("envs/episode_starts", rows.episode_starts, (size_t)R * Nr);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows.ring_counters);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/norm_returns", H5IO_FLOAT64, 1, &nd, rows.norm_returns);
+  for (size_t i = 0; rc == 0 && R > 1 && i < nd; i++)  // as vecnorm_load checks one rank's normalize/returns
+    if (!isfinite(rows.norm_returns[i])) {
+      error_set("envs/norm_returns[%zu] = %g: must be finite (a damaged checkpoint)", i, rows.norm_returns[i]);
+      rc = -1;
+    }
   if (rc == 0 && R == 1)
     rc = h5io_attr_read_int64(f, "envs", "ring_count", &rows.ring_counters[0]) ||
          h5io_attr_read_int64(f, "envs", "ring_next", &rows.ring_counters[1]) ||

@@ -534,7 +534,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   } damage[] = {
       {"optim/v", H5T_NATIVE_FLOAT, NAN, "optim/v[0] = nan: must be finite and >= 0"},
       {"optim/v", H5T_NATIVE_FLOAT, -1.0, "optim/v[0] = -1: must be finite and >= 0"},
-      {"params/pi/weight0", H5T_NATIVE_FLOAT, INFINITY, "params[0] = inf: must be finite"},
+      {"params/pi/weight0", H5T_NATIVE_FLOAT, INFINITY, "params/pi/weight0[0, 0] = inf: must be finite"},
+      {"params/vf/bias1", H5T_NATIVE_FLOAT, NAN, "params/vf/bias1[0] = nan: must be finite"},
       {"optim/step", H5T_NATIVE_INT, -1, "optim/step = -1: allowed 0 .. 2147483647"},
       {"scaler/scale", H5T_NATIVE_FLOAT, -1.0, "scaler/scale = -1: must be finite and > 0"},
       {NULL, 0, -4, "iteration = -4: allowed 0"},
