@@ -27,6 +27,7 @@
 #include "ppo/checkpoint.h"
 #include "ppo/config.h"
 #include "ppo/env_config.h"
+#include "ppo/train_run.h"
 #include "ppo/trainer.h"
 
 #define PATH_CAP 4096
@@ -892,10 +893,14 @@ static int walk_forward_run(const EvalRunOptions *o) {
   for (int k = 0; k < count && status == 0; k++) {
     char ckpt[PATH_CAP], fold_out[PATH_CAP];
     snprintf(ckpt, sizeof ckpt, "%s/%s/best.h5", run, names[k]);
-    if (!path_exists(ckpt)) snprintf(ckpt, sizeof ckpt, "%s/%s/checkpoints/last.h5", run, names[k]);
-    if (!path_exists(ckpt)) {
-      fprintf(stderr, "ppo-eval: --walk-forward: %s/%s has no best.h5 and no checkpoints/last.h5 (not trained yet?)\n",
-              run, names[k]);
+    if (!path_exists(ckpt)) {  // the fold's newest checkpoint: checkpoints/last.h5 or the newest ckpt_NNNNNN.h5
+      char fold_dir[PATH_CAP];
+      snprintf(fold_dir, sizeof fold_dir, "%s/%s", run, names[k]);
+      if (!train_run_latest_checkpoint(fold_dir, ckpt, sizeof ckpt)) ckpt[0] = '\0';
+    }
+    if (!ckpt[0]) {
+      fprintf(stderr, "ppo-eval: --walk-forward: %s/%s has no best.h5 and no checkpoint (not trained yet?)\n", run,
+              names[k]);
       status = EXIT_BAD_INPUT;
       break;
     }

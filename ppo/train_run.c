@@ -164,13 +164,49 @@ static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, siz
   snprintf(path, sizeof path, "%s/%s", ckpt_dir, target);
   if (checkpoint_save(tr, path) != 0) return -1;
   if (!dist_is_root()) return 0;  // rank 0 writes the files
-  // checkpoints/last.h5 -> the newest, replaced atomically (symlink under a temporary name + rename).
+  // checkpoints/last.h5 -> the newest, replaced atomically (a link under a temporary name + rename):
+  // a symlink, or a hard link where the file system has no symlinks (CIFS, exFAT, some FUSE mounts).
+  // Where neither can be made, last.h5 is removed rather than left naming an older checkpoint, and
+  // train_run_latest_checkpoint finds the newest ckpt_NNNNNN.h5 itself; warned once per run.
+  static bool warned;
   snprintf(link_tmp, sizeof link_tmp, "%s/.last.h5.tmp", ckpt_dir);
   snprintf(link_path, sizeof link_path, "%s/last.h5", ckpt_dir);
   (void)unlink(link_tmp);
-  if (symlink(target, link_tmp) == 0) (void)rename(link_tmp, link_path);
+  int symlink_errno = 0, link_errno = 0;
+  bool linked = symlink(target, link_tmp) == 0;
+  if (!linked) symlink_errno = errno, linked = link(path, link_tmp) == 0;
+  if (!linked) link_errno = errno;
+  if (linked && rename(link_tmp, link_path) != 0) {
+    link_errno = errno, linked = false;
+    (void)unlink(link_tmp);
+  }
+  if (!linked) {
+    (void)unlink(link_path);
+    if (!warned)
+      log_warn(
+          "%s: cannot point it at %s (symlink: %s; hard link or rename: %s): a resume takes the newest "
+          "ckpt_NNNNNN.h5 instead",
+          link_path, target, strerror(symlink_errno ? symlink_errno : link_errno), strerror(link_errno));
+    warned = true;
+  }
   snprintf(written, capacity, "%s", path);
   return 0;
+}
+
+bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacity) {
+  char dir[PATH_CAP];
+  if (snprintf(dir, sizeof dir, "%s/checkpoints", run_dir) >= (int)sizeof dir) return false;
+  if (snprintf(path, capacity, "%s/last.h5", dir) < (int)capacity && path_exists(path)) return true;
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  long long newest = -1;
+  for (struct dirent *de; (de = readdir(d));) {
+    long long it;
+    char tail[8];
+    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) == 2 && strcmp(tail, "5") == 0 && it > newest) newest = it;
+  }
+  closedir(d);
+  return newest >= 0 && snprintf(path, capacity, "%s/ckpt_%06lld.h5", dir, newest) < (int)capacity;
 }
 
 static double rss_mib(void) {
@@ -465,7 +501,8 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   if (root && !opt->resume && path_exists(path)) {
     char last[PATH_CAP + 32];
-    snprintf(last, sizeof last, "%s/checkpoints/last.h5", run_dir);
+    if (!train_run_latest_checkpoint(run_dir, last, sizeof last))
+      snprintf(last, sizeof last, "%s/checkpoints/last.h5", run_dir);
     if (holds_checkpoint(run_dir)) {
       error_set(
           "run directory %s already holds a run (metrics.csv); resume it with --resume %s, or choose another [run] "

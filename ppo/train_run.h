@@ -6,7 +6,7 @@
 // Run directory (run_dir/name, or --run-dir): config.ini (the resolved configuration, every key
 // with its origin), train.log (the plain progress lines), metrics.csv and metrics.h5
 // (ppo/metrics_log.h), checkpoints/ckpt_NNNNNN.h5 (every [run] checkpoint_every iterations and at
-// the end; the newest checkpoint_keep kept) and checkpoints/last.h5 (a symlink to the newest).
+// the end; the newest checkpoint_keep kept) and checkpoints/last.h5 (a link to the newest).
 // A directory that already holds metrics.csv is refused unless the run resumes into it.
 //
 // Signals: the first SIGINT or SIGTERM asks the trainer to stop (ppo/trainer.h: a rollout in
@@ -55,6 +55,11 @@ int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an ex
 // clears the flag.
 void train_signals_begin(void);
 void train_signals_end(void);
+
+// The checkpoint a resume of run_dir continues from: checkpoints/last.h5 where it exists (a symlink
+// to the newest, or a hard link where the file system has no symlinks), else the ckpt_NNNNNN.h5 of
+// the highest iteration (a file system that allows neither). false when there is none.
+bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacity);
 
 // The configuration a run of these options trains with: config_path with the overrides, or with
 // resume the checkpoint's own (when there is no config_path) checked for compatibility with it.

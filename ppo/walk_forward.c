@@ -333,8 +333,8 @@ static int walk_forward_body(const TrainRunOptions *opt) {
     }
     snprintf(fold_dir, sizeof fold_dir, "%s/fold_%02d", run_dir, folds[i].index);
     snprintf(done_path, sizeof done_path, "%s/done", fold_dir);
-    snprintf(last_path, sizeof last_path, "%s/checkpoints/last.h5", fold_dir);
-    // Done: trained to [run] total_timesteps. A larger total_timesteps resumes the fold from last.h5.
+    // Done: trained to [run] total_timesteps. A larger total_timesteps resumes the fold from its
+    // newest checkpoint.
     if (done_timesteps(done_path) >= cfg.run.total_timesteps) {
       fprintf(stderr, "walk-forward: fold %d (%d of %d) already done (%s): skipped\n", folds[i].index, i + 1, count,
               done_path);
@@ -342,10 +342,11 @@ static int walk_forward_body(const TrainRunOptions *opt) {
       continue;
     }
     walk_forward_overrides(&folds[i], date_buf, sets + opt->n_overrides);
-    bool resume = path_exists(last_path);
-    fprintf(stderr, "walk-forward: fold %d (%d of %d): %s, %s, %s, %s -> %s%s\n", folds[i].index, i + 1, count,
+    bool resume = train_run_latest_checkpoint(fold_dir, last_path, sizeof last_path);
+    fprintf(stderr, "walk-forward: fold %d (%d of %d): %s, %s, %s, %s -> %s%s%s%s\n", folds[i].index, i + 1, count,
             sets[opt->n_overrides], sets[opt->n_overrides + 1], sets[opt->n_overrides + 2], sets[opt->n_overrides + 3],
-            fold_dir, resume ? " (resuming from checkpoints/last.h5)" : "");
+            fold_dir, resume ? " (resuming from " : "", resume ? last_path + strlen(fold_dir) + 1 : "",
+            resume ? ")" : "");
     TrainRunOptions fold_opt = *opt;
     fold_opt.overrides = sets;
     fold_opt.n_overrides = opt->n_overrides + 4;

@@ -5,6 +5,7 @@
 // visibly, without a device.
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
@@ -654,6 +655,12 @@ Test(train, restarts_a_run_without_checkpoints_and_stops_before_the_first_step) 
   cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 2);
   cr_expect(strstr(error_message(), "already holds a run (metrics.csv); resume it with --resume"), "%s",
             error_message());
+  // Without checkpoints/last.h5 (a file system without links) the command names the newest checkpoint.
+  snprintf(file, sizeof file, "%s/checkpoints/last.h5", dir);
+  cr_assert_eq(unlink(file), 0);
+  cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 2);
+  snprintf(file, sizeof file, "resume it with --resume %s/checkpoints/ckpt_000001.h5,", dir);
+  cr_expect(strstr(error_message(), file), "%s", error_message());
 
   char stopped[512], ckpt[700];
   snprintf(stopped, sizeof stopped, "%s/stopped_at_start", tmp_root);
@@ -665,6 +672,59 @@ Test(train, restarts_a_run_without_checkpoints_and_stops_before_the_first_step) 
   cr_expect_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
   snprintf(file, sizeof file, "%s/checkpoints/ckpt_000002.h5", stopped);
   cr_expect_eq(access(file, F_OK), 0, "resumed to the end (2 iterations of 256 steps)");
+}
+
+// A file system without symbolic links (CIFS without unix extensions, exFAT, some FUSE mounts), then
+// one without hard links either. The trainer is linked statically, so these two replace libc's
+// for it; a flag makes them fail as such a file system does.
+static bool fail_symlink, fail_link;
+int symlink(const char *target, const char *path) {
+  if (fail_symlink) return errno = EPERM, -1;
+  return symlinkat(target, AT_FDCWD, path);
+}
+int link(const char *from, const char *to) {
+  if (fail_link) return errno = EPERM, -1;
+  return linkat(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+// checkpoints/last.h5 falls back to a hard link, and where neither link can be made it is removed
+// (it would name an older checkpoint) with a warning; a resume then finds the newest checkpoint.
+Test(train, last_checkpoint_without_symbolic_or_hard_links) {
+  const char *cfg = config_file("nolinks");
+  char dir[512], last[700], ckpt[700], found[700];
+  snprintf(dir, sizeof dir, "%s/nolinks", tmp_root);
+  snprintf(last, sizeof last, "%s/checkpoints/last.h5", dir);
+  const char *sets[] = {"run.total_timesteps=1024", "eval.every=0"};
+  fail_symlink = true;
+  cr_assert_eq(run(cfg, NULL, dir, 1, 2, sets), 0, "%s", error_message());
+  struct stat l, c;
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000001.h5", dir);
+  cr_assert_eq(lstat(last, &l), 0, "last.h5 as a hard link");
+  cr_assert_eq(stat(ckpt, &c), 0);
+  cr_expect(S_ISREG(l.st_mode) && l.st_ino == c.st_ino, "last.h5 is ckpt_000001.h5's inode");
+  fail_link = true;
+  char err_path[700];  // the run's warnings (stderr)
+  snprintf(err_path, sizeof err_path, "%s/nolinks.stderr", tmp_root);
+  log_set_level(LOG_LEVEL_WARN);
+  fflush(stderr);
+  int saved = dup(2), fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  cr_assert(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
+  int status = run(NULL, last, NULL, 1, 0, NULL);
+  fflush(stderr);
+  dup2(saved, 2), close(saved), close(fd);
+  log_set_level(LOG_LEVEL_ERROR);
+  cr_assert_eq(status, 0, "%s", error_message());
+  cr_expect_neq(lstat(last, &l), 0, "no last.h5 naming the older ckpt_000001.h5");
+  cr_assert(train_run_latest_checkpoint(dir, found, sizeof found));
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
+  cr_expect_str_eq(found, ckpt);
+  char *err = read_text(err_path, NULL);
+  cr_assert_not_null(err);
+  cr_expect(strstr(err, "last.h5: cannot point it at ckpt_000002.h5 (symlink: Operation not permitted"), "%s", err);
+  free(err);
+  cr_assert_eq(run(NULL, found, NULL, 1, 0, NULL), 0, "%s", error_message());  // resumes from it
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000003.h5", dir);
+  cr_expect_eq(access(ckpt, F_OK), 0);
 }
 
 // Resumed from an earlier checkpoint, the run's pruning keeps its own newest checkpoints: the ones
