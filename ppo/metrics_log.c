@@ -1,9 +1,11 @@
 // ppo/metrics_log.c: metrics.csv and metrics.h5 (ppo/metrics_log.h).
 #include "ppo/metrics_log.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/check.h"
 #include "common/error.h"
@@ -136,6 +138,8 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
   return rc;
 }
 
+static int rewrite_csv(MetricsLog *log);
+
 int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
                      int64_t capacity, int64_t keep_iterations) {
   memset(log, 0, sizeof *log);
@@ -153,27 +157,31 @@ int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *sta
   log->capacity = capacity + 1;
   log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
   CHECK(log->table, "out of host memory (metrics table)");
-  if (keep_iterations >= 0 && read_old_rows(log, keep_iterations) != 0) {
+  if (keep_iterations >= 0) {  // resumed: the files stay as they are until the first new row
+    if (read_old_rows(log, keep_iterations) != 0) {
+      free(log->table);
+      return -1;
+    }
+    return 0;
+  }
+  if (rewrite_csv(log) != 0) {
     free(log->table);
     return -1;
   }
-  // Rewrite the CSV with the kept rows (atomically), then append to it.
+  return 0;
+}
+
+// metrics.csv rewritten (atomically) with the header and the table's rows, then opened for appending.
+static int rewrite_csv(MetricsLog *log) {
   AtomicFile af;
-  if (!atomic_file_open(&af, log->csv_path)) {
-    free(log->table);
-    return -1;
-  }
+  if (!atomic_file_open(&af, log->csv_path)) return -1;
   for (int c = 0; c < log->n_columns; c++) fprintf(af.stream, c ? ",%s" : "%s", log->names[c]);
   fputc('\n', af.stream);
   for (int64_t r = 0; r < log->rows; r++) write_csv_row(af.stream, log->table + r * log->n_columns, log->n_columns);
-  if (atomic_file_commit(&af) != 0) {
-    free(log->table);
-    return -1;
-  }
+  if (atomic_file_commit(&af) != 0) return -1;
   log->csv = fopen(log->csv_path, "a");
   if (!log->csv) {
-    error_set("%s: cannot open for appending", log->csv_path);
-    free(log->table);
+    error_set("%s: cannot open for appending: %s", log->csv_path, strerror(errno));
     return -1;
   }
   return 0;
@@ -184,10 +192,16 @@ int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsEx
   double *row = log->table + log->rows * log->n_columns;
   row_values(log, stats, extra, row);
   log->rows++;
-  write_csv_row(log->csv, row, log->n_columns);
-  if (fflush(log->csv) != 0) {
-    error_set("%s: write failed", log->csv_path);
-    return -1;
+  if (!log->csv) {  // a resumed run's first row: the kept rows and this one replace the file
+    if (rewrite_csv(log) != 0) return -1;
+  } else {
+    write_csv_row(log->csv, row, log->n_columns);
+    // Flushed and synced row by row, as metrics.h5 is: after a lost machine the file holds every
+    // row before the checkpoint the run resumes from (a resume keeps those and never recomputes them).
+    if (fflush(log->csv) != 0 || fsync(fileno(log->csv)) != 0) {
+      error_set("%s: write failed: %s", log->csv_path, strerror(errno));
+      return -1;
+    }
   }
   return write_h5(log);
 }

@@ -6,7 +6,9 @@
 //
 // The table is held in memory for metrics.h5, sized at open for the whole run (`capacity` rows),
 // so appending never allocates. Resuming keeps the rows of the iterations up to the checkpoint's
-// (read back from metrics.csv) and drops later ones, which the resumed run recomputes.
+// (read back from metrics.csv) and drops later ones, which the resumed run recomputes: both files
+// are rewritten at the resumed run's first row, not at open, so a run resumed from an older
+// checkpoint that ends before its first row (killed, stopped) leaves them as they were.
 // Depends on ppo/trainer.h (TrainStats), common/h5io.h.
 #ifndef PPO_METRICS_LOG_H
 #define PPO_METRICS_LOG_H
@@ -21,7 +23,7 @@
 
 typedef struct {
   char csv_path[1100], h5_path[1100];
-  FILE *csv;
+  FILE *csv;  // NULL until a resumed run's first row rewrites the file
   int n_columns;
   char names[METRICS_MAX_COLUMNS][48];  // "time/iterations", ...
   int64_t capacity, rows;

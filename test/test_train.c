@@ -767,6 +767,44 @@ Test(train, resume_from_an_earlier_checkpoint_keeps_what_it_writes) {
   cr_expect(before.st_size == after.st_size && before.st_mtime == after.st_mtime, "the original metrics untouched");
 }
 
+static int count_lines(const char *path) {
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text, "%s", path);
+  int n = 0;
+  for (const char *p = text; *p; p++) n += *p == '\n';
+  free(text);
+  return n;
+}
+
+// A run resumed from an older checkpoint leaves metrics.csv as it was until its first row: stopped
+// before that row (or killed), the later rows stay for a resume from the newer checkpoints
+// (they were dropped at start-up). Its first row replaces them, and train.log marks the resume.
+Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
+  const char *cfg = config_file("late_rows");
+  char dir[512], metrics[700], ckpt[700], log_path[700];
+  snprintf(dir, sizeof dir, "%s/late_rows", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  const char *all[] = {"run.total_timesteps=1536", "run.checkpoint_keep=0", "eval.every=0"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, all), 0, "%s", error_message());
+  cr_assert_eq(count_lines(metrics), 7, "header and 6 iterations");
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
+  trainer_request_stop();  // stopped before its first step
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(count_lines(metrics), 7, "rows 3-6 kept while the resumed run has logged nothing");
+  cr_assert_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(count_lines(metrics), 4, "rows 1 and 2 kept, row 3 recomputed, 4-6 dropped");
+  hid_t f = h5io_open_read(strcat(strcpy(ckpt, dir), "/metrics.h5"));
+  hsize_t n;
+  cr_expect_eq(h5io_shape(f, "time/iterations", 1, &n), 1);
+  cr_expect_eq(n, 3, "metrics.h5 rows");
+  h5io_close(f);
+  snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+  char *log = read_text(log_path, NULL);
+  cr_assert_not_null(log);
+  cr_expect(strstr(log, "resumed from ") && strstr(log, "ckpt_000002.h5 at iteration 2"), "%s", log);
+  free(log);
+}
+
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   const char *cfg = config_file("plan");
   char dir[512];
