@@ -183,7 +183,7 @@ static char *config_text(const Config *cfg) {
   return text;
 }
 
-static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
+static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, const CheckpointBest *best) {
   Backend *be = trainer_backend(tr);
   Policy *pol = trainer_policy(tr);
   Optimizer *opt = trainer_optimizer(tr);
@@ -210,6 +210,11 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   rc |= h5io_attr_write_int64(f, "/", "obs_dim", O);
   rc |= h5io_attr_write_int64(f, "/", "action_dim", pol->spec.action_dim);
   rc |= h5io_attr_write_int64(f, "/", "param_count", (int64_t)pol->parameters);
+  if (best) {
+    rc |= h5io_attr_write_string(f, "/", "best_metric", best->metric);
+    rc |= h5io_attr_write_int64(f, "/", "best_iteration", best->iteration);
+    rc |= h5io_attr_write_double(f, "/", "best_value", best->value);
+  }
   if (rc) return -1;
 
   backend_sync(be);
@@ -278,7 +283,9 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows) {
   return rc ? -1 : 0;
 }
 
-int checkpoint_save(Trainer *tr, const char *path) {
+int checkpoint_save(Trainer *tr, const char *path) { return checkpoint_save_best(tr, path, NULL); }
+
+int checkpoint_save_best(Trainer *tr, const char *path, const CheckpointBest *best) {
   EnvRows rows;
   env_rows_gather(tr, &rows);
   if (!dist_is_root()) {  // rank 0 writes the file
@@ -291,7 +298,7 @@ int checkpoint_save(Trainer *tr, const char *path) {
   H5ioWriter w;
   int rc = -1;
   if (h5io_create(&w, path) == 0) {
-    if (write_state(tr, w.file, host, &rows) == 0 && h5io_commit(&w) == 0) {
+    if (write_state(tr, w.file, host, &rows, best) == 0 && h5io_commit(&w) == 0) {
       rc = 0;
     } else {
       h5io_abort(&w);
@@ -307,6 +314,18 @@ int checkpoint_save(Trainer *tr, const char *path) {
 }
 
 // --- reading ---------------------------------------------------------------------------------------
+
+int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_t *iteration, double *value) {
+  hid_t f = h5io_open_read(path);
+  if (f < 0) return -1;
+  int rc = h5io_attr_exists(f, "/", "best_value") ? 0 : 1;
+  if (rc == 0 && (h5io_attr_read_string(f, "/", "best_metric", metric, capacity) ||
+                  h5io_attr_read_int64(f, "/", "best_iteration", iteration) ||
+                  h5io_attr_read_double(f, "/", "best_value", value)))
+    rc = -1;
+  h5io_close(f);
+  return rc;
+}
 
 static int read_format(hid_t f, const char *path) {
   char format[64];

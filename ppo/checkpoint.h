@@ -49,6 +49,18 @@
 // the error message.
 int checkpoint_save(Trainer *trainer, const char *path);
 
+// The evaluation that made a checkpoint the run's best.h5: root attributes best_metric,
+// best_iteration and best_value, written in the same atomic file, so the value a resumed run must
+// beat can never disagree with the file it would replace.
+typedef struct {
+  const char *metric;  // [eval] metric: "sharpe", ...
+  int64_t iteration;
+  double value;
+} CheckpointBest;
+int checkpoint_save_best(Trainer *trainer, const char *path, const CheckpointBest *best);
+// Reads them back: 0; 1 when the file has none (written before they existed); -1 and the message.
+int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_t *iteration, double *value);
+
 // Reads the configuration stored in the checkpoint (parsed like a file named "PATH:config") into
 // *stored and checks the format version; resolved (optional) receives the same text with the
 // overrides ("section.key=value") applied. 0, or -1 and the error message.

@@ -132,12 +132,21 @@ static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   free(its);
 }
 
-// best.txt beside best.h5: the metric and the value that selected it, so a resumed run only replaces
-// best.h5 with a better evaluation. -INFINITY when there is none (or it names another metric).
+// The metric and the value that selected best.h5, so a resumed run only replaces it with a better
+// evaluation: best.h5's own best_* attributes (checkpoint_save_best), or for a best.h5 written
+// before them the best.txt beside it. -INFINITY when there is none (or it names another metric).
 static double read_best(const char *run_dir, const char *metric) {
   char path[PATH_CAP], name[64];
   snprintf(path, sizeof path, "%s/best.h5", run_dir);
   if (!path_exists(path)) return -INFINITY;
+  int64_t best_iteration;
+  double best_value;
+  int rc = checkpoint_read_best(path, name, sizeof name, &best_iteration, &best_value);
+  if (rc == 0) return strcmp(name, metric) == 0 ? best_value : -INFINITY;
+  if (rc < 0) {  // unreadable: the next evaluation replaces it
+    log_warn("ppo-train: %s; the next evaluation replaces it", error_message());
+    return -INFINITY;
+  }
   snprintf(path, sizeof path, "%s/best.txt", run_dir);
   FILE *f = fopen(path, "r");
   if (!f) return -INFINITY;
@@ -714,7 +723,8 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) dist_host_bcast(&new_best, sizeof new_best, 0);
     if (new_best) {
       snprintf(path, sizeof path, "%s/best.h5", run_dir);
-      if (checkpoint_save(tr, path) != 0 ||
+      CheckpointBest record = {root ? evaluator_metric_name(ev) : "", s.iteration, best};  // rank 0 writes it
+      if (checkpoint_save_best(tr, path, &record) != 0 ||
           (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0)) {
         log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
         best = best_before;  // what best.txt says: a later evaluation between the two is still saved

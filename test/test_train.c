@@ -379,36 +379,61 @@ static void stored_observations_case(const char *precision, NnDtype dtype) {
 Test(train, rollout_stores_fp16_observations_rounded) { stored_observations_case("fp16", NN_F16); }
 Test(train, rollout_stores_bf16_observations_rounded) { stored_observations_case("bf16", NN_BF16); }
 
-// A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.txt.
+// A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.h5's
+// own best_value attribute (one atomic file: best.txt beside it could disagree after a kill between
+// the two writes), or in best.txt for a best.h5 written before the attribute existed.
 Test(train, resume_keeps_a_better_best_h5) {
   const char *cfg = config_file("best");
   const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
-  for (int better = 0; better < 2; better++) {
-    char dir[512], path[600], ckpt[600];
-    snprintf(dir, sizeof dir, "%s/best_%d", tmp_root, better);
+  // Pretend iteration 2's evaluation scored -1e300 (anything beats it) or +1e300 (nothing can), in
+  // the attribute (best.txt removed), or in best.txt of a best.h5 without the attributes.
+  const struct {
+    double value;
+    bool legacy;
+    int64_t kept;  // best.h5's iteration after the resume (0: a later one)
+  } cases[] = {{-1e300, false, 0}, {1e300, false, 2}, {1e300, true, 2}};
+  for (int k = 0; k < 3; k++) {
+    char dir[512], path[600], txt[600], ckpt[600];
+    snprintf(dir, sizeof dir, "%s/best_%d", tmp_root, k);
     cr_assert_eq(run(cfg, NULL, dir, 2, 1, sets), 0, "%s", error_message());
-    // Pretend iteration 2's evaluation scored +1e300 (nothing later can beat it) or -1e300 (anything can).
-    snprintf(path, sizeof path, "%s/best.txt", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "metric sharpe\niteration 2\nvalue %s\n", better ? "1e300" : "-1e300");
-    fclose(f);
     snprintf(path, sizeof path, "%s/best.h5", dir);
-    struct stat before;
-    cr_assert_eq(stat(path, &before), 0);
+    snprintf(txt, sizeof txt, "%s/best.txt", dir);
+    char metric[64], text[256];
+    int64_t iteration;
+    double value;
+    cr_assert_eq(checkpoint_read_best(path, metric, sizeof metric, &iteration, &value), 0, "%s", error_message());
+    char *written = read_text(txt, NULL);  // best.txt: the same record, for people
+    snprintf(text, sizeof text, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
+    cr_expect_str_eq(written, text);
+    free(written);
+    hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert(h >= 0);
+    cr_assert_geq(H5Adelete(h, "best_value"), 0);
+    if (cases[k].legacy) {
+      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
+      cr_assert_geq(H5Adelete(h, "best_iteration"), 0);
+    } else {
+      cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", cases[k].value), 0);
+    }
+    H5Fclose(h);
+    if (cases[k].legacy) {
+      FILE *f = fopen(txt, "w");
+      cr_assert_not_null(f);
+      fprintf(f, "metric %s\niteration 2\nvalue %g\n", metric, cases[k].value);
+      fclose(f);
+    } else {
+      cr_assert_eq(unlink(txt), 0);
+    }
     snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
     cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
-    struct stat after;
-    cr_assert_eq(stat(path, &after), 0);
-    int64_t iteration = -1;
-    hid_t h = h5io_open_read(path);
+    h = h5io_open_read(path);
     cr_assert(h >= 0);
     cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
     h5io_close(h);
-    if (better)
-      cr_expect_eq(iteration, 2, "a recorded best of 1e300 stands: best.h5 still holds iteration 2");
+    if (cases[k].kept)
+      cr_expect_eq(iteration, cases[k].kept, "case %d: a recorded best of %g stands", k, cases[k].value);
     else
-      cr_expect_gt(iteration, 2, "a recorded best of -1e300 is beaten after the resume");
+      cr_expect_gt(iteration, 2, "case %d: a recorded best of %g is beaten after the resume", k, cases[k].value);
   }
 }
 
