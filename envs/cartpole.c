@@ -140,6 +140,24 @@ static void cartpole_kind_step(void *env, const void *action, float *obs, float 
 
 static void cartpole_kind_close(void *env) { (void)env; }  // owns nothing
 
+// A state read from a checkpoint: finite physics and return, and a step count inside its limit.
+static int cartpole_kind_check_state(const void *env, const void *shared) {
+  (void)shared;
+  const CartPole *e = env;
+  if (!(isfinite(e->x) && isfinite(e->x_dot) && isfinite(e->theta) && isfinite(e->theta_dot) &&
+        isfinite(e->episode_return))) {
+    error_set("cart-pole state (%g, %g, %g, %g), return %g: must be finite (the checkpoint is damaged)", e->x, e->x_dot,
+              e->theta, e->theta_dot, e->episode_return);
+    return -1;
+  }
+  if (e->max_episode_steps < 1 || e->steps < 0 || e->steps > e->max_episode_steps) {
+    error_set("cart-pole step %d of %d: allowed 0 .. the limit, a limit of at least 1 (the checkpoint is damaged)",
+              (int)e->steps, (int)e->max_episode_steps);
+    return -1;
+  }
+  return 0;
+}
+
 const EnvKind cartpole_kind = {
     .name = "cartpole",
     .describe = cartpole_kind_describe,
@@ -147,4 +165,5 @@ const EnvKind cartpole_kind = {
     .reset = cartpole_kind_reset,
     .step = cartpole_kind_step,
     .close = cartpole_kind_close,
+    .check_state = cartpole_kind_check_state,
 };

@@ -698,6 +698,32 @@ static int trading_kind_check_state(const void *env, const void *shared) {
     error_set("position level %d or equity %g out of range: the checkpoint is damaged", (int)e->level, e->equity);
     return -1;
   }
+  // The account and the episode's running sums: finite, and the counts not negative. A NaN here
+  // would reach every later reward and episode metric of the env.
+  const struct {
+    const char *name;
+    double value;
+  } sums[] = {{"q", e->q},
+              {"cash", e->cash},
+              {"equity_peak", e->equity_peak},
+              {"prev_equity", e->prev_equity},
+              {"reward_sum", e->reward_sum},
+              {"ret_sum", e->ret_sum},
+              {"ret_sq_sum", e->ret_sq_sum},
+              {"max_dd", e->max_dd},
+              {"turnover_sum", e->turnover_sum},
+              {"cost_sum", e->cost_sum},
+              {"hold_bars_sum", e->hold_bars_sum}};
+  for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
+    if (!isfinite(sums[k].value)) {
+      error_set("%s = %g: must be finite (the checkpoint is damaged)", sums[k].name, sums[k].value);
+      return -1;
+    }
+  if (e->steps < 0 || e->bars_in_position < 0 || e->trades_opened < 0 || e->trades_closed < 0 || e->trades_won < 0) {
+    error_set("negative step or trade counts (steps %d, trades opened %d): the checkpoint is damaged", (int)e->steps,
+              (int)e->trades_opened);
+    return -1;
+  }
   return 0;
 }
 

@@ -258,3 +258,25 @@ Test(cartpole, registry_and_spec) {
   cr_assert_null(vecenv_init(&cartpole_kind, &bad, NULL, 4, 1, 10, 1));
   cr_assert_not_null(strstr(error_message(), "max_episode_steps = 0"), "message: %s", error_message());
 }
+
+// A state read back from a checkpoint is checked before it steps: finite physics and return, and a
+// step count inside the episode limit.
+Test(cartpole, damaged_states_are_refused) {
+  CartPoleParams params = cartpole_params_default();
+  Rng rng;
+  rng_seed(&rng, 3);
+  CartPole env;
+  cartpole_init(&env, &params, rng);
+  float obs[4];
+  cartpole_reset(&env, obs);
+  cr_assert_not_null(cartpole_kind.check_state);
+  cr_expect_eq(cartpole_kind.check_state(&env, NULL), 0, "%s", error_message());
+  CartPole bad = env;
+  bad.theta_dot = NAN;
+  cr_expect_eq(cartpole_kind.check_state(&bad, NULL), -1);
+  cr_expect(strstr(error_message(), "must be finite"), "%s", error_message());
+  bad = env;
+  bad.steps = 501;
+  cr_expect_eq(cartpole_kind.check_state(&bad, NULL), -1);
+  cr_expect(strstr(error_message(), "cart-pole step 501 of 500"), "%s", error_message());
+}

@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/h5io.h"
 #include "common/log.h"
+#include "envs/trading_env.h"
 #include "ppo/backtest.h"
 #include "ppo/checkpoint.h"
 #include "ppo/evaluate.h"
@@ -551,6 +552,21 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
   cr_expect(strstr(error_message(), "env state 0: bars start 0, t 0, end 0 do not fit this run's market of 6000 bars"),
             "%s", error_message());
+  // a NaN in an env's account (the state's bytes as stored: the struct with its pointers cleared)
+  f = damaged_copy(ckpt, "nan_cash", path, sizeof path);
+  ds = H5Dopen2(f, "envs/state", H5P_DEFAULT);
+  space = H5Dget_space(ds);
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  cr_assert_eq(dims[1], sizeof(TradingEnv));
+  unsigned char *states = malloc((size_t)(dims[0] * dims[1]));
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, states), 0);
+  double nan_value = NAN;
+  memcpy(states + dims[1] + offsetof(TradingEnv, cash), &nan_value, sizeof nan_value);  // env 1
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, states), 0);
+  free(states);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "env state 1: cash = nan: must be finite"), "%s", error_message());
   // damaged numbers: each refused by name
   const struct {
     const char *dataset;  // first element overwritten (NULL: the root attribute iteration)
