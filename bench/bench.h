@@ -23,6 +23,10 @@ void bench_set_sink(BenchSink sink, const char *group,
                     void *context);            // sink NULL: printing only; group fills NULL groups
 void bench_report(const BenchResult *result);  // to the sink, when one is set
 
+// Removes dir and everything under it (rm -rf, run without a shell: any name is safe); a warning on
+// stderr when that fails. For the runs' temporary directories under $TMPDIR (bench_all.c).
+void bench_remove_tree(const char *dir);
+
 int bench_backend_main(int argc, char **argv);  // ppo-bench backend: GEMM shapes and the update step (ppo_bench.c)
 int bench_envs_main(int argc, char **argv);     // ppo-bench envs: CartPole and trading env steps/s (bench_envs.c)
 int bench_train_main(int argc, char **argv);    // ppo-bench train: a whole run, SPS and its split (bench_train.c)

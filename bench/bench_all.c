@@ -214,7 +214,7 @@ static double peak_rss_bytes(void) {
   return text[0] ? atof(text) * 1024.0 : NAN;  // "12345 kB"
 }
 
-static void remove_tree(const char *dir) {
+void bench_remove_tree(const char *dir) {
   pid_t pid = fork();
   if (pid == 0) {
     execlp("rm", "rm", "-rf", "--", dir, (char *)NULL);
@@ -222,7 +222,7 @@ static void remove_tree(const char *dir) {
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fprintf(stderr, "ppo-bench all: warning: could not remove %s\n", dir);
+    fprintf(stderr, "ppo-bench: warning: could not remove %s\n", dir);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -365,7 +365,7 @@ static int train_once(const TrainSetting *s, int64_t iterations, TrainSample *ou
   TrainRunResult r;
   int status = train_run(&opt, &r);
   double peak = reset ? peak_rss_bytes() : r.peak_rss_bytes;
-  remove_tree(dir);
+  bench_remove_tree(dir);
   if (status != 0) return status;
   double steps = (double)r.iterations * (double)cfg.ppo.n_steps * (double)cfg.env.n_envs;
   out->sps = steps / r.seconds;

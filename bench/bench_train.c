@@ -4,17 +4,24 @@
 //   ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json OUT]
 //
 // Runs ppo/train_run.c exactly as ppo-train does (quietly, into a fresh directory under $TMPDIR,
-// removed afterwards unless --keep), so the numbers include everything a user's run pays: env
-// steps, uploads, the truncation bootstrap, GAE, every minibatch, logging and checkpoints.
+// removed afterwards unless --keep, whether the run succeeds or not), so the numbers include
+// everything a user's run pays: env steps, uploads, the truncation bootstrap, GAE, every minibatch,
+// logging and checkpoints.
 // samples/s of the update = n_epochs x n_steps x n_envs per iteration over the update seconds.
+// --json OUT is checked before the run (exit 2 when it cannot be written there) and written under a
+// temporary name, then renamed (common/atomic_file.h); a failed write exits 1 and leaves OUT as it was.
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apps/cli.h"
 #include "bench/bench.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "ppo/config.h"
@@ -25,6 +32,56 @@ static int train_usage(void) {
           "usage: ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json OUT]\n"
           "                       [--keep]\n");
   return EXIT_BAD_INPUT;
+}
+
+// Can --json's file be made where it is named? Checked before the run, so that a typo costs
+// seconds, not the whole run: the path must not name a directory, and its temporary file (see
+// atomic_file.h) is created and removed at once, the one test that also holds for root and for
+// file systems such as /proc. Returns 0, or -1 and sets the error message (the reason).
+static int output_path_check(const char *path) {
+  char tmp[ATOMIC_PATH_MAX];
+  struct stat st;
+  size_t len = strlen(path);
+  if ((len > 0 && path[len - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+    error_set("it names a directory, not a file");
+    return -1;
+  }
+  if (atomic_file_temp_path(path, tmp, sizeof tmp) != 0) return -1;  // too long
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) {
+    error_set("cannot create a file there: %s", strerror(errno));
+    return -1;
+  }
+  close(fd);
+  unlink(tmp);
+  return 0;
+}
+
+// The run's figures as one JSON object, into path under a temporary name. 0, or -1 and the error
+// message (a write, the close or the rename failed; path is then untouched).
+static int write_result_json(const char *path, const char *config, const TrainRunResult *r, double steps, double sps,
+                             double rollout_sps, double update_sps) {
+  AtomicFile af;
+  FILE *f = atomic_file_open(&af, path);
+  if (!f) return -1;
+  JsonWriter w;  // NaN (no episode ended: ep_rew_mean) becomes null, which JSON can read
+  json_init(&w, f);
+  json_object_begin(&w);
+  json_kv_string(&w, "config", config);
+  json_kv_int(&w, "iterations", r->iterations);
+  json_kv_number(&w, "timesteps", steps);
+  json_kv_number(&w, "seconds", r->seconds);
+  json_kv_number(&w, "sps", sps);
+  json_kv_number(&w, "rollout_s", r->rollout_s);
+  json_kv_number(&w, "gae_s", r->gae_s);
+  json_kv_number(&w, "update_s", r->update_s);
+  json_kv_number(&w, "rollout_sps", rollout_sps);
+  json_kv_number(&w, "update_samples_per_s", update_sps);
+  json_kv_number(&w, "peak_rss_bytes", r->peak_rss_bytes);
+  json_kv_number(&w, "ep_rew_mean", r->ep_rew_mean);
+  json_object_end(&w);
+  json_finish(&w);
+  return atomic_file_commit(&af);  // the stream's error flag covers every write above, then fclose
 }
 
 int bench_train_main(int argc, char **argv) {
@@ -62,15 +119,21 @@ int bench_train_main(int argc, char **argv) {
     free(sets);
     return EXIT_BAD_INPUT;
   }
-  const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/ppo-bench-train-XXXXXX", tmp);
+  if (json && output_path_check(json) != 0) {
+    free(sets);
+    return cli_bad_value("ppo-bench train", "--json", json, error_message());
+  }
+  const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char dir[ATOMIC_PATH_MAX], run_dir[ATOMIC_PATH_MAX + 8];
+  if (snprintf(dir, sizeof dir, "%s/ppo-bench-train-XXXXXX", tmp) >= (int)sizeof dir) {
+    free(sets);
+    return cli_bad_value("ppo-bench train", "TMPDIR", tmp, "too long for a directory name");
+  }
   if (!mkdtemp(dir)) {
-    fprintf(stderr, "ppo-bench train: cannot create a directory under %s\n", tmp);
+    fprintf(stderr, "ppo-bench train: cannot create a directory under %s (TMPDIR): %s\n", tmp, strerror(errno));
     free(sets);
     return EXIT_RUNTIME;
   }
-  char run_dir[1100];
   snprintf(run_dir, sizeof run_dir, "%s/run", dir);
   TrainRunOptions opt = {.config_path = config,
                          .n_overrides = n_sets,
@@ -81,51 +144,29 @@ int bench_train_main(int argc, char **argv) {
   TrainRunResult r;
   int status = train_run(&opt, &r);
   free(sets);
-  if (status != 0) return status;
-  double per_iteration = (double)cfg.ppo.n_steps * (double)cfg.env.n_envs;
-  double steps = (double)r.iterations * per_iteration;  // this invocation started at 0
-  double sps = steps / r.seconds, rollout_sps = steps / r.rollout_s;
-  double update_sps = steps * (double)cfg.ppo.n_epochs / r.update_s;
-  printf("ppo-bench train: %s (%lld iterations, %.0f steps)\n", config, (long long)r.iterations, steps);
-  printf("  %-28s %12.0f steps/s\n", "end to end", sps);
-  printf("  %-28s %12.0f steps/s   (%.2f s, %.0f %%)\n", "rollout", rollout_sps, r.rollout_s,
-         100.0 * r.rollout_s / r.seconds);
-  printf("  %-28s %12.3f s         (%.1f %%)\n", "GAE", r.gae_s, 100.0 * r.gae_s / r.seconds);
-  printf("  %-28s %12.0f samples/s (%.2f s, %.0f %%)\n", "update", update_sps, r.update_s,
-         100.0 * r.update_s / r.seconds);
-  printf("  %-28s %12.1f MiB\n", "peak RSS", r.peak_rss_bytes / 1048576.0);
-  printf("  %-28s %12.4g\n", "ep_rew_mean at the end", r.ep_rew_mean);
-  if (json) {
-    FILE *f = fopen(json, "w");
-    if (!f) {
-      fprintf(stderr, "ppo-bench train: cannot write %s\n", json);
-      return EXIT_RUNTIME;
+  if (status == EXIT_OK) {
+    double per_iteration = (double)cfg.ppo.n_steps * (double)cfg.env.n_envs;
+    double steps = (double)r.iterations * per_iteration;  // this invocation started at 0
+    double sps = steps / r.seconds, rollout_sps = steps / r.rollout_s;
+    double update_sps = steps * (double)cfg.ppo.n_epochs / r.update_s;
+    printf("ppo-bench train: %s (%lld iterations, %.0f steps)\n", config, (long long)r.iterations, steps);
+    printf("  %-28s %12.0f steps/s\n", "end to end", sps);
+    printf("  %-28s %12.0f steps/s   (%.2f s, %.0f %%)\n", "rollout", rollout_sps, r.rollout_s,
+           100.0 * r.rollout_s / r.seconds);
+    printf("  %-28s %12.3f s         (%.1f %%)\n", "GAE", r.gae_s, 100.0 * r.gae_s / r.seconds);
+    printf("  %-28s %12.0f samples/s (%.2f s, %.0f %%)\n", "update", update_sps, r.update_s,
+           100.0 * r.update_s / r.seconds);
+    printf("  %-28s %12.1f MiB\n", "peak RSS", r.peak_rss_bytes / 1048576.0);
+    printf("  %-28s %12.4g\n", "ep_rew_mean at the end", r.ep_rew_mean);
+    if (json && write_result_json(json, config, &r, steps, sps, rollout_sps, update_sps) != 0) {
+      fprintf(stderr, "ppo-bench train: --json: %s\n", error_message());
+      status = EXIT_RUNTIME;
     }
-    JsonWriter w;  // NaN (no episode ended: ep_rew_mean) becomes null, which JSON can read
-    json_init(&w, f);
-    json_object_begin(&w);
-    json_kv_string(&w, "config", config);
-    json_kv_int(&w, "iterations", r.iterations);
-    json_kv_number(&w, "timesteps", steps);
-    json_kv_number(&w, "seconds", r.seconds);
-    json_kv_number(&w, "sps", sps);
-    json_kv_number(&w, "rollout_s", r.rollout_s);
-    json_kv_number(&w, "gae_s", r.gae_s);
-    json_kv_number(&w, "update_s", r.update_s);
-    json_kv_number(&w, "rollout_sps", rollout_sps);
-    json_kv_number(&w, "update_samples_per_s", update_sps);
-    json_kv_number(&w, "peak_rss_bytes", r.peak_rss_bytes);
-    json_kv_number(&w, "ep_rew_mean", r.ep_rew_mean);
-    json_object_end(&w);
-    json_finish(&w);
-    fclose(f);
   }
-  if (!keep) {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "ppo-bench train: could not remove %s\n", dir);
-  } else {
+  // The temporary tree goes on every path from here: a failed run leaves its files there too.
+  if (keep)
     printf("  run directory kept: %s\n", run_dir);
-  }
-  return EXIT_OK;
+  else
+    bench_remove_tree(dir);
+  return status;
 }
