@@ -12,12 +12,15 @@
 // Trading: the same for N trading envs on the file's market (window 32, the 16 default features,
 // discrete3, default costs, 2048-bar episodes), random levels every step (a trade on two steps in
 // three: the costly path). Its memory row gives the shared market (bars + feature matrix, one copy),
-// the VecEnv (states, logs) and the per-env state.
+// the VecEnv (states, logs) and the per-env state. The market is loaded before the CartPole rows, so
+// that a bad --data is refused (exit 2) before anything is timed.
 // --json FILE appends JSON lines {name, backend, precision, shape, value, unit}, as ppo-bench does; every
 // row, with its range, also goes to bench_report (`ppo-bench all`).
 // Issue targets: at least 20 M CartPole steps/s per core; at least 8.5 M trading steps/s for 32 envs on
 // 2 threads; market data resident once (adding envs costs a few KiB at most).
+#include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,54 +152,84 @@ static double run_serial(void *context, long steps, uint64_t *t) {
   return timer_since(t0);
 }
 
+#define ENVS_USAGE "usage: ppo-bench envs [--envs 1..64] [--steps S>=5] [--repeats 1..1000] [--data FILE] [--json FILE]"
+
+// Options as "--opt VALUE" or "--opt=VALUE" (apps/cli.h). 0, or -1 and the error message naming the
+// option (and the value) that was refused.
 static int parse_options(int argc, char **argv, BenchOptions *o) {
   *o = (BenchOptions){.num_envs = 32, .steps = 100000, .repeats = 7, .data_path = PPO_SOURCE_DIR "/data/XAUUSD_1H.h5"};
   for (int a = 1; a < argc; a++) {
-    const char *opt = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+    const char *opt = argv[a];
     long long n = 0;
-    int envs = strcmp(opt, "--envs") == 0, steps = strcmp(opt, "--steps") == 0, reps = strcmp(opt, "--repeats") == 0;
-    if (envs || steps || reps) {
+    bool envs = cli_is_option(opt, "--envs"), steps = cli_is_option(opt, "--steps"),
+         reps = cli_is_option(opt, "--repeats"), data = cli_is_option(opt, "--data"),
+         json = cli_is_option(opt, "--json");
+    if (!envs && !steps && !reps && !data && !json) {
+      error_set(opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
+      return -1;
+    }
+    const char *name = envs ? "--envs" : steps ? "--steps" : reps ? "--repeats" : data ? "--data" : "--json";
+    const char *v = cli_option_value(argc, argv, &a, name);
+    if (!v) {
+      error_set("%s needs a value", name);
+      return -1;
+    }
+    if (data) {
+      o->data_path = v;
+    } else if (json) {
+      o->json_path = v;
+    } else {
       long long lo = steps ? 5 : 1, hi = envs ? TRADING_MAX_ENVS : steps ? LONG_MAX : 1000;
       if (!cli_parse_integer(v, lo, hi, &n)) {
-        error_set("%s '%s': a whole number in %lld .. %lld allowed", opt, v ? v : "", lo, hi);
+        error_set("%s '%s': a whole number in %lld .. %lld allowed", name, v, lo, hi);
         return -1;
       }
       if (envs) o->num_envs = (int)n;
       if (steps) o->steps = n;
       if (reps) o->repeats = (int)n;
-    } else if (strcmp(opt, "--data") == 0 && v) {
-      o->data_path = v;
-    } else if (strcmp(opt, "--json") == 0 && v) {
-      o->json_path = v;
-    } else {
-      error_set(
-          "%s: unknown option or missing value (usage: ppo-bench envs [--envs 1..%d] [--steps S>=5] [--repeats R>=1] "
-          "[--data FILE] [--json FILE])",
-          opt, TRADING_MAX_ENVS);
-      return -1;
     }
-    a++;
   }
   return 0;
 }
 
-// The trading rows: N envs on the market at o->data_path, 1 and 2 threads; S/5 vector steps a run.
-static int bench_trading(const BenchOptions *o, FILE *json) {
-  MarketData *data = market_data_load(o->data_path);
-  if (!data) return -1;
-  FeatureParams fp = features_params_default();
-  if (features_params_resolve(&fp, data) != 0) {
-    market_data_free(data);
-    return -1;
-  }
-  Features *features = features_compute(data, &fp);
-  TradingParams params = trading_params_default();
+// The trading env's market: the file's bars, the default features and trading parameters.
+typedef struct {
+  MarketData *data;
+  Features *features;
   TradingContext context;
-  if (trading_context_init(&context, data, features, &params) != 0) {
-    features_free(features), market_data_free(data);
+} TradingMarket;
+
+static void trading_market_free(TradingMarket *m) {
+  features_free(m->features), market_data_free(m->data);
+  m->features = NULL, m->data = NULL;
+}
+
+// Loads the market at path. Done before any row runs, so that a bad --data is said at once (it was
+// found after the CartPole rows). 0, or -1 and the error message (nothing held).
+static int trading_market_load(TradingMarket *m, const char *path) {
+  memset(m, 0, sizeof *m);
+  if (!(m->data = market_data_load(path))) return -1;
+  FeatureParams fp = features_params_default();
+  if (features_params_resolve(&fp, m->data) != 0) {
+    trading_market_free(m);
     return -1;
   }
-  const int n = o->num_envs, obs_dim = context.obs_dim;
+  TradingParams params = trading_params_default();
+  if (!(m->features = features_compute(m->data, &fp)) ||
+      trading_context_init(&m->context, m->data, m->features, &params) != 0) {
+    trading_market_free(m);
+    return -1;
+  }
+  return 0;
+}
+
+// The trading rows: N envs on the market (loaded from o->data_path), 1 and 2 threads; S/5 vector
+// steps a run. 0, or -1 and the error message.
+static int bench_trading(const BenchOptions *o, TradingMarket *market, FILE *json) {
+  const MarketData *data = market->data;
+  const Features *features = market->features;
+  TradingContext *context = &market->context;  // (shared by every env, read only)
+  const int n = o->num_envs, obs_dim = context->obs_dim;
   size_t market_bytes = features->bytes + (size_t)data->rows * (sizeof(int64_t) + 13 * sizeof(double));
   BenchOptions to = *o;
   to.steps = o->steps / 5;
@@ -208,19 +241,18 @@ static int bench_trading(const BenchOptions *o, FILE *json) {
   printf(
       "\nTrading env on %s (%s, %lld bars), window %d x %d features + %d agent state = obs %d floats, %d envs,\n"
       "random discrete3 levels, default costs, %ld vector steps x %d repeats (median [min, max])\n",
-      data->source, data->symbol, (long long)data->rows, context.window, features->count, TRADING_AGENT_STATE, obs_dim,
+      data->source, data->symbol, (long long)data->rows, context->window, features->count, TRADING_AGENT_STATE, obs_dim,
       n, to.steps, to.repeats);
   printf("%-8s %7s %16s %25s %14s %10s %12s\n", "runner", "threads", "steps/s", "range", "steps/s/thread", "ns/step",
          "vecenv B");
   char shape[128];
   size_t vec_bytes[2] = {0, 0}, state_bytes = 0;
   for (int threads = 1; threads <= 2; threads++) {
-    VecContext vc = {vecenv_init(&trading_kind, NULL, &context, n, BENCH_SEED, 100, threads),
+    VecContext vc = {vecenv_init(&trading_kind, NULL, context, n, BENCH_SEED, 100, threads),
                      {actions, obs, rewards, terminated, truncated, final_obs},
                      trading_actions_fill};
     if (!vc.vec) {
       free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
-      features_free(features), market_data_free(data);
       return -1;
     }
     vecenv_reset(vc.vec, obs);
@@ -232,38 +264,43 @@ static int bench_trading(const BenchOptions *o, FILE *json) {
            hi / 1e6, median / 1e6 / threads, 1e9 / median, vec_bytes[threads - 1]);
     printf("         episodes finished %llu, mean log growth of the last %d: %.4f\n",
            (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec), vecenv_log_mean(vc.vec, 3));
-    snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d", n, threads, context.window,
+    snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d", n, threads, context->window,
              features->count);
     json_line(json, "env_trading_steps_per_s", shape, median, lo, hi, "steps/s", to.repeats);
     vecenv_free(vc.vec);
   }
   // Memory: the market once, plus a VecEnv whose growth per env is its state.
-  VecEnv *twice = vecenv_init(&trading_kind, NULL, &context, 2 * n, BENCH_SEED, 100, 1);
+  VecEnv *twice = vecenv_init(&trading_kind, NULL, context, 2 * n, BENCH_SEED, 100, 1);
   size_t per_env = (vecenv_memory_bytes(twice) - vec_bytes[0]) / (size_t)n;
   vecenv_free(twice);
   printf(
       "memory   shared market %zu B (bars %zu + features %zu, one copy for any N); VecEnv of %d envs %zu B;\n"
       "         per env: state %zu B, %zu B with its slot and logs (measured from %d to %d envs)\n",
       market_bytes, market_bytes - features->bytes, features->bytes, n, vec_bytes[0], state_bytes, per_env, n, 2 * n);
-  snprintf(shape, sizeof shape, "envs=%d,window=%d,features=%d", n, context.window, features->count);
+  snprintf(shape, sizeof shape, "envs=%d,window=%d,features=%d", n, context->window, features->count);
   bytes_line(json, "env_trading_market_bytes", shape, market_bytes);
   bytes_line(json, "env_trading_vecenv_bytes", shape, vec_bytes[0]);
   bytes_line(json, "env_trading_bytes_per_env", shape, per_env);
   free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
-  features_free(features), market_data_free(data);
   return 0;
 }
 
 int bench_envs_main(int argc, char **argv) {
   BenchOptions o;
   if (parse_options(argc, argv, &o) != 0) {
-    fprintf(stderr, "ppo-bench envs: %s\n", error_message());
+    fprintf(stderr, "ppo-bench envs: %s\n%s\n", error_message(), ENVS_USAGE);
     return EXIT_BAD_INPUT;
   }
+  TradingMarket market;
+  if (trading_market_load(&market, o.data_path) != 0)
+    return cli_bad_value("ppo-bench envs", "--data", o.data_path, error_message());
   FILE *json = NULL;
   if (o.json_path && !(json = fopen(o.json_path, "a"))) {
-    fprintf(stderr, "ppo-bench envs: cannot open %s for appending\n", o.json_path);
-    return EXIT_BAD_INPUT;
+    char why[128];  // the file is appended to: a JSON object per line
+    snprintf(why, sizeof why, "cannot open it for appending: %s", strerror(errno));
+    int status = cli_bad_value("ppo-bench envs", "--json", o.json_path, why);
+    trading_market_free(&market);
+    return status;
   }
   const int n = o.num_envs;
   char shape[64];
@@ -301,7 +338,9 @@ int bench_envs_main(int argc, char **argv) {
                      actions_fill};
     if (!vc.vec) {
       fprintf(stderr, "ppo-bench envs: %s\n", error_message());
-      return EXIT_BAD_INPUT;
+      trading_market_free(&market);
+      if (json) fclose(json);
+      return EXIT_RUNTIME;
     }
     vecenv_reset(vc.vec, obs);
     bench_repeat(run_vecenv, &vc, &o, &median, &lo, &hi);
@@ -316,10 +355,11 @@ int bench_envs_main(int argc, char **argv) {
   }
   free(actions), free(obs), free(final_obs), free(rewards), free(log), free(terminated), free(truncated);
   int status = EXIT_OK;
-  if (bench_trading(&o, json) != 0) {
+  if (bench_trading(&o, &market, json) != 0) {  // the market was checked above: what fails here is the run's
     fprintf(stderr, "ppo-bench envs: trading env: %s\n", error_message());
-    status = EXIT_BAD_INPUT;
+    status = EXIT_RUNTIME;
   }
+  trading_market_free(&market);
   if (json && fclose(json) != 0) {
     fprintf(stderr, "ppo-bench envs: write error on %s\n", o.json_path);
     status = EXIT_RUNTIME;

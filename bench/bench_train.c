@@ -34,6 +34,14 @@ static int train_usage(void) {
   return EXIT_BAD_INPUT;
 }
 
+// "ppo-bench train: <what was wrong>", then the usage; returns EXIT_BAD_INPUT.
+static int train_usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "ppo-bench train: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  return train_usage();
+}
+
 // Can --json's file be made where it is named? Checked before the run, so that a typo costs
 // seconds, not the whole run: the path must not name a directory, and its temporary file (see
 // atomic_file.h) is created and removed at once, the one test that also holds for root and for
@@ -90,28 +98,35 @@ int bench_train_main(int argc, char **argv) {
   int n_sets = 0, keep = 0;
   long long iterations = 0;
   if (!sets) return EXIT_RUNTIME;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-      config = argv[++i];
-    else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc)
-      sets[n_sets++] = argv[++i];
-    else if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
-      if (!cli_parse_integer(argv[++i], 1, LLONG_MAX, &iterations)) {
-        free(sets);
-        return cli_bad_value("ppo-bench train", "--iterations", argv[i], "a whole number of at least 1 allowed");
-      }
-    } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-      json = argv[++i];
-    else if (strcmp(argv[i], "--keep") == 0)
+  int status = EXIT_OK;
+  for (int i = 1; i < argc && status == EXIT_OK; i++) {  // "--opt VALUE" or "--opt=VALUE" (apps/cli.h)
+    const char *arg = argv[i], *v;
+    if (strcmp(arg, "--keep") == 0) {
       keep = 1;
-    else {
-      free(sets);
-      return train_usage();
+      continue;
     }
+    const char *name = cli_is_option(arg, "--config")       ? "--config"
+                       : cli_is_option(arg, "--set")        ? "--set"
+                       : cli_is_option(arg, "--iterations") ? "--iterations"
+                       : cli_is_option(arg, "--json")       ? "--json"
+                                                            : NULL;
+    if (!name)
+      status = train_usage_error(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
+    else if (!(v = cli_option_value(argc, argv, &i, name)))
+      status = train_usage_error("%s needs a value", name);
+    else if (strcmp(name, "--config") == 0)
+      config = v;
+    else if (strcmp(name, "--set") == 0)
+      sets[n_sets++] = v;
+    else if (strcmp(name, "--json") == 0)
+      json = v;
+    else if (!cli_parse_integer(v, 1, LLONG_MAX, &iterations))
+      status = cli_bad_value("ppo-bench train", "--iterations", v, "a whole number of at least 1 allowed");
   }
-  if (!config) {
+  if (status == EXIT_OK && !config) status = train_usage_error("%s", "missing --config CONFIG.ini");
+  if (status != EXIT_OK) {
     free(sets);
-    return train_usage();
+    return status;
   }
   Config cfg;
   if (config_load(&cfg, config, n_sets, sets) != 0) {
@@ -142,7 +157,7 @@ int bench_train_main(int argc, char **argv) {
                          .max_iterations = iterations,
                          .quiet = true};
   TrainRunResult r;
-  int status = train_run(&opt, &r);
+  status = train_run(&opt, &r);
   free(sets);
   if (status == EXIT_OK) {
     double per_iteration = (double)cfg.ppo.n_steps * (double)cfg.env.n_envs;

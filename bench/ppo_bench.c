@@ -18,6 +18,7 @@
 // bench/torch_reference.py --omp spin runs PyTorch the same way. `ppo-bench all` (bench_all.c) runs
 // under the same setting and collects every row through bench_report.
 // Exit status: 0, 1 when a check fails, 2 on bad usage.
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -364,37 +365,48 @@ static int usage_to(FILE *out, int status) {
 
 static int usage(void) { return usage_to(stderr, EXIT_BAD_INPUT); }
 
-static int parse_list(const char *text, int *out, int max) {
-  int n = 0;
-  const char *p = text;
-  while (*p && n < max) {
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (end == p || v < 1 || v > 65536) return -1;
-    out[n++] = (int)v;
-    if (*end == ',')
-      end++;
-    else if (*end)
-      return -1;
-    p = end;
-  }
-  return *p ? -1 : n;
+// "ppo-bench backend: <what was wrong>", then the usage; returns EXIT_BAD_INPUT.
+static int backend_usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "ppo-bench backend: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n");
+  return usage();
 }
 
+// "64,64": 1 to max whole numbers in 1 .. 65536, separated by single commas. The count, or -1 for
+// anything else: an empty item ("64,,64", "64,", ",64"), a sign, a space, a number out of range.
+static int parse_list(const char *text, int *out, int max) {
+  int n = 0;
+  for (const char *p = text;; p++) {
+    long long v;
+    size_t len = strcspn(p, ",");
+    char item[16];
+    if (len == 0 || len >= sizeof item || n == max) return -1;
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (item[0] < '0' || item[0] > '9' || !cli_parse_integer(item, 1, 65536, &v)) return -1;
+    out[n++] = (int)v;
+    p += len;
+    if (*p == '\0') return n;
+  }
+}
+
+// "all", or 1 to 3 of fp32, fp16, bf16 separated by single commas (an empty item is refused).
 static int parse_precisions(const char *text, BenchOptions *o) {
   o->n_precisions = 0;
   if (strcmp(text, "all") == 0) text = "fp32,bf16,fp16";
-  char buf[64];
-  snprintf(buf, sizeof buf, "%s", text);
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    int dt = strcmp(tok, "fp32") == 0   ? NN_F32
-             : strcmp(tok, "fp16") == 0 ? NN_F16
-             : strcmp(tok, "bf16") == 0 ? NN_BF16
-                                        : -1;
+  for (const char *p = text;; p++) {
+    size_t len = strcspn(p, ",");
+    int dt = len != 4                     ? -1
+             : strncmp(p, "fp32", 4) == 0 ? NN_F32
+             : strncmp(p, "fp16", 4) == 0 ? NN_F16
+             : strncmp(p, "bf16", 4) == 0 ? NN_BF16
+                                          : -1;
     if (dt < 0 || o->n_precisions == 3) return -1;
     o->precisions[o->n_precisions++] = dt;
+    p += len;
+    if (*p == '\0') return 0;
   }
-  return o->n_precisions ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -405,7 +417,11 @@ int main(int argc, char **argv) {
   // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).
   if (argc >= 2 && strcmp(argv[1], "train") == 0) return bench_train_main(argc - 1, argv + 1);
   int all = argc >= 2 && strcmp(argv[1], "all") == 0;
-  if (argc < 2 || (!all && strcmp(argv[1], "backend") != 0)) return usage();
+  if (argc < 2) return usage();
+  if (!all && strcmp(argv[1], "backend") != 0) {
+    fprintf(stderr, "ppo-bench: unknown command '%s' (backend, envs, train and all are)\n\n", argv[1]);
+    return usage();
+  }
   // backend and all: GOMP_SPINCOUNT=10000 (see the top of this file); `all` says so in its JSON.
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {  // libgomp reads them when it loads
     CHECK_ERRNO(setenv("GOMP_SPINCOUNT", "10000", 1) == 0, "setenv");
@@ -420,14 +436,20 @@ int bench_backend_main(int argc, char **argv) {
   BenchOptions opt = {
       .backend = "cpu", .obs = 24, .actions = 3, .n_hidden = 3, .hidden = {2048, 1024, 512}, .repeats = 7};
   parse_precisions("all", &opt);
+  static const char *const options[] = {"--backend", "--precision", "--obs", "--actions",
+                                        "--repeats", "--hidden",    "--json"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) return usage();
+    const char *a = NULL, *v;
+    for (size_t k = 0; k < sizeof options / sizeof options[0] && !a; k++)
+      if (cli_is_option(argv[i], options[k])) a = options[k];
+    if (!a) return backend_usage_error(argv[i][0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", argv[i]);
+    if (!(v = cli_option_value(argc, argv, &i, a))) return backend_usage_error("%s needs a value", a);
     if (strcmp(a, "--backend") == 0)
       opt.backend = v;
     else if (strcmp(a, "--precision") == 0) {
       if (parse_precisions(v, &opt))
-        return cli_bad_value("ppo-bench backend", a, v, "all, or fp32, fp16, bf16 separated by commas, allowed");
+        return cli_bad_value("ppo-bench backend", a, v,
+                             "all, or one to three of fp32, fp16, bf16 separated by single commas, allowed");
     } else if (strcmp(a, "--obs") == 0 || strcmp(a, "--actions") == 0 || strcmp(a, "--repeats") == 0) {
       int *dst = strcmp(a, "--obs") == 0 ? &opt.obs : strcmp(a, "--actions") == 0 ? &opt.actions : &opt.repeats;
       long long n, lo = dst == &opt.actions ? 2 : 1;  // a categorical head needs two actions
@@ -438,19 +460,22 @@ int bench_backend_main(int argc, char **argv) {
     } else if (strcmp(a, "--hidden") == 0) {
       if ((opt.n_hidden = parse_list(v, opt.hidden, NN_MAX_LINEAR - 1)) < 1)
         return cli_bad_value("ppo-bench backend", a, v,
-                             "1 to 8 comma-separated layer widths, each 1 .. 65536, allowed");
-    } else if (strcmp(a, "--json") == 0)
+                             "1 to 8 layer widths, each 1 .. 65536, separated by single commas, allowed");
+    } else
       opt.json = v;
-    else
-      return usage();
-    i++;
   }
   Backend *b = backend_open(opt.backend);
   if (!b) return fprintf(stderr, "ppo-bench: %s\n", error_message()), EXIT_BAD_INPUT;
   backend_label = backend_name(b);
   if (opt.json) {
     json_file = fopen(opt.json, "a");
-    if (!json_file) return fprintf(stderr, "ppo-bench: cannot open %s\n", opt.json), EXIT_BAD_INPUT;
+    if (!json_file) {
+      char why[128];  // the file is appended to: a JSON object per line
+      snprintf(why, sizeof why, "cannot open it for appending: %s", strerror(errno));
+      int status = cli_bad_value("ppo-bench backend", "--json", opt.json, why);
+      backend_close(b);
+      return status;
+    }
   }
   double load[3] = {0};
   FILE *la = fopen("/proc/loadavg", "r");

@@ -37,6 +37,25 @@ expect "--iterations 'abc': a whole number of at least 1" "$bin/ppo-bench" train
 expect "--steps '3': a whole number in 5 .." "$bin/ppo-bench" envs --steps 3
 expect "--envs '1e3'" "$bin/ppo-bench" envs --envs 1e3
 expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats 65
+# ppo-bench names an unknown option, a missing value and an empty list item (it printed only the usage
+# text, and took '64,' and 'fp32,,fp16').
+expect "unknown option '--obz'" "$bin/ppo-bench" backend --obz 5
+expect "--json needs a value" "$bin/ppo-bench" backend --json
+expect "--json '/nonexistent/b.json': cannot open it for appending: No such file" "$bin/ppo-bench" backend --json /nonexistent/b.json
+expect "--hidden '64,'" "$bin/ppo-bench" backend --hidden 64,
+expect "--precision 'fp32,,fp16'" "$bin/ppo-bench" backend --precision fp32,,fp16
+expect "--precision 'fp32,'" "$bin/ppo-bench" backend --precision fp32,
+expect "unknown command 'bakcend'" "$bin/ppo-bench" bakcend
+expect "unknown option '--cfg'" "$bin/ppo-bench" train --cfg x.ini
+expect "--iterations needs a value" "$bin/ppo-bench" train --config configs/cartpole.ini --iterations
+expect "missing --config" "$bin/ppo-bench" train --json x.json
+expect "unknown option '--dta'" "$bin/ppo-bench" envs --dta x.h5
+expect "--json needs a value" "$bin/ppo-bench" envs --json
+expect "--json '/nonexistent/e.json': cannot open it for appending" "$bin/ppo-bench" envs --json /nonexistent/e.json
+# Refused before any benchmark runs: timeout(1) ends the old order (the CartPole rows, or the whole
+# training run, first) with status 124.
+expect "--data 'none.h5': none.h5: cannot open" timeout 20 "$bin/ppo-bench" envs --data none.h5 --steps 1000000000000
+expect "--json '/nonexistent/t.json': cannot create a file there" timeout 20 "$bin/ppo-bench" train --config configs/cartpole.ini --set run.total_timesteps=100000000 --json /nonexistent/t.json
 expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone /etc/passwd
 # Outputs that cannot be written are refused before the input is read (they exited 1 after it).
 expect "OUTPUT.h5 'data' is a directory" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data
