@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench_all.h"
 #include "build_info.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/gnuplot.h"
 #include "common/json_writer.h"
 #include "ppo/trainer.h"
 
@@ -39,13 +39,15 @@ static double param_number(const char *params, const char *key) {
   return NAN;
 }
 
-// Writes <png>.gp (gnuplot; data inline) and runs gnuplot in the PNG's directory. The body writes the
-// data blocks and plot commands after the terminal lines.
+// Writes <png>.gp (gnuplot; data inline) and runs gnuplot in the PNG's directory into a temporary
+// name, renamed into place (common/gnuplot.h). The body writes the data blocks and plot commands after
+// the terminal lines. On any failure a warning, and no PNG of that name (an older one would not match
+// this run's results).
 typedef void (*PlotBody)(FILE *out, const ResultList *list, const void *arg);
 
 static int plot_write(PlotList *plots, const char *png, const char *title, PlotBody body, const ResultList *list,
                       const void *arg) {
-  char gp[PATH_CAP_ALL + 8], dir[PATH_CAP_ALL];
+  char gp[PATH_CAP_ALL + 8], dir[PATH_CAP_ALL], png_quoted[2 * PATH_CAP_ALL + 8];
   snprintf(gp, sizeof gp, "%.*s.gp", (int)(strlen(png) - 4), png);
   snprintf(dir, sizeof dir, "%s", png);
   char *slash = strrchr(dir, '/');
@@ -53,39 +55,33 @@ static int plot_write(PlotList *plots, const char *png, const char *title, PlotB
     *slash = '\0';
   else
     snprintf(dir, sizeof dir, ".");
+  gnuplot_quote(png_quoted, sizeof png_quoted, bench_base_name(png));  // --json OUT names it: any character
   AtomicFile af;
   FILE *out = atomic_file_open(&af, gp);
-  if (!out) return fprintf(stderr, "ppo-bench all: %s\n", error_message()), -1;
-  fprintf(out,
-          "# %s: redraw %s with `gnuplot %s` in this directory (written by ppo-bench all).\n"
-          "set terminal pngcairo size 1100,800 noenhanced\n"
-          "set output '.%s.tmp'\n"
-          "set grid\nset key outside right top\n",
-          bench_base_name(gp), bench_base_name(png), bench_base_name(gp), bench_base_name(png));
-  body(out, list, arg);
-  if (atomic_file_commit(&af) != 0) return fprintf(stderr, "ppo-bench all: %s\n", error_message()), -1;
+  if (out) {
+    fprintf(out,
+            "# %s: redraw %s with `gnuplot %s` in this directory (written by ppo-bench all, which sets out).\n"
+            "if (!exists('out')) out = %s\n"
+            "set terminal pngcairo size 1100,800 noenhanced\n"
+            "set output out\n"
+            "set grid\nset key outside right top\n",
+            bench_base_name(gp), bench_base_name(png), bench_base_name(gp), png_quoted);
+    body(out, list, arg);
+  }
+  if (!out || atomic_file_commit(&af) != 0) {
+    fprintf(stderr, "ppo-bench all: %s\n", error_message());
+    unlink(png);
+    return -1;
+  }
   if (plots->count < 8) {
     snprintf(plots->items[plots->count].path, sizeof plots->items[0].path, "%s", png);
     snprintf(plots->items[plots->count].title, sizeof plots->items[0].title, "%s", title);
     plots->count++;
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir) != 0) _exit(127);
-    execlp("gnuplot", "gnuplot", bench_base_name(gp), (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr,
-            "ppo-bench all: warning: no %s: gnuplot %s (apt-get install gnuplot-nox; then run `gnuplot %s` in %s)\n",
-            png, WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed" : "failed", bench_base_name(gp),
-            dir);
+  if (gnuplot_render(dir, bench_base_name(gp), bench_base_name(png)) != 0) {
+    fprintf(stderr, "ppo-bench all: warning: no %s: %s\n", png, error_message());
     return -1;
   }
-  char tmp[PATH_CAP_ALL + 16];
-  snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, bench_base_name(png));
-  if (atomic_file_publish(tmp, png) != 0) return fprintf(stderr, "ppo-bench all: %s\n", error_message()), -1;
   return 0;
 }
 

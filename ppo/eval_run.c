@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -13,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "build_info.h"
 #include "common/atomic_file.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/gnuplot.h"
 #include "common/json_writer.h"
 #include "common/rng.h"
 #include "common/time_utc.h"
@@ -568,7 +567,8 @@ static void trades_csv_fn(FILE *out, const void *arg) { write_trades_csv(out, &(
 static void fills_csv_fn(FILE *out, const void *arg) { write_fills_csv(out, &((const Evaluation *)arg)->passes[0]); }
 
 // equity.gp (kept) and equity.png: gnuplot run in `dir`, the PNG written under a temporary name and
-// renamed. Columns: csv (time in column 1), agent equity column, buy-and-hold column, drawdown column.
+// renamed (common/gnuplot.h). Columns: csv (time in column 1), agent equity column, buy-and-hold
+// column, drawdown column.
 typedef struct {
   const char *csv, *title;
   int equity_col, bh_col, dd_col, bh_dd_col;
@@ -576,9 +576,11 @@ typedef struct {
 
 static void gnuplot_script_fn(FILE *out, const void *arg) {
   const PlotSpec *s = arg;
+  char title[1024];  // the market's symbol comes from the data file: any character, a quote too
+  gnuplot_quote(title, sizeof title, s->title);
   fprintf(out,
           "# equity.gp: redraw equity.png with `gnuplot equity.gp` in this directory (written by ppo-eval).\n"
-          "# ppo-eval itself runs gnuplot -e \"out='.equity.png.tmp'\" equity.gp and renames the result.\n"
+          "# ppo-eval itself runs gnuplot -e \"out='.equity.png.tmp.PID'\" equity.gp and renames the result.\n"
           "if (!exists('out')) out = 'equity.png'\n"
           "set terminal pngcairo size 1280,900 noenhanced\n"
           "set output out\n"
@@ -586,7 +588,7 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
           "set key top left opaque\n"
           "set xdata time\nset timefmt '%%Y-%%m-%%d %%H:%%M'\nset format x '%%Y-%%m'\n"
           "set autoscale xfix\nset grid\n"
-          "set multiplot layout 2,1 title '%s'\n"
+          "set multiplot layout 2,1 title %s\n"
           "set ylabel 'equity (E_0 = 1)'\n"
           "plot '%s' using 1:%d every ::1 with lines lw 1.5 title 'agent (greedy)', '' using 1:%d every ::1 with lines "
           "title 'buy and hold'\n"
@@ -594,34 +596,19 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
           "plot '%s' using 1:(-100*$%d) every ::1 with filledcurves y1=0 fs transparent solid 0.5 title 'agent', "
           "'' using 1:(-100*$%d) every ::1 with lines title 'buy and hold'\n"
           "unset multiplot\n",
-          s->title, s->csv, s->equity_col, s->bh_col, s->csv, s->dd_col, s->bh_dd_col);
+          title, s->csv, s->equity_col, s->bh_col, s->csv, s->dd_col, s->bh_dd_col);
 }
 
+// On any failure a warning, and no equity.png: an older one would not match this run's report.json.
 static void plot(const char *dir, const PlotSpec *spec) {
   if (write_atomic(dir, "equity.gp", gnuplot_script_fn, spec) != 0) {
-    fprintf(stderr, "ppo-eval: warning: %s\n", error_message());
+    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
+    char path[PATH_CAP];
+    if (join_path(path, sizeof path, dir, "equity.png") == 0) unlink(path);
     return;
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir) != 0) _exit(127);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
-    execlp("gnuplot", "gnuplot", "-e", "out='.equity.png.tmp'", "equity.gp", (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr,
-            "ppo-eval: warning: no equity.png: gnuplot %s (apt-get install gnuplot-nox; then run "
-            "`gnuplot equity.gp` in %s)\n",
-            WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed" : "failed", dir);
-    return;
-  }
-  char tmp[PATH_CAP], path[PATH_CAP];
-  snprintf(tmp, sizeof tmp, "%s/.equity.png.tmp", dir);
-  snprintf(path, sizeof path, "%s/equity.png", dir);
-  if (atomic_file_publish(tmp, path) != 0) fprintf(stderr, "ppo-eval: warning: %s\n", error_message());
+  if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
+    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
 }
 
 static void print_summary(FILE *out, const Evaluation *ev) {

@@ -1,4 +1,5 @@
-// test/test_common.c: calendar arithmetic, error messages, logging, atomic files and HDF5 helpers.
+// test/test_common.c: calendar arithmetic, error messages, logging, atomic files, gnuplot runs and HDF5
+// helpers.
 //
 // Calendar values were taken from Python's datetime (UTC), not from this code.
 #include <criterion/criterion.h>
@@ -15,6 +16,7 @@
 #include "common/atomic_file.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/gnuplot.h"
 #include "common/h5io.h"
 #include "common/json_writer.h"
 #include "common/log.h"
@@ -553,4 +555,72 @@ Test(atomic_file, make_directories_creates_parents_and_names_the_failure) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   cr_expect_eq(system(cmd), 0);
+}
+
+Test(gnuplot, quote_doubles_quotes_and_blanks_control_characters) {
+  char out[64];
+  cr_assert(gnuplot_quote(out, sizeof out, "O'NEIL 'A'"));
+  cr_assert_str_eq(out, "'O''NEIL ''A'''");  // gnuplot's escape inside single quotes
+  cr_assert(gnuplot_quote(out, sizeof out, "a\nb\tc"));
+  cr_assert_str_eq(out, "'a b c'");  // a newline would end the command
+  cr_assert(gnuplot_quote(out, sizeof out, ""));
+  cr_assert_str_eq(out, "''");
+  // Cut where it does not fit, never between the two quotes of a pair, and still closed.
+  cr_assert_not(gnuplot_quote(out, 6, "ab'cd"));
+  cr_assert_str_eq(out, "'ab'");
+  cr_assert_not(gnuplot_quote(out, 7, "ab'cd"));
+  cr_assert_str_eq(out, "'ab'''");
+}
+
+// A script that fails after `set output` (gnuplot has made the file by then): no temporary file
+// stays, and an older PNG of the name goes (it would show an earlier run). Without gnuplot the
+// failure is "not installed", with the same clean-up.
+Test(gnuplot, a_failed_run_leaves_no_temporary_file_and_no_older_png) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/plot.gp", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(
+      "if (!exists('out')) out = 'plot.png'\nset terminal pngcairo size 64,64\nset output out\n"
+      "plot no_such_function(x)\n",
+      f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/plot.png", dir);
+  f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("an earlier run's picture", f);
+  fclose(f);
+  cr_assert_eq(gnuplot_render(dir, "plot.gp", "plot.png"), -1);
+  cr_expect(strstr(error_message(), "gnuplot failed") || strstr(error_message(), "gnuplot is not installed"), "%s",
+            error_message());
+  cr_expect_eq(access(path, F_OK), -1, "the older plot.png must go");
+  cr_expect_eq(count_entries(dir), 1, "only plot.gp stays");
+  remove_tree(dir);
+}
+
+// The PNG is drawn under its temporary name and renamed; a quote in the directory, the PNG's name
+// and the title (a market symbol can hold one) is escaped for gnuplot.
+Test(gnuplot, draws_into_a_directory_and_a_name_holding_quotes) {
+  if (system("command -v gnuplot > /dev/null 2>&1") != 0) cr_skip_test("gnuplot is not installed");
+  char dir[64], sub[96], path[160], title[64];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(sub, sizeof sub, "%s/it's", dir);
+  cr_assert_eq(mkdir(sub, 0777), 0);
+  snprintf(path, sizeof path, "%s/o'k.gp", sub);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert(gnuplot_quote(title, sizeof title, "O'NEIL"));
+  fprintf(f, "set terminal pngcairo size 320,240\nset output out\nset title %s\nplot x\n", title);
+  fclose(f);
+  cr_assert_eq(gnuplot_render(sub, "o'k.gp", "o'k.png"), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/o'k.png", sub);
+  char head[9] = {0};
+  f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s expected", path);
+  cr_assert_eq(fread(head, 1, 8, f), 8);
+  fclose(f);
+  cr_expect(memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0, "a PNG file");
+  cr_expect_eq(count_entries(sub), 2, "o'k.gp and o'k.png, no temporary file");
+  remove_tree(dir);
 }
