@@ -276,7 +276,15 @@ int64_t market_data_bar_seconds(const int64_t *ts, int64_t rows) {
 
 int market_data_validate(MarketData *data, const char *where) {
   char reason[512], when[40], before[40];
+  // Years 0000-9999, what a CSV's four-digit years can say: an HDF5 file's int64 seconds could
+  // hold anything, and differences of such values overflow.
+  const int64_t ts_lo = utc_days_from_civil(0, 1, 1) * 86400, ts_hi = utc_days_from_civil(10000, 1, 1) * 86400 - 1;
   for (int64_t i = 0; i < data->rows; i++) {
+    if (data->ts[i] < ts_lo || data->ts[i] > ts_hi) {
+      error_set("%s: row %lld: timestamp %lld seconds since 1970 (allowed: %lld .. %lld, the years 0000 to 9999)",
+                where, (long long)i, (long long)data->ts[i], (long long)ts_lo, (long long)ts_hi);
+      return -1;
+    }
     MarketBar bar;
     market_bar_get(data, i, &bar);
     if (market_bar_check(&bar, data->has_bid_ask, data->has_volume, true, reason, sizeof reason)) {

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/h5io.h"
+#include "common/host_memory.h"
 #include "envs/market_data_impl.h"
 
 // Deflate level 6 with a Fletcher32 checksum per chunk: a changed byte is refused on load, naming
@@ -128,6 +129,12 @@ static int read_all(hid_t file, const char *path, MarketData **out) {
           (long long)rows);
       return -1;
     }
+  }
+  size_t available, total;  // a rows attribute no machine could hold is the file's fault: exit 2
+  if (host_memory_info(&available, &total) == 0 && market_data_bytes(rows) > total) {
+    error_set("%s: /bars attribute rows = %lld would need %.1f GiB, more than this machine's %.1f GiB", path,
+              (long long)rows, (double)market_data_bytes(rows) / 1073741824.0, (double)total / 1073741824.0);
+    return -1;
   }
   MarketData *data = market_data_new(rows);
   *out = data;

@@ -689,6 +689,49 @@ Test(market_data, damaged_h5_is_refused_naming_the_damage) {
   free(dir);
 }
 
+// A /bars rows attribute larger than any machine's memory (its chunked datasets declared that long,
+// no chunk written) is refused as the file's fault before the allocation (it exited 1 there); a
+// timestamp outside the years 0000-9999 is refused by name (their differences could overflow).
+Test(market_data, h5_of_impossible_size_or_time_is_refused) {
+  char *dir = make_temp_dir();
+  MarketData *d = small_data();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/huge.h5", dir);
+  cr_assert_eq(market_data_save_h5(d, path), 0, "%s", error_message());
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert_geq(f, 0);
+  const hsize_t huge = (hsize_t)1e11, chunk = 4096;
+  const char *names[] = {"bars/ts", "bars/open", "bars/high", "bars/low", "bars/close", "bars/volume"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    if (H5Lexists(f, names[k], H5P_DEFAULT) <= 0) continue;
+    hid_t old = H5Dopen2(f, names[k], H5P_DEFAULT), type = H5Dget_type(old);
+    H5Dclose(old);
+    cr_assert_geq(H5Ldelete(f, names[k], H5P_DEFAULT), 0);
+    hid_t space = H5Screate_simple(1, &huge, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    hid_t ds = H5Dcreate2(f, names[k], type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    cr_assert_geq(ds, 0, "%s", names[k]);
+    H5Dclose(ds), H5Pclose(dcpl), H5Sclose(space), H5Tclose(type);
+  }
+  cr_assert_geq(H5Adelete_by_name(f, "bars", "rows", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert_eq(h5io_attr_write_int64(f, "bars", "rows", (int64_t)huge), 0, "%s", error_message());
+  H5Fclose(f);
+  MarketData *got = market_data_load_h5(path);
+  cr_expect_null(got);
+  market_data_free(got);
+  cr_expect(strstr(error_message(), "huge.h5: /bars attribute rows = 100000000000 would need"), "%s", error_message());
+
+  d->ts[0] = -9000000000000000000LL;
+  cr_expect_eq(market_data_validate(d, "mem"), -1);
+  cr_expect(strstr(error_message(), "mem: row 0: timestamp -9000000000000000000 seconds since 1970 (allowed: "), "%s",
+            error_message());
+  market_data_free(d);
+  remove_tree(dir);
+  free(dir);
+}
+
 Test(market_data, validate_bid_ask_rules) {
   MarketData *d = market_data_new(2);
   d->has_bid_ask = true;
