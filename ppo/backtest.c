@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "common/rng.h"
 #include "envs/features.h"
 
@@ -332,6 +333,19 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
           backtest_strategy_name(specs[k].strategy));
       goto done;
     }
+  // Every pass keeps its per-step arrays (equity, costs, fills, trades) for the report: refused
+  // up front when they could not fit this machine's memory (ppo-eval --random-seeds 1000000).
+  size_t available, total;
+  const double step_bytes =
+                   (double)(sizeof(int64_t) + 9 * sizeof(double) + 2 * sizeof(BacktestFill) + 2 * sizeof(ReportTrade)),
+               need = (double)n * (double)(c0->eval_end - c0->eval_start + 1) * step_bytes;
+  if (host_memory_info(&available, &total) == 0 && need > (double)available) {
+    error_set(
+        "backtest: %d passes of %lld steps would need %.1f GiB, more than the %.1f GiB of memory available "
+        "(fewer passes: ppo-eval --seeds, --random-seeds)",
+        n, (long long)(c0->eval_end - c0->eval_start), need / 1073741824.0, (double)available / 1073741824.0);
+    goto done;
+  }
   if (agents > 0) {
     Policy *pol = setup->policy;
     if (pol->spec.obs_dim != O) {

@@ -702,15 +702,22 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return status;
   }
-  // An output directory that cannot be made is bad input, found before the backtest runs.
-  if (make_directories(dir) != 0) {
-    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
+  // An output directory that cannot be made is bad input: a file in its place is found before the
+  // backtest runs (nothing is created for a run that may still be refused), the rest after it.
+  struct stat st;
+  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "ppo-eval: %s: exists and is not a directory (%s)\n", dir,
+            o->out_dir ? "--out" : "the default output directory");
     return EXIT_BAD_INPUT;
   }
   status = evaluation_run(ev, o);
   if (status != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return status;
+  }
+  if (make_directories(dir) != 0) {
+    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
+    return EXIT_BAD_INPUT;
   }
   if (write_outputs(ev, checkpoint, o, dir) != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
