@@ -73,14 +73,14 @@ static int plot_write(PlotList *plots, const char *png, const char *title, PlotB
     unlink(png);
     return -1;
   }
-  if (plots->count < 8) {
-    snprintf(plots->items[plots->count].path, sizeof plots->items[0].path, "%s", png);
-    snprintf(plots->items[plots->count].title, sizeof plots->items[0].title, "%s", title);
-    plots->count++;
-  }
   if (gnuplot_render(dir, bench_base_name(gp), bench_base_name(png)) != 0) {
     fprintf(stderr, "ppo-bench all: warning: no %s: %s\n", png, error_message());
     return -1;
+  }
+  if (plots->count < 8) {  // the JSON and markdown list only the PNGs drawn (the script stays either way)
+    snprintf(plots->items[plots->count].path, sizeof plots->items[0].path, "%s", png);
+    snprintf(plots->items[plots->count].title, sizeof plots->items[0].title, "%s", title);
+    plots->count++;
   }
   return 0;
 }
