@@ -106,11 +106,13 @@ static double run_vecenv(void *context, long steps, uint64_t *t) {
 // Appends one JSON line to --json (the median) and hands the row to the result sink (`ppo-bench all`).
 static void json_line(FILE *json, const char *name, const char *shape, double value, double lo, double hi,
                       const char *unit, int repeats) {
-  if (json)
+  if (json) {  // flushed line by line: a run killed later leaves whole lines behind
     fprintf(json,
             "{\"name\": \"%s\", \"backend\": \"cpu\", \"precision\": \"-\", \"shape\": \"%s\", "
             "\"value\": %.6g, \"unit\": \"%s\"}\n",
             name, shape, value, unit);
+    fflush(json);  // an error stays in the stream: fclose reports it
+  }
   bench_report(&(BenchResult){.name = name,
                               .backend = "-",
                               .precision = "-",

@@ -52,11 +52,13 @@ static const char *backend_label;
 static void emit(const char *name, const char *precision, const char *shape, double value, double lo, double hi,
                  const char *unit, int repeats) {
   printf("  %-26s %-6s %-18s %12.1f %s  [%.1f, %.1f]\n", name, precision, shape, value, unit, lo, hi);
-  if (json_file)
+  if (json_file) {  // flushed line by line: a run killed later leaves whole lines behind
     fprintf(json_file,
             "{\"name\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"shape\": \"%s\", \"value\": %.6g, "
             "\"unit\": \"%s\"}\n",
             name, backend_label, precision, shape, value, unit);
+    if (fflush(json_file) != 0) fprintf(stderr, "ppo-bench backend: write error on --json: %s\n", strerror(errno));
+  }
   char params[96];
   snprintf(params, sizeof params, "shape=%s", shape);
   bench_report(&(BenchResult){.name = name,
@@ -524,7 +526,10 @@ int bench_backend_main(int argc, char **argv) {
     rc |= bench_policy(b, &opt, dt);
     printf("\n");
   }
-  if (json_file) fclose(json_file);
+  if (json_file && fclose(json_file) != 0) {
+    fprintf(stderr, "ppo-bench backend: write error on --json: %s\n", strerror(errno));
+    rc = -1;
+  }
   json_file = NULL;
   backend_close(b);
   return rc ? EXIT_RUNTIME : EXIT_OK;
