@@ -111,7 +111,7 @@ static void json_line(FILE *json, const char *name, const char *shape, double va
             "{\"name\": \"%s\", \"backend\": \"cpu\", \"precision\": \"-\", \"shape\": \"%s\", "
             "\"value\": %.6g, \"unit\": \"%s\"}\n",
             name, shape, value, unit);
-    fflush(json);  // an error stays in the stream: fclose reports it
+    fflush(json);  // a failure sets the stream's error flag, read at the close
   }
   bench_report(&(BenchResult){.name = name,
                               .backend = "-",
@@ -206,8 +206,8 @@ static void trading_market_free(TradingMarket *m) {
   m->features = NULL, m->data = NULL;
 }
 
-// Loads the market at path. Done before any row runs, so that a bad --data is said at once (it was
-// found after the CartPole rows). 0, or -1 and the error message (nothing held).
+// Loads the market at path. Done before any row runs, so that a bad --data is said at once. 0, or
+// -1 and the error message (nothing held).
 static int trading_market_load(TradingMarket *m, const char *path) {
   memset(m, 0, sizeof *m);
   if (!(m->data = market_data_load(path))) return -1;
@@ -362,7 +362,7 @@ int bench_envs_main(int argc, char **argv) {
     status = EXIT_RUNTIME;
   }
   trading_market_free(&market);
-  if (json && fclose(json) != 0) {
+  if (json && (ferror(json) | fclose(json)) != 0) {  // a failed flush drops its bytes: only ferror still knows
     fprintf(stderr, "ppo-bench envs: write error on %s\n", o.json_path);
     status = EXIT_RUNTIME;
   }
