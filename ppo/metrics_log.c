@@ -206,6 +206,12 @@ int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsEx
   return write_h5(log);
 }
 
+int metrics_log_settle(MetricsLog *log) {
+  if (log->csv) return 0;
+  if (rewrite_csv(log) != 0) return -1;
+  return write_h5(log);
+}
+
 void metrics_log_close(MetricsLog *log) {
   if (log->csv) fclose(log->csv);
   free(log->table);

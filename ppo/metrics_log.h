@@ -7,8 +7,9 @@
 // The table is held in memory for metrics.h5, sized at open for the whole run (`capacity` rows),
 // so appending never allocates. Resuming keeps the rows of the iterations up to the checkpoint's
 // (read back from metrics.csv) and drops later ones, which the resumed run recomputes: both files
-// are rewritten at the resumed run's first row, not at open, so a run resumed from an older
-// checkpoint that ends before its first row (killed, stopped) leaves them as they were.
+// are rewritten at the resumed run's first row or first checkpoint past the resumed iteration
+// (metrics_log_settle), whichever comes first, not at open: a run resumed from an older checkpoint
+// that ends before either (killed, stopped) leaves them as they were.
 // Depends on ppo/trainer.h (TrainStats), common/h5io.h.
 #ifndef PPO_METRICS_LOG_H
 #define PPO_METRICS_LOG_H
@@ -23,7 +24,7 @@
 
 typedef struct {
   char csv_path[1100], h5_path[1100];
-  FILE *csv;  // NULL until a resumed run's first row rewrites the file
+  FILE *csv;  // NULL until a resumed run's first row (or metrics_log_settle) rewrites the file
   int n_columns;
   char names[METRICS_MAX_COLUMNS][48];  // "time/iterations", ...
   int64_t capacity, rows;
@@ -47,6 +48,9 @@ typedef struct {
 int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
                      int64_t capacity, int64_t keep_iterations);
 int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsExtra *extra);  // 0, or -1 + message
+// A resumed run's files rewritten now with the rows kept so far, if no row has done it yet: before
+// a checkpoint past the resumed iteration, which a later resume keeps the rows up to. 0, or -1 + message.
+int metrics_log_settle(MetricsLog *log);
 void metrics_log_close(MetricsLog *log);
 
 #endif

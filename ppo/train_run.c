@@ -724,10 +724,11 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     if (new_best) {
       snprintf(path, sizeof path, "%s/best.h5", run_dir);
       CheckpointBest record = {root ? evaluator_metric_name(ev) : "", s.iteration, best};  // rank 0 writes it
-      if (checkpoint_save_best(tr, path, &record) != 0 ||
-          (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0)) {
+      if (checkpoint_save_best(tr, path, &record) != 0) {
         log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
-        best = best_before;  // what best.txt says: a later evaluation between the two is still saved
+        best = best_before;  // best.h5 still holds the earlier best: a later evaluation between the two replaces it
+      } else if (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0) {
+        log_write(LOG_LEVEL_WARN, "ppo-train: %s (best.h5 itself holds the record)", error_message());
       }
     }
     double per_it = x.time_elapsed / (double)done_here;
@@ -767,7 +768,8 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
       break;
     }
     if (cfg.run.checkpoint_every > 0 && s.iteration % cfg.run.checkpoint_every == 0 && !last) {
-      if (save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
+      if ((root && metrics_log_settle(&metrics) != 0) ||
+          save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
         fprintf(stderr, "ppo-train: %s\n", error_message());
         status = EXIT_RUNTIME;
         break;
@@ -786,8 +788,12 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
     // (not again when this iteration's periodic checkpoint was just written: a preemption's grace
     // period is short)
+    // A checkpoint past the resumed iteration first drops the abandoned timeline's metrics rows
+    // (metrics_log_settle); one at the resumed iteration itself (a stop before the first step) keeps them.
+    bool moved_on = trainer_counters(tr)->iterations > start_iteration;
     bool saved = saved_at == trainer_counters(tr)->iterations ||
-                 save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0;
+                 ((!root || !moved_on || metrics_log_settle(&metrics) == 0) &&
+                  save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0);
     if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());

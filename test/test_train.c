@@ -844,6 +844,12 @@ Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
   cr_assert_not_null(log);
   cr_expect(strstr(log, "resumed from ") && strstr(log, "ckpt_000002.h5 at iteration 2"), "%s", log);
   free(log);
+  // A resumed run that writes a checkpoint past its start before logging a row (log_every 10)
+  // drops the later rows first: a resume from that checkpoint would keep them as its own.
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000001.h5", dir);
+  const char *sparse[] = {"run.log_every=10"};
+  cr_assert_eq(run(NULL, ckpt, NULL, 1, 1, sparse), 0, "%s", error_message());
+  cr_expect_eq(count_lines(metrics), 2, "row 1 only: the checkpoint of iteration 2 dropped rows 2 and 3");
 }
 
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
