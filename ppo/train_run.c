@@ -166,6 +166,8 @@ static int write_best(const char *run_dir, const char *metric, int64_t iteration
   return atomic_file_commit(&af);
 }
 
+static bool last_link_warned;  // this run has said that checkpoints/last.h5 cannot be made (train_run clears it)
+
 static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, size_t capacity) {
   const TrainCounters *c = trainer_counters(tr);
   char path[PATH_CAP], link_tmp[PATH_CAP], link_path[PATH_CAP], target[64];
@@ -177,26 +179,27 @@ static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, siz
   // a symlink, or a hard link where the file system has no symlinks (CIFS, exFAT, some FUSE mounts).
   // Where neither can be made, last.h5 is removed rather than left naming an older checkpoint, and
   // train_run_latest_checkpoint finds the newest ckpt_NNNNNN.h5 itself; warned once per run.
-  static bool warned;
   snprintf(link_tmp, sizeof link_tmp, "%s/.last.h5.tmp", ckpt_dir);
   snprintf(link_path, sizeof link_path, "%s/last.h5", ckpt_dir);
   (void)unlink(link_tmp);
-  int symlink_errno = 0, link_errno = 0;
+  char why[256] = "";
   bool linked = symlink(target, link_tmp) == 0;
-  if (!linked) symlink_errno = errno, linked = link(path, link_tmp) == 0;
-  if (!linked) link_errno = errno;
+  if (!linked) {
+    int symlink_errno = errno;
+    linked = link(path, link_tmp) == 0;
+    if (!linked) snprintf(why, sizeof why, "symlink: %s; hard link: %s", strerror(symlink_errno), strerror(errno));
+  }
   if (linked && rename(link_tmp, link_path) != 0) {
-    link_errno = errno, linked = false;
+    snprintf(why, sizeof why, "rename: %s", strerror(errno));
+    linked = false;
     (void)unlink(link_tmp);
   }
   if (!linked) {
     (void)unlink(link_path);
-    if (!warned)
-      log_warn(
-          "%s: cannot point it at %s (symlink: %s; hard link or rename: %s): a resume takes the newest "
-          "ckpt_NNNNNN.h5 instead",
-          link_path, target, strerror(symlink_errno ? symlink_errno : link_errno), strerror(link_errno));
-    warned = true;
+    if (!last_link_warned)
+      log_warn("%s: cannot point it at %s (%s): a resume takes the newest ckpt_NNNNNN.h5 instead", link_path, target,
+               why);
+    last_link_warned = true;
   }
   snprintf(written, capacity, "%s", path);
   return 0;
@@ -206,13 +209,23 @@ bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacit
   char dir[PATH_CAP];
   if (snprintf(dir, sizeof dir, "%s/checkpoints", run_dir) >= (int)sizeof dir) return false;
   if (snprintf(path, capacity, "%s/last.h5", dir) < (int)capacity && path_exists(path)) return true;
+  // The one written last (what last.h5 would name): a run resumed from an earlier checkpoint keeps
+  // the other timeline's later ones, so the highest iteration need not be the newest.
   DIR *d = opendir(dir);
   if (!d) return false;
   long long newest = -1;
+  struct timespec newest_time = {0, 0};
   for (struct dirent *de; (de = readdir(d));) {
     long long it;
-    char tail[8];
-    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) == 2 && strcmp(tail, "5") == 0 && it > newest) newest = it;
+    char tail[8], file[PATH_CAP + 300];
+    struct stat st;
+    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0) continue;
+    snprintf(file, sizeof file, "%s/%s", dir, de->d_name);
+    if (stat(file, &st) != 0) continue;
+    bool later = st.st_mtim.tv_sec != newest_time.tv_sec     ? st.st_mtim.tv_sec > newest_time.tv_sec
+                 : st.st_mtim.tv_nsec != newest_time.tv_nsec ? st.st_mtim.tv_nsec > newest_time.tv_nsec
+                                                             : it > newest;
+    if (newest < 0 || later) newest = it, newest_time = st.st_mtim;
   }
   closedir(d);
   return newest >= 0 && snprintf(path, capacity, "%s/ckpt_%06lld.h5", dir, newest) < (int)capacity;
@@ -828,6 +841,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
 // the run at its first step, with a checkpoint and exit 0, instead of killing it half-way through
 // writing its files.
 int train_run(const TrainRunOptions *opt, TrainRunResult *result) {
+  last_link_warned = false;
   train_signals_begin();
   int lock_fd = -1;
   int status = train_run_body(opt, result, &lock_fd);

@@ -735,9 +735,9 @@ Test(train, last_checkpoint_without_symbolic_or_hard_links) {
   char dir[512], last[700], ckpt[700], found[700];
   snprintf(dir, sizeof dir, "%s/nolinks", tmp_root);
   snprintf(last, sizeof last, "%s/checkpoints/last.h5", dir);
-  const char *sets[] = {"run.total_timesteps=1024", "eval.every=0"};
+  const char *sets[] = {"run.total_timesteps=1024", "eval.every=0", "run.checkpoint_keep=0"};
   fail_symlink = true;
-  cr_assert_eq(run(cfg, NULL, dir, 1, 2, sets), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, dir, 1, 3, sets), 0, "%s", error_message());
   struct stat l, c;
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000001.h5", dir);
   cr_assert_eq(lstat(last, &l), 0, "last.h5 as a hard link");
@@ -766,6 +766,13 @@ Test(train, last_checkpoint_without_symbolic_or_hard_links) {
   cr_assert_eq(run(NULL, found, NULL, 1, 0, NULL), 0, "%s", error_message());  // resumes from it
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000003.h5", dir);
   cr_expect_eq(access(ckpt, F_OK), 0);
+  // Resumed from iteration 1 again, the run writes iteration 2 anew; iteration 3 (the abandoned
+  // timeline's) stays, but the newest checkpoint is the one written last.
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000001.h5", dir);
+  cr_assert_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
+  cr_assert(train_run_latest_checkpoint(dir, found, sizeof found));
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
+  cr_expect_str_eq(found, ckpt);
 }
 
 // Resumed from an earlier checkpoint, the run's pruning keeps its own newest checkpoints: the ones
