@@ -13,6 +13,7 @@
 #include "common/check.h"
 #include "common/error.h"
 #include "common/h5io.h"
+#include "common/log.h"
 #include "ppo/dist.h"
 
 #define CHECKPOINT_FORMAT "ppo-engine checkpoint"
@@ -197,7 +198,11 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, c
   int rc = h5io_attr_write_string(f, "/", "format", CHECKPOINT_FORMAT);
   // A one-rank checkpoint keeps version 1's layout and number, so older builds still read it.
   rc |= h5io_attr_write_int64(f, "/", "format_version", rows->ranks > 1 ? CHECKPOINT_FORMAT_VERSION : 1);
-  if (rows->ranks > 1) rc |= h5io_attr_write_int64(f, "/", "ranks", rows->ranks);
+  if (rows->ranks > 1) {
+    rc |= h5io_attr_write_int64(f, "/", "ranks", rows->ranks);
+    // How the ranks draw their actions (ppo/trainer.c's sample_offset): one stream by global env.
+    rc |= h5io_attr_write_string(f, "/", "action_draws", "global_env");
+  }
   rc |= h5io_attr_write_string(f, "/", "build", PPO_BUILD_INFO);
   rc |= h5io_attr_write_string(f, "/", "config", text);
   free(text);
@@ -319,9 +324,9 @@ int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_
   hid_t f = h5io_open_read(path);
   if (f < 0) return -1;
   int rc = h5io_attr_exists(f, "/", "best_value") ? 0 : 1;
-  if (rc == 0 && (h5io_attr_read_string(f, "/", "best_metric", metric, capacity) ||
-                  h5io_attr_read_int64(f, "/", "best_iteration", iteration) ||
-                  h5io_attr_read_double(f, "/", "best_value", value)))
+  if (rc == 0 &&
+      (h5io_attr_read_string(f, "/", "best_metric", metric, capacity) ||
+       h5io_attr_read_int64(f, "/", "best_iteration", iteration) || h5io_attr_read_double(f, "/", "best_value", value)))
     rc = -1;
   h5io_close(f);
   return rc;
@@ -496,6 +501,11 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
         (long long)ranks, dist_size(), (long long)ranks);
     return -1;
   }
+  if (ranks > 1 && !h5io_attr_exists(f, "/", "action_draws") && dist_is_root())
+    log_warn(
+        "ppo-train: the checkpoint comes from a build whose ranks drew their actions from a stream per rank; this "
+        "build draws them by global env (as one process of all the envs would), so the resumed run goes on "
+        "correctly but does not retrace the run it continues");
   if (read_params(f, pol, host) != 0) return -1;
   hsize_t pd = (hsize_t)pol->parameters, one = 1;  // packed (policy_slab_pack)
   if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0 ||

@@ -16,10 +16,12 @@
 // in the checkpoint, so a resumed run draws the same numbers as an uninterrupted one.
 //
 // Ranks (ppo/dist.h, docs/DISTRIBUTED.md): rank r of R steps envs r N .. r N + N - 1 of R N (seeds
-// and start positions as in one VecEnv of R N), draws from Philox subsequences offset by 2 r, and
-// takes part in the update's reductions (summed gradients, the minibatch's advantage moments, the
-// mean approx-KL, the logged statistics) and in every update of the normalisation statistics (the
-// ranks' batch moments merged each step). Counters count the run's steps over all ranks.
+// and start positions as in one VecEnv of R N), draws those envs' actions from the one action stream
+// laid out by global env (as one process of R N envs would), permutes its own rollout from
+// subsequence 1 + 2 r, and takes part in the update's reductions (summed gradients, the minibatch's
+// advantage moments, the mean approx-KL, the logged statistics) and in every update of the
+// normalisation statistics (the ranks' batch moments merged each step). Counters count the run's
+// steps over all ranks.
 //
 // On the backend: a rollout step's policy (step_obs in, step_actions, log-probs and values out) and
 // every full minibatch of a one-rank run without target_kl are recorded functions

@@ -439,6 +439,20 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/nan_run' --quiet", damaged, tmp_root);
   cr_expect_eq(mpirun(2, 120, TRAIN, args), 2, "%s", output);
   cr_expect(strstr(output, "envs/norm_returns[5] = nan: must be finite"), "%s", output);
+  // A checkpoint of a build whose ranks drew per-rank action streams (no action_draws attribute)
+  // resumes, saying it will not retrace its run.
+  snprintf(damaged, sizeof damaged, "%s/old_draws.h5", tmp_root);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a, damaged);
+  cr_assert_eq(system(cmd), 0);
+  df = H5Fopen(damaged, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert_geq(H5Adelete(df, "action_draws"), 0, "the 2-rank checkpoint names its action draws");
+  H5Fclose(df);
+  snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/old_draws_run' --set run.total_timesteps=2560", damaged,
+           tmp_root);
+  cr_expect_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  cr_expect(strstr(output, "ranks drew their actions from a stream per rank") &&
+                strstr(output, "does not retrace the run it continues"),
+            "%s", output);
 }
 
 // An MPMD launch can give the ranks different settings: refused before training, exit status 2.
