@@ -695,6 +695,41 @@ static void default_out_dir(const char *checkpoint, TradingSplit split, char *ou
     snprintf(out, capacity, "eval");
 }
 
+// Can make_directories(dir) succeed? Its nearest existing ancestor (or dir itself) must be a
+// directory this process may write into; a file on the way fails. false with the message otherwise.
+static bool directory_can_be_made(const char *dir) {
+  char path[PATH_CAP];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+    error_set("%.200s...: path too long", dir);
+    return false;
+  }
+  for (;;) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        error_set("%s: exists and is not a directory", path);
+        return false;
+      }
+      if (access(path, W_OK | X_OK) != 0) {
+        error_set("%s: cannot create %s in it: %s", path, dir, strerror(errno));
+        return false;
+      }
+      return true;
+    }
+    if (errno != ENOENT) {  // ENOTDIR: a file on the way; EACCES: a directory we cannot search
+      error_set("%s: cannot create directory: %s", path, strerror(errno));
+      return false;
+    }
+    char *slash = strrchr(path, '/');
+    while (slash && slash > path && slash[1] == '\0') *slash = '\0', slash = strrchr(path, '/');  // trailing '/'
+    if (!slash) {
+      snprintf(path, sizeof path, ".");  // a relative path's first component: the working directory
+    } else {
+      slash[slash == path] = '\0';  // "/a" -> "/", "a/b" -> "a"
+    }
+  }
+}
+
 static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, TradingSplit split, const char *dir,
                                Evaluation *ev) {
   int status = evaluation_open(ev, o, checkpoint, split);
@@ -702,12 +737,10 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     return status;
   }
-  // An output directory that cannot be made is bad input: a file in its place is found before the
-  // backtest runs (nothing is created for a run that may still be refused), the rest after it.
-  struct stat st;
-  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "ppo-eval: %s: exists and is not a directory (%s)\n", dir,
-            o->out_dir ? "--out" : "the default output directory");
+  // An output directory that cannot be made is bad input, found before the backtest runs and
+  // without creating anything for a run that may still be refused.
+  if (!directory_can_be_made(dir)) {
+    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
     return EXIT_BAD_INPUT;
   }
   status = evaluation_run(ev, o);

@@ -611,6 +611,10 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --out '%s'", run, plain);
   cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "plain.txt: exists and is not a directory (--out)"), "%s", out);
+  snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --out '%s/sub/dir'", run, plain);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "plain.txt/sub/dir: cannot create directory: Not a directory (--out)"), "%s", out);
+  cr_expect(!strstr(out, "agent greedy"), "refused before the backtest: %s", out);
   // A damaged checkpoint (a NaN weight) is named as such, without the window/action_mode hint that
   // only a network of another size calls for (it was appended to every loading error).
   char bad[600];
