@@ -591,9 +591,11 @@ Test(gnuplot, a_failed_run_leaves_no_temporary_file_and_no_older_png) {
   cr_assert_not_null(f);
   fputs("an earlier run's picture", f);
   fclose(f);
+  // With gnuplot the script fails after `set output` made the temporary file; without it, only the
+  // older PNG's removal is checked here.
+  bool installed = system("command -v gnuplot > /dev/null 2>&1") == 0;
   cr_assert_eq(gnuplot_render(dir, "plot.gp", "plot.png"), -1);
-  cr_expect(strstr(error_message(), "gnuplot failed") || strstr(error_message(), "gnuplot is not installed"), "%s",
-            error_message());
+  cr_expect(strstr(error_message(), installed ? "gnuplot failed" : "gnuplot is not installed"), "%s", error_message());
   cr_expect_eq(access(path, F_OK), -1, "the older plot.png must go");
   cr_expect_eq(count_entries(dir), 1, "only plot.gp stays");
   remove_tree(dir);
