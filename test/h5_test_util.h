@@ -43,6 +43,30 @@ static inline void expect_same_datasets(const char *a_path, const char *b_path, 
   h5io_close(b);
 }
 
+// A copy of from at to with element `index` of a numeric dataset set to value (through HDF5, which
+// converts to the stored type and keeps the checksums right): a damaged checkpoint by its numbers.
+static inline void copy_with_element(const char *from, const char *to, const char *dataset, size_t index,
+                                     double value) {
+  size_t size;
+  char *bytes = read_text(from, &size);
+  cr_assert_not_null(bytes, "%s", from);
+  FILE *out = fopen(to, "wb");
+  cr_assert(out && fwrite(bytes, 1, size, out) == size && fclose(out) == 0, "%s", to);
+  free(bytes);
+  hid_t f = H5Fopen(to, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert_geq(f, 0, "%s", to);
+  hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT), space = H5Dget_space(ds);
+  cr_assert_geq(ds, 0, "%s", dataset);
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  cr_assert((hssize_t)index < n, "%s has %lld elements", dataset, (long long)n);
+  double *v = malloc((size_t)n * sizeof(double));
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+  v[index] = value;
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+  free(v);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+}
+
 // Changes one bit of the byte at offset, behind HDF5's back.
 static inline void flip_byte(const char *path, long offset) {
   FILE *raw = fopen(path, "r+b");

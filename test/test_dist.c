@@ -426,16 +426,7 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   // normalised reward and ended the run as diverged, exit 1).
   char damaged[700], cmd[1600];
   snprintf(damaged, sizeof damaged, "%s/nan_returns.h5", tmp_root);
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a, damaged);
-  cr_assert_eq(system(cmd), 0);
-  hid_t df = H5Fopen(damaged, H5F_ACC_RDWR, H5P_DEFAULT);
-  hid_t ds = H5Dopen2(df, "envs/norm_returns", H5P_DEFAULT);
-  cr_assert_geq(ds, 0);
-  double returns[8];
-  cr_assert_geq(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, returns), 0);
-  returns[5] = NAN;
-  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, returns), 0);
-  H5Dclose(ds), H5Fclose(df);
+  copy_with_element(a, damaged, "envs/norm_returns", 5, NAN);
   snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/nan_run' --quiet", damaged, tmp_root);
   cr_expect_eq(mpirun(2, 120, TRAIN, args), 2, "%s", output);
   cr_expect(strstr(output, "envs/norm_returns[5] = nan: must be finite"), "%s", output);
@@ -444,7 +435,7 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   snprintf(damaged, sizeof damaged, "%s/old_draws.h5", tmp_root);
   snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a, damaged);
   cr_assert_eq(system(cmd), 0);
-  df = H5Fopen(damaged, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t df = H5Fopen(damaged, H5F_ACC_RDWR, H5P_DEFAULT);
   cr_assert_geq(H5Adelete(df, "action_draws"), 0, "the 2-rank checkpoint names its action draws");
   H5Fclose(df);
   snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/old_draws_run' --set run.total_timesteps=2560", damaged,

@@ -19,6 +19,7 @@
 #include "nn/policy.h"
 #include "ppo/backtest.h"
 #include "program_util.h"
+#include "test/h5_test_util.h"
 #include "trading_test_util.h"
 
 #define TRAIN_BIN PPO_BIN_DIR "/ppo-train"
@@ -621,16 +622,9 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   // only a network of another size calls for (it was appended to every loading error).
   char bad[600];
   snprintf(bad, sizeof bad, "%s/nan.h5", tmp_root);
-  snprintf(args, sizeof args, "cp '%s/checkpoints/last.h5' '%s'", run, bad);
-  cr_assert_eq(system(args), 0);
-  hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
-  cr_assert_geq(f, 0);
-  hid_t ds = H5Dopen2(f, "params/pi/bias0", H5P_DEFAULT);
-  float b[64];
-  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b), 0);
-  b[0] = NAN;
-  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b), 0);
-  H5Dclose(ds), H5Fclose(f);
+  char last[600];
+  snprintf(last, sizeof last, "%s/checkpoints/last.h5", run);
+  copy_with_element(last, bad, "params/pi/bias0", 0, NAN);
   snprintf(args, sizeof args, "--checkpoint '%s' --out '%s'", bad, dir);
   cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "params/pi/bias0[0] = nan") && strstr(out, "a damaged checkpoint"), "%s", out);
