@@ -184,7 +184,13 @@ static char *config_text(const Config *cfg) {
   return text;
 }
 
-static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, const CheckpointBest *best) {
+// What a checkpoint may carry besides the state: the best.h5 record, an abandoned evaluation.
+typedef struct {
+  const CheckpointBest *best;
+  bool eval_pending;
+} SaveExtras;
+
+static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, const SaveExtras *extras) {
   Backend *be = trainer_backend(tr);
   Policy *pol = trainer_policy(tr);
   Optimizer *opt = trainer_optimizer(tr);
@@ -215,11 +221,13 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, c
   rc |= h5io_attr_write_int64(f, "/", "obs_dim", O);
   rc |= h5io_attr_write_int64(f, "/", "action_dim", pol->spec.action_dim);
   rc |= h5io_attr_write_int64(f, "/", "param_count", (int64_t)pol->parameters);
+  const CheckpointBest *best = extras->best;
   if (best) {
     rc |= h5io_attr_write_string(f, "/", "best_metric", best->metric);
     rc |= h5io_attr_write_int64(f, "/", "best_iteration", best->iteration);
     rc |= h5io_attr_write_double(f, "/", "best_value", best->value);
   }
+  if (extras->eval_pending) rc |= h5io_attr_write_int64(f, "/", "eval_pending", c->iterations);
   if (rc) return -1;
 
   backend_sync(be);
@@ -288,9 +296,19 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, c
   return rc ? -1 : 0;
 }
 
-int checkpoint_save(Trainer *tr, const char *path) { return checkpoint_save_best(tr, path, NULL); }
+static int save(Trainer *tr, const char *path, const SaveExtras *extras);
+
+int checkpoint_save(Trainer *tr, const char *path) { return save(tr, path, &(SaveExtras){0}); }
 
 int checkpoint_save_best(Trainer *tr, const char *path, const CheckpointBest *best) {
+  return save(tr, path, &(SaveExtras){.best = best});
+}
+
+int checkpoint_save_eval_pending(Trainer *tr, const char *path) {
+  return save(tr, path, &(SaveExtras){.eval_pending = true});
+}
+
+static int save(Trainer *tr, const char *path, const SaveExtras *extras) {
   EnvRows rows;
   env_rows_gather(tr, &rows);
   if (!dist_is_root()) {  // rank 0 writes the file
@@ -303,7 +321,7 @@ int checkpoint_save_best(Trainer *tr, const char *path, const CheckpointBest *be
   H5ioWriter w;
   int rc = -1;
   if (h5io_create(&w, path) == 0) {
-    if (write_state(tr, w.file, host, &rows, best) == 0 && h5io_commit(&w) == 0) {
+    if (write_state(tr, w.file, host, &rows, extras) == 0 && h5io_commit(&w) == 0) {
       rc = 0;
     } else {
       h5io_abort(&w);
@@ -319,6 +337,16 @@ int checkpoint_save_best(Trainer *tr, const char *path, const CheckpointBest *be
 }
 
 // --- reading ---------------------------------------------------------------------------------------
+
+int64_t checkpoint_read_eval_pending(const char *path) {
+  hid_t f = h5io_open_read(path);
+  if (f < 0) return -1;
+  int64_t iteration = -1;
+  if (h5io_attr_exists(f, "/", "eval_pending") && h5io_attr_read_int64(f, "/", "eval_pending", &iteration) != 0)
+    iteration = -1;
+  h5io_close(f);
+  return iteration;
+}
 
 int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_t *iteration, double *value) {
   hid_t f = h5io_open_read(path);

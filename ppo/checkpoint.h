@@ -58,6 +58,11 @@ typedef struct {
   double value;
 } CheckpointBest;
 int checkpoint_save_best(Trainer *trainer, const char *path, const CheckpointBest *best);
+// A checkpoint of an iteration whose [eval] pass a stop abandoned: root attribute eval_pending (the
+// iteration), so that the resumed run evaluates it before going on, as the uninterrupted run did.
+int checkpoint_save_eval_pending(Trainer *trainer, const char *path);
+// The eval_pending attribute: the iteration, or -1 when there is none (or the file cannot be read).
+int64_t checkpoint_read_eval_pending(const char *path);
 // Reads them back: 0; 1 when the file has none (written before they existed); -1 and the message.
 int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_t *iteration, double *value);
 

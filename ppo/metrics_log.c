@@ -206,6 +206,21 @@ int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsEx
   return write_h5(log);
 }
 
+void metrics_log_set_eval(MetricsLog *log, int64_t iteration, const char *metric, double value, const Metrics *eval) {
+  for (int64_t r = 0; r < log->rows; r++) {
+    double *row = log->table + r * log->n_columns;
+    if (row[0] != (double)iteration) continue;  // column 0: time/iterations
+    for (int c = 0; c < log->n_columns; c++) {
+      if (strncmp(log->names[c], "eval/", 5) != 0) continue;
+      const char *name = log->names[c] + 5;
+      if (strcmp(name, metric) == 0) row[c] = value;  // as row_values logs it
+      else
+        for (int k = 0; k < N_EVAL; k++)
+          if (strcmp(name, eval_columns[k]) == 0) row[c] = eval_value(eval, k);
+    }
+  }
+}
+
 int metrics_log_settle(MetricsLog *log) {
   if (log->csv) return 0;
   if (rewrite_csv(log) != 0) return -1;

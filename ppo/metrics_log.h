@@ -51,6 +51,10 @@ int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsEx
 // A resumed run's files rewritten now with the rows kept so far, if no row has done it yet: before
 // a checkpoint past the resumed iteration, which a later resume keeps the rows up to. 0, or -1 + message.
 int metrics_log_settle(MetricsLog *log);
+// Fills the eval/ columns of the kept row of `iteration` (a resumed run's evaluation of the
+// iteration whose pass a stop abandoned); written with the next rewrite. Nothing when no such row.
+// metric names the column that picks best.h5 (value: its value as logged, -inf for NaN).
+void metrics_log_set_eval(MetricsLog *log, int64_t iteration, const char *metric, double value, const Metrics *eval);
 void metrics_log_close(MetricsLog *log);
 
 #endif

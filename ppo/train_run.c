@@ -168,12 +168,13 @@ static int write_best(const char *run_dir, const char *metric, int64_t iteration
 
 static bool last_link_warned;  // this run has said that checkpoints/last.h5 cannot be made (train_run clears it)
 
-static int save_checkpoint(Trainer *tr, const char *ckpt_dir, char *written, size_t capacity) {
+// eval_pending: this iteration's [eval] pass was abandoned by a stop (checkpoint_save_eval_pending).
+static int save_checkpoint(Trainer *tr, const char *ckpt_dir, bool eval_pending, char *written, size_t capacity) {
   const TrainCounters *c = trainer_counters(tr);
   char path[PATH_CAP], link_tmp[PATH_CAP], link_path[PATH_CAP], target[64];
   snprintf(target, sizeof target, "ckpt_%06lld.h5", (long long)c->iterations);
   snprintf(path, sizeof path, "%s/%s", ckpt_dir, target);
-  if (checkpoint_save(tr, path) != 0) return -1;
+  if ((eval_pending ? checkpoint_save_eval_pending(tr, path) : checkpoint_save(tr, path)) != 0) return -1;
   if (!dist_is_root()) return 0;  // rank 0 writes the files
   // checkpoints/last.h5 -> the newest, replaced atomically (a link under a temporary name + rename):
   // a symlink, or a hard link where the file system has no symlinks (CIFS, exFAT, some FUSE mounts).
@@ -229,6 +230,43 @@ bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacit
   }
   closedir(d);
   return newest >= 0 && snprintf(path, capacity, "%s/ckpt_%06lld.h5", dir, newest) < (int)capacity;
+}
+
+// [eval] of the iteration the trainer has just finished. Every rank calls it: rank 0 evaluates (ev
+// is NULL elsewhere), and writing best.h5 gathers every rank's envs. 1: evaluated (*er filled);
+// 0: not (elsewhere than rank 0, or the pass failed: warned); -1: a stop abandoned the pass. *best
+// becomes the new best when best.h5 is replaced.
+static int evaluate_iteration(Trainer *tr, Evaluator *ev, bool root, const char *run_dir, int64_t iteration,
+                              double *best, EvalResult *er) {
+  int evaluated = 0, new_best = 0;
+  double best_before = *best;
+  if (ev) {
+    int rc = evaluator_run(ev, tr, er);
+    if (rc == 0) {
+      evaluated = 1;
+      if (er->metric > *best) *best = er->metric, new_best = 1;
+    } else if (rc > 0) {  // a stop: the checkpoint comes first (the metrics row gets NaN), the pass after the resume
+      log_write(LOG_LEVEL_INFO, "ppo-train: evaluation of iteration %lld abandoned: a stop was requested",
+                (long long)iteration);
+      evaluated = -1;
+    } else {
+      log_write(LOG_LEVEL_WARN, "ppo-train: evaluation of iteration %lld failed: %s", (long long)iteration,
+                error_message());
+    }
+  }
+  dist_host_bcast(&new_best, sizeof new_best, 0);
+  if (new_best) {
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/best.h5", run_dir);
+    CheckpointBest record = {root ? evaluator_metric_name(ev) : "", iteration, *best};  // rank 0 writes it
+    if (checkpoint_save_best(tr, path, &record) != 0) {
+      log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
+      *best = best_before;  // best.h5 still holds the earlier best: a later evaluation between the two replaces it
+    } else if (root && write_best(run_dir, evaluator_metric_name(ev), iteration, *best) != 0) {
+      log_write(LOG_LEVEL_WARN, "ppo-train: %s (best.h5 itself holds the record)", error_message());
+    }
+  }
+  return evaluated;
 }
 
 static double rss_mib(void) {
@@ -682,6 +720,25 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
   const int64_t timesteps_at_start = trainer_counters(tr)->timesteps;  // SB3's _num_timesteps_at_start
   double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
+  // The iteration whose [eval] pass a stop abandoned (-1: none): its checkpoint says so, and the
+  // resumed run evaluates it first, as the uninterrupted run did after that iteration.
+  int64_t eval_pending = -1;
+  const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
+  const int64_t stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
+  if (opt->resume && cfg.eval.every > 0) {
+    int64_t pending = ev ? checkpoint_read_eval_pending(opt->resume) : -1;
+    dist_host_bcast(&pending, sizeof pending, 0);
+    if (pending == start_iteration) {
+      EvalResult er;
+      int evaluated = evaluate_iteration(tr, ev, root, run_dir, start_iteration, &best, &er);
+      if (evaluated > 0) {
+        metrics_log_set_eval(&metrics, start_iteration, evaluator_metric_name(ev), er.metric, &er.metrics);
+        log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
+                  (long long)start_iteration);
+      }
+      if (evaluated < 0) eval_pending = start_iteration;
+    }
+  }
   int status = EXIT_OK;
   int64_t done_here = 0, saved_at = -1;  // saved_at: the iteration of the last checkpoint written here
   bool interrupted = false;
@@ -713,36 +770,12 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     MetricsExtra x = {
         .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
     x.fps = (double)(s.timesteps - timesteps_at_start) / x.time_elapsed;
-    EvalResult er;     // x.eval points here until the row is logged
-    int new_best = 0;  // rank 0 evaluates; writing best.h5 gathers every rank's envs (checkpoint_save)
-    double best_before = best;
-    if (ev && s.iteration % cfg.eval.every == 0) {
-      int rc = evaluator_run(ev, tr, &er);
-      if (rc == 0) {
-        x.eval_metric = er.metric;
-        x.eval = &er.metrics;
-        if (er.metric > best) {
-          best = er.metric;
-          new_best = 1;
-        }
-      } else if (rc > 0) {  // a stop: the checkpoint comes first (the metrics row gets NaN)
-        log_write(LOG_LEVEL_INFO, "ppo-train: evaluation of iteration %lld abandoned: a stop was requested",
-                  (long long)s.iteration);
-      } else {
-        log_write(LOG_LEVEL_WARN, "ppo-train: evaluation of iteration %lld failed: %s", (long long)s.iteration,
-                  error_message());
-      }
-    }
-    if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) dist_host_bcast(&new_best, sizeof new_best, 0);
-    if (new_best) {
-      snprintf(path, sizeof path, "%s/best.h5", run_dir);
-      CheckpointBest record = {root ? evaluator_metric_name(ev) : "", s.iteration, best};  // rank 0 writes it
-      if (checkpoint_save_best(tr, path, &record) != 0) {
-        log_write(LOG_LEVEL_WARN, "ppo-train: %s", error_message());
-        best = best_before;  // best.h5 still holds the earlier best: a later evaluation between the two replaces it
-      } else if (root && write_best(run_dir, evaluator_metric_name(ev), s.iteration, best) != 0) {
-        log_write(LOG_LEVEL_WARN, "ppo-train: %s (best.h5 itself holds the record)", error_message());
-      }
+    EvalResult er;  // x.eval points here until the row is logged
+    if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) {
+      if (stop_before_eval == s.iteration) trainer_request_stop();  // fault injection for the tests
+      int evaluated = evaluate_iteration(tr, ev, root, run_dir, s.iteration, &best, &er);
+      if (evaluated > 0) x.eval_metric = er.metric, x.eval = &er.metrics;
+      if (evaluated < 0) eval_pending = s.iteration;
     }
     double per_it = x.time_elapsed / (double)done_here;
     double eta = per_it * (double)(total_iterations - s.iteration);
@@ -782,7 +815,8 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     }
     if (cfg.run.checkpoint_every > 0 && s.iteration % cfg.run.checkpoint_every == 0 && !last) {
       if ((root && metrics_log_settle(&metrics) != 0) ||
-          save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) != 0) {
+          save_checkpoint(tr, ckpt_dir, eval_pending == s.iteration, result->last_checkpoint,
+                          sizeof result->last_checkpoint) != 0) {
         fprintf(stderr, "ppo-train: %s\n", error_message());
         status = EXIT_RUNTIME;
         break;
@@ -806,7 +840,8 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     bool moved_on = trainer_counters(tr)->iterations > start_iteration;
     bool saved = saved_at == trainer_counters(tr)->iterations ||
                  ((!root || !moved_on || metrics_log_settle(&metrics) == 0) &&
-                  save_checkpoint(tr, ckpt_dir, result->last_checkpoint, sizeof result->last_checkpoint) == 0);
+                  save_checkpoint(tr, ckpt_dir, eval_pending == trainer_counters(tr)->iterations,
+                                  result->last_checkpoint, sizeof result->last_checkpoint) == 0);
     if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());

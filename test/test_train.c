@@ -1173,6 +1173,36 @@ Test(train, a_stop_during_an_evaluation_abandons_it) {
   trainer_free(tr);
 }
 
+// A stop during iteration 2's [eval] pass (PPO_TEST_STOP_BEFORE_EVAL: requested as the pass starts)
+// abandons it; the checkpoint says so (eval_pending), and the resumed run evaluates iteration 2
+// before going on, so best.h5 and every metrics row's eval/ values end as the uninterrupted run's.
+Test(train, an_evaluation_abandoned_by_a_stop_runs_after_the_resume) {
+  const char *cfg = config_file("eval_pending");
+  char straight[512], stopped[512], ckpt[700], best_a[700], best_b[700];
+  snprintf(straight, sizeof straight, "%s/eval_straight", tmp_root);
+  snprintf(stopped, sizeof stopped, "%s/eval_stopped", tmp_root);
+  const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations, [eval] every 1
+  cr_assert_eq(run(cfg, NULL, straight, 0, 1, sets), 0, "%s", error_message());
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "2", 1);
+  cr_assert_eq(run(cfg, NULL, stopped, 0, 1, sets), 0, "%s", error_message());
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", stopped);
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), 2);
+  cr_expect(isnan(metrics_value(stopped, 2, "eval/sharpe")), "row 2 has no evaluation yet");
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  for (int row = 1; row <= 4; row++)
+    cr_expect_eq(metrics_value(stopped, row, "eval/sharpe"), metrics_value(straight, row, "eval/sharpe"),
+                 "row %d's eval/sharpe", row);
+  snprintf(best_a, sizeof best_a, "%s/best.txt", straight);
+  snprintf(best_b, sizeof best_b, "%s/best.txt", stopped);
+  char *a = read_text(best_a, NULL), *b = read_text(best_b, NULL);
+  cr_assert(a && b);
+  cr_expect_str_eq(b, a, "best.txt");
+  free(a), free(b);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000004.h5", stopped);
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), -1, "later checkpoints carry no pending evaluation");
+}
+
 // The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
 // wait is a stream synchronisation): loss scale, found-inf, clip coefficient and Adam's step stay in
 // backend memory. Only SB3's target_kl check reads approx_kl, once per minibatch.
