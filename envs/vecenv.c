@@ -231,6 +231,14 @@ int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned c
               info->ring_next, own.log_capacity);
     return -1;
   }
+  // The ring fills from slot 0, so until it is full the next slot is the count; it holds at most
+  // the episodes finished.
+  if ((info->ring_count < own.log_capacity && info->ring_next != info->ring_count) ||
+      info->episodes_total < (uint64_t)info->ring_count) {
+    error_set("env state: episode-log ring count %d, next %d, %llu episodes finished do not agree (capacity %d)",
+              info->ring_count, info->ring_next, (unsigned long long)info->episodes_total, own.log_capacity);
+    return -1;
+  }
   size_t size = vec->spec.state_size;
   for (int i = 0; i < vec->num_envs; i++) {
     unsigned char *env = vec->states + (size_t)i * vec->stride;

@@ -567,6 +567,17 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   H5Sclose(space), H5Dclose(ds), H5Fclose(f);
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
   cr_expect(strstr(error_message(), "env state 1: cash = nan: must be finite"), "%s", error_message());
+  // an episode-log ring whose next slot is not its count while it is filling
+  f = damaged_copy(ckpt, "ring_next", path, sizeof path);
+  int64_t ring_count;
+  cr_assert_eq(h5io_attr_read_int64(f, "envs", "ring_count", &ring_count), 0, "%s", error_message());
+  cr_assert_lt(ring_count, 99, "a ring still filling (capacity 100)");
+  cr_assert_geq(H5Adelete_by_name(f, "envs", "ring_next", H5P_DEFAULT), 0);
+  cr_assert_eq(h5io_attr_write_int64(f, "envs", "ring_next", ring_count + 1), 0);
+  H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "episode-log ring count") && strstr(error_message(), "do not agree"), "%s",
+            error_message());
   // damaged numbers: each refused by name
   const struct {
     const char *dataset;  // first element overwritten (NULL: the root attribute iteration)
