@@ -613,7 +613,10 @@ static void rollout_step(Trainer *tr, int t) {
   vecnorm_reward(&tr->norm, h->rewards, h->dones);
 
   // Truncation bootstrap (SB3 collect_rollouts): reward += gamma V(final obs) where the episode was
-  // cut, not ended; one critic forward over the packed final observations of those envs.
+  // cut, not ended; one critic forward over the packed final observations of those envs. It runs
+  // over all N rows (the first k are this step's; the rest are earlier steps' or zero), the shape
+  // rollout_finish's forward has: a GEMM shape per k would make the CPU backend build a oneDNN
+  // primitive for each count of cut episodes inside the loop.
   int k = 0;
   for (int i = 0; i < N; i++) {
     if (h->truncated[i] && !h->terminated[i]) {
@@ -623,8 +626,8 @@ static void rollout_step(Trainer *tr, int t) {
   }
   if (k > 0) {
     vecnorm_obs_frozen(&tr->norm, h->bootstrap_obs, k);
-    backend_upload(be, rb->final_obs, h->bootstrap_obs, (size_t)k * (size_t)O * sizeof(float));
-    policy_value_forward(tr->policy, rb->final_obs, k);
+    backend_upload(be, rb->final_obs, h->bootstrap_obs, (size_t)N * (size_t)O * sizeof(float));
+    policy_value_forward(tr->policy, rb->final_obs, N);
     backend_download(be, h->values, policy_values(tr->policy), (size_t)k * sizeof(float));
     float gamma = (float)tr->cfg.ppo.gamma;
     for (int j = 0; j < k; j++) h->rewards[h->bootstrap_env[j]] += gamma * h->values[j];
