@@ -77,13 +77,16 @@ PPO_HD static inline float nn_f16_to_f32(uint16_t h) {
 
 enum { NN_ACT_NONE = 0, NN_ACT_TANH = 1, NN_ACT_RELU = 2 };
 
-// tanh as a 13/6 rational function of x on [-9, 9] (beyond, tanh is +-1 in float): the minimax
-// coefficients of Eigen's generic_fast_tanh_float, accurate to a few ulp. Unlike libm's tanhf it
-// vectorises (no call), and the CUDA backend evaluates the same arithmetic. NaN stays NaN (the
-// clamp is written with comparisons, which NaN fails), so overflow detection still sees it.
+// tanh as a 13/6 rational function of x, the minimax coefficients of Eigen's
+// generic_fast_tanh_float, accurate to a few ulp. Its clamp, +-7.90531110763549805 (Eigen's), keeps
+// |y| <= 1 in float: clamped at 9 the rational function gave 1.0000002 for some x in (8.19, 9),
+// turning the backward's 1 - y^2 negative. Unlike libm's tanhf it vectorises (no call), and the
+// CUDA backend evaluates the same arithmetic. NaN stays NaN (the clamp is written with comparisons,
+// which NaN fails), so overflow detection still sees it.
 PPO_HD static inline float nn_tanh(float x) {
-  x = x > 9.0f ? 9.0f : x;
-  x = x < -9.0f ? -9.0f : x;
+  const float c = 7.90531110763549805f;
+  x = x > c ? c : x;
+  x = x < -c ? -c : x;
   float x2 = x * x;
   float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
   p = x2 * p + -8.60467152213735e-11f;
@@ -121,12 +124,13 @@ PPO_HD static inline float nn_logsumexp(const float *z, int A) {
   return m + logf(s);
 }
 
-// Entropy -sum p log p of a row, given its lse.
+// Entropy -sum p log p of a row, given its lse. A class of probability 0 adds 0, as in torch (which
+// clamps the logits to the float minimum first): a -inf logit would make 0 x -inf = NaN.
 PPO_HD static inline float nn_categorical_entropy(const float *z, int A, float lse) {
   float h = 0.0f;
   for (int j = 0; j < A; j++) {
-    float lp = z[j] - lse;
-    h -= expf(lp) * lp;
+    float lp = z[j] - lse, p = expf(lp);
+    if (p > 0.0f) h -= p * lp;
   }
   return h;
 }
@@ -137,7 +141,8 @@ PPO_HD static inline float nn_categorical_dlogit(float z, float lse, float entro
                                                  float dentropy) {
   float lp = z - lse;
   float p = expf(lp);
-  return dlogp * ((is_action ? 1.0f : 0.0f) - p) - dentropy * p * (lp + entropy);
+  float dh = p > 0.0f ? p * (lp + entropy) : 0.0f;  // the entropy's 0 for p = 0 (see nn_categorical_entropy)
+  return dlogp * ((is_action ? 1.0f : 0.0f) - p) - dentropy * dh;
 }
 
 // One row's dlogits (A) for action index a with the row's dlogp and dentropy. a < 0 marks an action
