@@ -157,9 +157,7 @@ static inline void vecenv_step_one(VecEnv *vec, const VecEnvBuffers *b, int i) {
   StepResult *result = (StepResult *)(vec->results + (size_t)i * vec->result_stride);
   const void *action;
   if (spec->action_kind == ENV_ACTION_DISCRETE) {
-    const int32_t *a = (const int32_t *)b->actions + i;
-    CHECK((uint32_t)*a < (uint32_t)spec->action_count, "a discrete action lies outside 0..action_count-1");
-    action = a;
+    action = (const int32_t *)b->actions + i;  // in range: vecenv_step checked it before the parallel region
   } else {
     action = (const float *)b->actions + (size_t)i * spec->action_dim;
   }
@@ -174,6 +172,10 @@ static inline void vecenv_step_one(VecEnv *vec, const VecEnvBuffers *b, int i) {
 void vecenv_step(VecEnv *vec, const VecEnvBuffers *b) {
   CHECK(vec->started, "call vecenv_reset before the first vecenv_step");
   const int n = vec->num_envs, log_size = vec->spec.log_size;
+  if (vec->spec.action_kind == ENV_ACTION_DISCRETE)  // here, not in a worker thread: CHECK exits the process
+    for (int i = 0; i < n; i++)
+      CHECK((uint32_t)((const int32_t *)b->actions)[i] < (uint32_t)vec->spec.action_count,
+            "a discrete action lies outside 0..action_count-1");
   const int threads = vecenv_threads(vec);
   if (threads == 1) {  // no OpenMP region at all: entering one costs as much as stepping a few CartPoles
     for (int i = 0; i < n; i++) vecenv_step_one(vec, b, i);
