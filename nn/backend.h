@@ -64,8 +64,9 @@ void backend_copy_rows(Backend *backend, void *dst, size_t dst_pitch, const void
 int backend_memory_info(Backend *backend, size_t *free_bytes, size_t *total_bytes);
 void backend_sync(Backend *backend);  // waits for queued work (a no-op on the CPU)
 // Reserves GEMM scratch of at least `bytes` (the CPU backend widens fp16 operands to fp32 there
-// and transposes few-row products through it: M K + K N + M N floats cover any call), so that later
-// calls need no allocation. Growing it counts as an allocation.
+// and transposes few-row products through it: M K + K N + 2 M N floats cover any call, M K + K N +
+// M N any but an fp16 C of a few-row product with a transposed B), so that later calls need no
+// allocation. Growing it counts as an allocation.
 void backend_reserve_workspace(Backend *backend, size_t bytes);
 // Bytes of GEMM scratch the backend holds now: at least every reservation so far, and what the
 // backend keeps of its own (CUDA reserves cuBLAS's 32 MiB when it opens). For memory plans.
@@ -221,8 +222,9 @@ void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n);
 
 // total (1) = sqrt(sum x^2) accumulated in double in a fixed order (same bits for any thread count).
 void backend_global_norm(Backend *backend, float *total, const float *x, size_t n);
-// torch.nn.utils.clip_grad_norm_: total (1) = norm; coef = max_norm / (total + 1e-6); when coef < 1,
-// x *= coef. total may be NULL.
+// torch.nn.utils.clip_grad_norm_: total (1) = norm; coef = max_norm / (total + 1e-6); when coef < 1
+// or NaN (a NaN or infinite norm), x *= coef, as torch multiplies by the clamped coefficient always.
+// total may be NULL.
 void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm);
 // GradScaler.unscale_: x *= (float)(1.0 / (double)*scale); *found_inf = 1.0f if any element of x was
 // inf or NaN before scaling (x is multiplied anyway), else left as it is (the caller zeroes it).
@@ -282,8 +284,9 @@ void backend_gae(Backend *backend, float *advantages, float *returns, const floa
 // Bytes of scratch backend_permutation needs for n indices (backend memory, the caller's slab).
 size_t backend_permutation_scratch_bytes(const Backend *backend, size_t n);
 // perm (n) = 0..n-1 ordered by the 32-bit Philox words (seed, subsequence) from `offset` (word i
-// is index i's key; equal keys keep index order): one uniformly random permutation per call, the
-// same on every backend (a sort of random keys parallelises where Fisher-Yates does not).
+// is index i's key; equal keys keep index order): one random permutation per call, uniform but for
+// the order of tied keys (about n^2 / 2^33 pairs: 2 at n = 131,072), the same on every backend (a
+// sort of random keys parallelises where Fisher-Yates does not).
 // n < 2^31. scratch: backend_permutation_scratch_bytes(n) bytes.
 void backend_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, uint64_t seed,
                          uint64_t subsequence, uint64_t offset);
