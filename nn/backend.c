@@ -674,9 +674,9 @@ void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, 
   OP(backend, clip_grad_norm, total, x, n, max_norm);
 }
 
-void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
+void backend_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf) {
   CHECK(backend && (n == 0 || x) && scale && found_inf, "backend_unscale_check: NULL pointer");
-  OP(backend, unscale_check, x, n, scale, found_inf);
+  OP(backend, unscale_check, x, n, n_fp16, scale, found_inf);
 }
 
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
@@ -692,10 +692,10 @@ void backend_clip_coef(Backend *backend, float *total, float *coef, const float 
   OP(backend, clip_coef, total, coef, x, n, max_norm);
 }
 
-void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
-                               float *coef, float max_norm) {
+void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale,
+                               float *found_inf, float *total, float *coef, float max_norm) {
   CHECK(backend && (n == 0 || x) && scale && found_inf && total && coef, "backend_unscale_clip_coef: NULL pointer");
-  OP(backend, unscale_clip_coef, x, n, scale, found_inf, total, coef, max_norm);
+  OP(backend, unscale_clip_coef, x, n, n_fp16, scale, found_inf, total, coef, max_norm);
 }
 
 void backend_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,

@@ -226,9 +226,12 @@ void backend_global_norm(Backend *backend, float *total, const float *x, size_t 
 // or NaN (a NaN or infinite norm), x *= coef, as torch multiplies by the clamped coefficient always.
 // total may be NULL.
 void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm);
-// GradScaler.unscale_: x *= (float)(1.0 / (double)*scale); *found_inf = 1.0f if any element of x was
-// inf or NaN before scaling (x is multiplied anyway), else left as it is (the caller zeroes it).
-void backend_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf);
+// GradScaler.unscale_: x *= (float)(1.0 / (double)*scale); *found_inf = 1.0f if any element of x
+// overflowed before scaling (x is multiplied anyway), else left as it is (the caller zeroes it).
+// Overflowed: inf or NaN, and among the first n_fp16 elements also |x| >= 65520 (nn_grad_overflowed:
+// what fp16 GEMM outputs round to inf; 0 for none).
+void backend_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale,
+                           float *found_inf);
 // GradScaler.update: if *found_inf: scale *= backoff, tracker = 0; else tracker += 1 and at
 // growth_interval scale *= growth when finite, tracker = 0. No lower clamp.
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
@@ -243,10 +246,10 @@ typedef struct {
 void backend_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
 
 // GradScaler.unscale_ and clip_coef in one pass over x: the same bits as backend_unscale_check(x,
-// n, scale, found_inf) followed by backend_clip_coef(total, coef, x, n, max_norm) (the norm is
-// formed in the same order from the unscaled values), reading and writing x once instead of twice.
-void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
-                               float *coef, float max_norm);
+// n, n_fp16, scale, found_inf) followed by backend_clip_coef(total, coef, x, n, max_norm) (the norm
+// is formed in the same order from the unscaled values), reading and writing x once instead of twice.
+void backend_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale,
+                               float *found_inf, float *total, float *coef, float max_norm);
 
 // One torch.optim.Adam step over n parameters unless found_inf (optional) is nonzero, in which case
 // params, m, v, params_lp and *step are untouched. *step (backend memory) is incremented first, as

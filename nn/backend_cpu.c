@@ -491,18 +491,19 @@ static double sum_squares(const float *x, size_t n) {
 
 // unscale_check's pass and sum_squares_range's accumulation in one: each element is unscaled, then
 // squared into the lane sum_squares_range would use, so the chunks' sums are its bits.
-CPU_VECTOR_CLONES static double unscale_sum_squares_range(float *x, size_t lo, size_t hi, float inv, int *bad) {
+CPU_VECTOR_CLONES static double unscale_sum_squares_range(float *x, size_t lo, size_t hi, size_t n_fp16, float inv,
+                                                          int *bad) {
   double lane[CPU_LANES] = {0};
   int b = 0;
   size_t i = lo;
   for (; i + CPU_LANES <= hi; i += CPU_LANES)
     for (int j = 0; j < CPU_LANES; j++) {
-      b |= !isfinite(x[i + j]);
+      b |= nn_grad_overflowed(x[i + j], i + j, n_fp16);
       x[i + j] *= inv;
       lane[j] += (double)x[i + j] * (double)x[i + j];
     }
   for (int j = 0; i < hi; i++, j++) {
-    b |= !isfinite(x[i]);
+    b |= nn_grad_overflowed(x[i], i, n_fp16);
     x[i] *= inv;
     lane[j] += (double)x[i] * (double)x[i];
   }
@@ -512,15 +513,15 @@ CPU_VECTOR_CLONES static double unscale_sum_squares_range(float *x, size_t lo, s
   return s;
 }
 
-static void cpu_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf,
-                                  float *total, float *coef, float max_norm) {
+static void cpu_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale,
+                                  float *found_inf, float *total, float *coef, float max_norm) {
   float inv = nn_unscale_factor(*scale);
   double partial[CPU_CHUNKS];
   size_t chunk = (n + CPU_CHUNKS - 1) / CPU_CHUNKS;
   int bad = 0;
   CPU_FOR_OR(n >= CPU_PARALLEL_MIN, bad, (int c = 0; c < CPU_CHUNKS; c++), {
     size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
-    partial[c] = lo < hi ? unscale_sum_squares_range(x, lo, hi, inv, &bad) : 0.0;
+    partial[c] = lo < hi ? unscale_sum_squares_range(x, lo, hi, n_fp16, inv, &bad) : 0.0;
   });
   if (bad) *found_inf = 1.0f;
   double sum = 0.0;
@@ -541,11 +542,12 @@ static void cpu_clip_grad_norm(Backend *backend, float *total, float *x, size_t 
   if (!(coef >= 1.0f)) cpu_scale(backend, x, coef, n);  // torch multiplies always: by 1 exactly, or by NaN
 }
 
-static void cpu_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
+static void cpu_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale,
+                              float *found_inf) {
   float inv = nn_unscale_factor(*scale);
   int bad = 0;
   CPU_FOR_OR(n >= CPU_PARALLEL_MIN, bad, (size_t i = 0; i < n; i++), {
-    bad |= !isfinite(x[i]);
+    bad |= nn_grad_overflowed(x[i], i, n_fp16);
     x[i] *= inv;
   });
   if (bad) *found_inf = 1.0f;

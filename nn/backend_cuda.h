@@ -106,9 +106,9 @@ void cuda_gaussian_sample(Backend *backend, float *actions, float *logp, const f
 void cuda_global_norm(Backend *backend, float *total, const float *x, size_t n);
 void cuda_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm);
 void cuda_clip_coef(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
-void cuda_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf);
-void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
-                            float *coef, float max_norm);
+void cuda_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf);
+void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf,
+                            float *total, float *coef, float max_norm);
 void cuda_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
                              float growth_factor, float backoff_factor, int32_t growth_interval);
 void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,

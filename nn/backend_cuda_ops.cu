@@ -205,37 +205,37 @@ void cuda_clip_coef(Backend *backend, float *total, float *coef, const float *x,
 
 // --- loss scaling ------------------------------------------------------------------------------------------
 
-// x *= the unscale factor of *scale; a block that saw inf or NaN (before scaling) sets *found_inf to
-// 1.0f. Every writer writes the same value (atomicExch only to make the concurrent stores formally
-// race-free); nothing here ever clears the flag.
-__global__ static void unscale_check_kernel(float *x, size_t n, const float *scale, float *found_inf) {
+// x *= the unscale factor of *scale; a block that saw an overflowed element (nn_grad_overflowed,
+// before scaling) sets *found_inf to 1.0f. Every writer writes the same value (atomicExch only to
+// make the concurrent stores formally race-free); nothing here ever clears the flag.
+__global__ static void unscale_check_kernel(float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf) {
   float inv = nn_unscale_factor(*scale);
   int bad = 0;
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    bad |= !isfinite(x[i]);
+    bad |= nn_grad_overflowed(x[i], i, n_fp16);
     x[i] *= inv;
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) atomicExch(found_inf, 1.0f);
 }
 
-void cuda_unscale_check(Backend *backend, float *x, size_t n, const float *scale, float *found_inf) {
+void cuda_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf) {
   CudaContext *ctx = cuda_ctx(backend);
-  unscale_check_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(x, n, scale, found_inf);
+  unscale_check_kernel<<<cuda_blocks(ctx, n), CUDA_THREADS, 0, ctx->stream>>>(x, n, n_fp16, scale, found_inf);
   CUDA_CHECK_LAUNCH();
 }
 
 // unscale_check_kernel and sum_squares_kernel in one pass, on sum_squares_kernel's grid (so the
 // partials are its bits for the unscaled values); norm_finish_kernel then forms total and coef.
-__global__ static void unscale_sum_squares_kernel(double *partials, float *x, size_t n, const float *scale,
-                                                  float *found_inf) {
+__global__ static void unscale_sum_squares_kernel(double *partials, float *x, size_t n, size_t n_fp16,
+                                                  const float *scale, float *found_inf) {
   float inv = nn_unscale_factor(*scale);
   double acc = 0.0;
   int bad = 0;
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float xi = x[i];
-    bad |= !isfinite(xi);
+    bad |= nn_grad_overflowed(xi, i, n_fp16);
     xi *= inv;
     x[i] = xi;
     acc += (double)xi * (double)xi;
@@ -245,10 +245,10 @@ __global__ static void unscale_sum_squares_kernel(double *partials, float *x, si
   if (__syncthreads_or(bad) && threadIdx.x == 0) atomicExch(found_inf, 1.0f);
 }
 
-void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
-                            float *coef, float max_norm) {
+void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf,
+                            float *total, float *coef, float max_norm) {
   CudaContext *ctx = cuda_ctx(backend);
-  unscale_sum_squares_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, x, n, scale,
+  unscale_sum_squares_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, x, n, n_fp16, scale,
                                                                                    found_inf);
   CUDA_CHECK_LAUNCH();
   norm_finish_kernel<<<1, 1, 0, ctx->stream>>>(total, coef, ctx->partials, max_norm);

@@ -57,12 +57,12 @@ typedef struct {
   void (*scale_by)(Backend *backend, float *x, const float *alpha, size_t n);
   void (*global_norm)(Backend *backend, float *total, const float *x, size_t n);
   void (*clip_grad_norm)(Backend *backend, float *total, float *x, size_t n, float max_norm);
-  void (*unscale_check)(Backend *backend, float *x, size_t n, const float *scale, float *found_inf);
+  void (*unscale_check)(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf);
   void (*grad_scaler_update)(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
                              float growth_factor, float backoff_factor, int32_t growth_interval);
   void (*clip_coef)(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
-  void (*unscale_clip_coef)(Backend *backend, float *x, size_t n, const float *scale, float *found_inf, float *total,
-                            float *coef, float max_norm);
+  void (*unscale_clip_coef)(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf,
+                            float *total, float *coef, float max_norm);
   void (*adam_step)(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n, AdamHyper hyper,
                     const double *lr_scale, int32_t *step, const float *found_inf, const float *grad_scale,
                     void *params_lp, NnDtype lp_dtype);

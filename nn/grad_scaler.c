@@ -28,17 +28,17 @@ void grad_scaler_scale_seed(GradScaler *scaler, float *seed, size_t n) {
   if (scaler->spec.enabled) backend_scale_by(scaler->backend, seed, scaler->scale, n);
 }
 
-void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n) {
+void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n, size_t n_fp16) {
   if (!scaler->spec.enabled) return;
   backend_memset_zero(scaler->backend, scaler->found_inf, sizeof(float));
-  backend_unscale_check(scaler->backend, grads, n, scaler->scale, scaler->found_inf);
+  backend_unscale_check(scaler->backend, grads, n, n_fp16, scaler->scale, scaler->found_inf);
 }
 
-void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, float *total, float *coef,
+void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, size_t n_fp16, float *total, float *coef,
                                    float max_norm) {
   CHECK(scaler->spec.enabled, "grad_scaler_unscale_clip_coef needs an enabled scaler");
   backend_memset_zero(scaler->backend, scaler->found_inf, sizeof(float));
-  backend_unscale_clip_coef(scaler->backend, grads, n, scaler->scale, scaler->found_inf, total, coef, max_norm);
+  backend_unscale_clip_coef(scaler->backend, grads, n, n_fp16, scaler->scale, scaler->found_inf, total, coef, max_norm);
 }
 
 void grad_scaler_update(GradScaler *scaler) {

@@ -33,11 +33,13 @@ void grad_scaler_init(GradScaler *scaler, Backend *backend, const GradScalerSpec
                       float *found_inf);
 void grad_scaler_scale_seed(GradScaler *scaler, float *seed,
                             size_t n);  // seed (n) *= scale: backward starts from loss * scale
-// found_inf = 0, then grads *= 1/scale and flag inf/NaN.
-void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n);
+// found_inf = 0, then grads *= 1/scale and flag an overflow: inf or NaN, and in the first n_fp16
+// elements (the weights and biases, fp16 GEMM outputs in torch's autocast) |g| >= 65520
+// (backend_unscale_check).
+void grad_scaler_unscale(GradScaler *scaler, float *grads, size_t n, size_t n_fp16);
 // The same, fused with clip_grad_norm_'s norm and coefficient of the unscaled grads (one pass over
 // them: backend_unscale_clip_coef). The scaler must be enabled.
-void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, float *total, float *coef,
+void grad_scaler_unscale_clip_coef(GradScaler *scaler, float *grads, size_t n, size_t n_fp16, float *total, float *coef,
                                    float max_norm);
 void grad_scaler_update(GradScaler *scaler);                   // backoff or growth, after the (maybe skipped) step
 const float *grad_scaler_found_inf(const GradScaler *scaler);  // NULL when disabled (Adam never skips)

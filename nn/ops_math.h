@@ -222,6 +222,17 @@ PPO_HD static inline float nn_gaussian_row_sample(float *a, const float *mu, con
 
 // --- loss scaling and optimiser ------------------------------------------------------------------------
 
+// The smallest magnitude fp16 rounds to inf (65504 + half an ulp of 32).
+#define NN_FP16_OVERFLOW 65520.0f
+
+// Did scaled gradient element i overflow, as GradScaler.unscale_ judges it? Inf or NaN; and for
+// the first n_fp16 elements (the weights and biases, which torch's autocast backward produces as
+// fp16 GEMM and sum outputs before casting them to the fp32 .grad) also |x| >= 65520, which fp16
+// rounds to inf. The engine keeps those gradients in fp32, so this is where the overflow is seen.
+PPO_HD static inline int nn_grad_overflowed(float x, size_t i, size_t n_fp16) {
+  return !(fabsf(x) < (i < n_fp16 ? NN_FP16_OVERFLOW : INFINITY));
+}
+
 // GradScaler.unscale_'s factor: the reciprocal formed in double, then rounded (torch's inv_scale).
 PPO_HD static inline float nn_unscale_factor(float scale) { return (float)(1.0 / (double)scale); }
 

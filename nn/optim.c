@@ -38,16 +38,19 @@ void optim_step(Optimizer *optim, Policy *policy) {
   policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
   size_t n = policy->param_count;
+  // The networks' weights and biases: the slab up to log_std (the last tensor, a Gaussian head's),
+  // whose gradient torch forms in fp32 even under autocast.
+  size_t n_fp16 = policy->params.log_std ? (size_t)(policy->params.log_std - policy->params_memory) : n;
   const float *clip = NULL;
   if (optim->spec.max_grad_norm > 0.0f) {
     if (optim->spec.scaler.enabled)  // unscale and the clip norm in one pass over the grads
-      grad_scaler_unscale_clip_coef(&optim->scaler, grads, n, &optim->scalars->grad_norm, &optim->scalars->clip_coef,
-                                    optim->spec.max_grad_norm);
+      grad_scaler_unscale_clip_coef(&optim->scaler, grads, n, n_fp16, &optim->scalars->grad_norm,
+                                    &optim->scalars->clip_coef, optim->spec.max_grad_norm);
     else
       backend_clip_coef(b, &optim->scalars->grad_norm, &optim->scalars->clip_coef, grads, n, optim->spec.max_grad_norm);
     clip = &optim->scalars->clip_coef;
   } else {
-    grad_scaler_unscale(&optim->scaler, grads, n);
+    grad_scaler_unscale(&optim->scaler, grads, n, n_fp16);
     backend_global_norm(b, &optim->scalars->grad_norm, grads, n);
   }
   backend_adam_step(b, policy->params_memory, grads, policy->m_memory, policy->v_memory, n, optim->spec.adam,

@@ -414,27 +414,31 @@ Test(cuda_norm, empty_is_zero) {
 
 // x * (float)(1 / (double)scale) is one float multiply on both sides: bit-exact. found_inf is
 // compared exactly: 0 stays 0 without inf/NaN, becomes 1 with either, and 1 is never cleared.
-static void unscale_case(size_t n, float scale, size_t bad_at, float bad, float found_before) {
+// n_fp16: the leading elements that overflow at 65520 (nn_grad_overflowed).
+static void unscale_case(size_t n, size_t n_fp16, float scale, size_t bad_at, float bad, float found_before) {
   Pair p = pair_open();
   Rng rng;
   rng_seed(&rng, 51);
   float *x = random_floats(n, &rng, -1e4, 1e4);
   if (bad_at < n) x[bad_at] = bad;
   Twin g = twin_floats(&p, x, n), s = twin_floats(&p, &scale, 1), fi = twin_floats(&p, &found_before, 1);
-  backend_unscale_check(p.cpu, g.cpu, n, s.cpu, fi.cpu);
-  backend_unscale_check(p.gpu, g.gpu, n, s.gpu, fi.gpu);
+  backend_unscale_check(p.cpu, g.cpu, n, n_fp16, s.cpu, fi.cpu);
+  backend_unscale_check(p.gpu, g.gpu, n, n_fp16, s.gpu, fi.gpu);
   assert_same_floats_nan(&p, g, 1, "unscaled x");  // NaN * inv: the hardware's NaN
   assert_same_floats(&p, fi, "found_inf");
-  float want = (bad_at < n || found_before != 0.0f) ? 1.0f : 0.0f;
+  int overflow = bad_at < n && !(fabsf(bad) < (bad_at < n_fp16 ? 65520.0f : INFINITY));
+  float want = (overflow || found_before != 0.0f) ? 1.0f : 0.0f;
   cr_assert_eq(download_float(p.gpu, fi.gpu), want, "found_inf: expected %g", want);
   free(x);
   pair_close(&p);
 }
 
-Test(cuda_unscale, finite_leaves_found_inf_clear) { unscale_case(100003, 65536.0f, SIZE_MAX, 0.0f, 0.0f); }
-Test(cuda_unscale, inf_sets_found_inf) { unscale_case(100003, 1024.0f, 99999, INFINITY, 0.0f); }
-Test(cuda_unscale, nan_sets_found_inf) { unscale_case(100003, 3.0f, 0, NAN, 0.0f); }
-Test(cuda_unscale, found_inf_is_never_cleared) { unscale_case(257, 0.7f, SIZE_MAX, 0.0f, 1.0f); }
+Test(cuda_unscale, finite_leaves_found_inf_clear) { unscale_case(100003, 100000, 65536.0f, SIZE_MAX, 0.0f, 0.0f); }
+Test(cuda_unscale, inf_sets_found_inf) { unscale_case(100003, 0, 1024.0f, 99999, INFINITY, 0.0f); }
+Test(cuda_unscale, nan_sets_found_inf) { unscale_case(100003, 0, 3.0f, 0, NAN, 0.0f); }
+Test(cuda_unscale, found_inf_is_never_cleared) { unscale_case(257, 257, 0.7f, SIZE_MAX, 0.0f, 1.0f); }
+Test(cuda_unscale, an_fp16_gradient_overflows_at_65520) { unscale_case(100003, 50000, 2.0f, 49999, 65520.0f, 0.0f); }
+Test(cuda_unscale, log_std_gradients_overflow_only_at_inf) { unscale_case(100003, 50000, 2.0f, 50000, 1e30f, 0.0f); }
 
 // The fused unscale + clip coefficient: grads and found-inf bit-exact (the same float multiply), the
 // norm one float ulp (double sums in two orders), the coefficient one ulp relative to the norm's.
@@ -446,8 +450,8 @@ static void unscale_clip_coef_case(size_t n, float scale, size_t bad_at, float m
   if (bad_at < n) x[bad_at] = INFINITY;
   Twin g = twin_floats(&p, x, n), s = twin_floats(&p, &scale, 1), fi = twin_floats(&p, &zero, 1);
   Twin total = twin_floats(&p, NULL, 1), coef = twin_floats(&p, NULL, 1);
-  backend_unscale_clip_coef(p.cpu, g.cpu, n, s.cpu, fi.cpu, total.cpu, coef.cpu, max_norm);
-  backend_unscale_clip_coef(p.gpu, g.gpu, n, s.gpu, fi.gpu, total.gpu, coef.gpu, max_norm);
+  backend_unscale_clip_coef(p.cpu, g.cpu, n, n / 2, s.cpu, fi.cpu, total.cpu, coef.cpu, max_norm);
+  backend_unscale_clip_coef(p.gpu, g.gpu, n, n / 2, s.gpu, fi.gpu, total.gpu, coef.gpu, max_norm);
   assert_same_floats(&p, g, "unscaled x");
   assert_same_floats(&p, fi, "found_inf");
   if (bad_at >= n) {

@@ -860,41 +860,61 @@ Test(nn_ops, unscale_check_flags_inf_and_nan) {
   Backend *b = cpu();
   float scale = 3.0f, found = 0.0f;
   float x[4] = {3, 6, -9, 0.3f};
-  backend_unscale_check(b, x, 4, &scale, &found);
+  backend_unscale_check(b, x, 4, 4, &scale, &found);
   cr_assert_eq(found, 0.0f);
   float inv = (float)(1.0 / 3.0);
   cr_assert(x[0] == 3.0f * inv && x[1] == 6.0f * inv && x[3] == 0.3f * inv);
   float y[3] = {1, INFINITY, 2};
-  backend_unscale_check(b, y, 3, &scale, &found);
+  backend_unscale_check(b, y, 3, 0, &scale, &found);
   cr_assert_eq(found, 1.0f);
   cr_assert_eq(y[2], 2.0f * inv, "grads are multiplied even when one is inf");
   found = 0.0f;
   float w[2] = {NAN, 1};
-  backend_unscale_check(b, w, 2, &scale, &found);
+  backend_unscale_check(b, w, 2, 0, &scale, &found);
   cr_assert_eq(found, 1.0f);
+  // The first n_fp16 elements (weights and biases, fp16 GEMM outputs under torch's autocast)
+  // overflow at 65520, what fp16 rounds to inf; later ones (log_std's, fp32 in torch) only at inf.
+  const struct {
+    float big;
+    size_t n_fp16;
+    float found;
+  } cases[] = {{65520.0f, 2, 1.0f},
+               {-65520.0f, 2, 1.0f},
+               {nextafterf(65520.0f, 0.0f), 2, 0.0f},
+               {1e30f, 1, 0.0f},
+               {65520.0f, 0, 0.0f}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    float v[3] = {1, cases[k].big, 2};
+    found = 0.0f;
+    backend_unscale_check(b, v, 3, cases[k].n_fp16, &scale, &found);
+    cr_expect_eq(found, cases[k].found, "case %zu: %.9g with n_fp16 %zu", k, (double)cases[k].big, cases[k].n_fp16);
+  }
   backend_close(b);
 }
 
 // The fused unscale + clip coefficient gives exactly the two ops' bits: grads, found-inf, norm and
-// coefficient, for sizes around the parallel threshold, a clipped and an unclipped case, and an inf.
+// coefficient, for sizes around the parallel threshold, a clipped and an unclipped case, an inf, and
+// an fp16 overflow (with a 7e4 past n_fp16 that is none).
 // (The two-op path itself is checked against torch by test_nn_torch.)
 Test(nn_ops, unscale_clip_coef_is_unscale_then_clip_coef) {
   Backend *b = cpu();
   static const size_t sizes[] = {1, 7, 131071, 131072 * 3 + 5};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-    for (int with_inf = 0; with_inf < 2; with_inf++)
+    for (int with_inf = 0; with_inf < 3; with_inf++)  // none, an inf, an fp16 overflow (7e4 in the first n_fp16)
       for (int clipped = 0; clipped < 2; clipped++) {
         size_t n = sizes[k];
         float *x = backend_alloc(b, n * sizeof(float)), *y = backend_alloc(b, n * sizeof(float));
         Rng rng;
         rng_seed(&rng, 17 + k);
         for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)((rng_uniform(&rng) * 2 - 1) * 1024.0);
-        if (with_inf) x[n / 2] = y[n / 2] = INFINITY;
+        size_t n_fp16 = n > 1 ? n - 1 : n;
+        if (n > 1) x[n - 1] = y[n - 1] = 7e4f;  // past n_fp16 (a log_std's gradient): no overflow there
+        if (with_inf) x[n / 2] = y[n / 2] = with_inf == 1 ? INFINITY : 7e4f;
         float scale = 2048.0f, max_norm = clipped ? 1e-3f : 1e9f;
         float found_a = 0.0f, total_a = 0.0f, coef_a = 0.0f, found_b = 0.0f, total_b = 0.0f, coef_b = 0.0f;
-        backend_unscale_check(b, x, n, &scale, &found_a);
+        backend_unscale_check(b, x, n, n_fp16, &scale, &found_a);
         backend_clip_coef(b, &total_a, &coef_a, x, n, max_norm);
-        backend_unscale_clip_coef(b, y, n, &scale, &found_b, &total_b, &coef_b, max_norm);
+        backend_unscale_clip_coef(b, y, n, n_fp16, &scale, &found_b, &total_b, &coef_b, max_norm);
         cr_assert(memcmp(x, y, n * sizeof(float)) == 0, "n %zu: grads differ", n);
         cr_assert_eq(found_a, found_b, "n %zu: found_inf", n);
         cr_assert(memcmp(&total_a, &total_b, sizeof(float)) == 0, "n %zu: norm %.9g vs %.9g", n, total_a, total_b);

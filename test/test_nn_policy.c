@@ -506,6 +506,38 @@ static float critic_step(Policy *p, Optimizer *o, const Batch *x, const float *t
   return loss;
 }
 
+// torch's autocast forms the weight and bias gradients as fp16 GEMM and sum outputs, which overflow
+// at 65520 (scaled); log_std's is fp32. The engine keeps all in fp32, so the unscale pass counts a
+// network gradient of 65520 as the overflow torch would see, and a log_std gradient only at inf.
+Test(nn_optim, fp16_network_gradients_overflow_at_65520_and_log_std_at_inf) {
+  Backend *b = cpu();
+  PolicySpec spec = small_spec(POLICY_HEAD_GAUSSIAN, NN_F16);
+  Policy *p = policy_init(b, &spec);
+  OptimSpec os = {.adam = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
+                  .max_grad_norm = 0.5f,
+                  .scaler = grad_scaler_defaults(1)};
+  Optimizer *o = optim_init(b, &os);
+  const struct {
+    float *at;
+    float value, found;
+  } cases[] = {{p->grads.pi.w[0], 65520.0f, 1.0f},
+               {p->grads.vf.b[1], -65520.0f, 1.0f},
+               {p->grads.pi.w[0], 65500.0f, 0.0f},
+               {p->grads.log_std, 1e30f, 0.0f},
+               {p->grads.log_std, INFINITY, 1.0f}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    memset(p->grads_memory, 0, p->param_count * sizeof(float));  // CPU backend: host memory
+    cases[k].at[0] = cases[k].value;
+    optim_step(o, p);
+    OptimScalars st;
+    optim_read_state(o, &st);
+    cr_expect_eq(st.found_inf, cases[k].found, "case %zu: a gradient of %g", k, (double)cases[k].value);
+  }
+  optim_free(o);
+  policy_free(p);
+  backend_close(b);
+}
+
 Test(nn_optim, fp16_overflow_skips_backs_off_and_recovers) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F16);
