@@ -723,6 +723,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   // The iteration whose [eval] pass a stop abandoned (-1: none): its checkpoint says so, and the
   // resumed run evaluates it first, as the uninterrupted run did after that iteration.
   int64_t eval_pending = -1;
+  int status = EXIT_OK;
   const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
   const int64_t stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
   if (opt->resume && cfg.eval.every > 0) {
@@ -731,18 +732,21 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     if (pending == start_iteration) {
       EvalResult er;
       int evaluated = evaluate_iteration(tr, ev, root, run_dir, start_iteration, &best, &er);
-      if (evaluated > 0) {
+      if (evaluated > 0) {  // the row's eval/ values, written now: the run may stop before any other row
         metrics_log_set_eval(&metrics, start_iteration, evaluator_metric_name(ev), er.metric, &er.metrics);
+        if (metrics_log_settle(&metrics) != 0) {
+          fprintf(stderr, "ppo-train: %s\n", error_message());
+          status = EXIT_RUNTIME;
+        }
         log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
                   (long long)start_iteration);
       }
       if (evaluated < 0) eval_pending = start_iteration;
     }
   }
-  int status = EXIT_OK;
   int64_t done_here = 0, saved_at = -1;  // saved_at: the iteration of the last checkpoint written here
   bool interrupted = false;
-  while (trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
+  while (status == EXIT_OK && trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
     if (opt->max_iterations > 0 && done_here >= opt->max_iterations) break;
     TrainStats s;
     if (trainer_iteration(tr, &s) == TRAINER_INTERRUPTED) {

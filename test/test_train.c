@@ -1212,6 +1212,24 @@ Test(train, an_evaluation_abandoned_by_a_stop_runs_after_the_resume) {
   free(a), free(b);
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000004.h5", stopped);
   cr_expect_eq(checkpoint_read_eval_pending(ckpt), -1, "later checkpoints carry no pending evaluation");
+
+  // The last iteration's pass: the resumed run has no iteration left, evaluates, and writes the row
+  // and the checkpoint (now without eval_pending) before it ends.
+  char last_run[512];
+  snprintf(last_run, sizeof last_run, "%s/eval_stopped_last", tmp_root);
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "4", 1);
+  cr_assert_eq(run(cfg, NULL, last_run, 0, 1, sets), 0, "%s", error_message());
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000004.h5", last_run);
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), 4);
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(metrics_value(last_run, 4, "eval/sharpe"), metrics_value(straight, 4, "eval/sharpe"), "row 4");
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), -1, "evaluated: the checkpoint no longer asks for it");
+  snprintf(best_b, sizeof best_b, "%s/best.txt", last_run);
+  a = read_text(best_a, NULL), b = read_text(best_b, NULL);
+  cr_assert(a && b);
+  cr_expect_str_eq(b, a, "best.txt");
+  free(a), free(b);
 }
 
 // The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
