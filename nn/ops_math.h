@@ -293,7 +293,7 @@ PPO_HD static inline NnAdamScalars nn_adam_scalars(double lr, double beta1, doub
 //   denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
 //   p.addcdiv_(m, denom, value=-step_size)                p + (-step_size m) / denom
 // Against torch 2.15's own steps (4096 elements, 3 steps, beta1 0.9 and 0.3) 1 and 2 of 12,288
-// results differed, by 1 ulp; the plain-multiply order differed in 46 and 111. The scalars (weight =
+// results differed, by 1 ulp; the previous order (no fma, -step_size (m / denom)) in 145 and 192. The scalars (weight =
 // 1 - beta1, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)) are computed in double by
 // the caller and passed as floats, as torch does with Python numbers. fmaf is exact on every
 // backend (the CPU's x86-64-v3/v4 clones and CUDA have the instruction).

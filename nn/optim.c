@@ -38,9 +38,12 @@ void optim_step(Optimizer *optim, Policy *policy) {
   policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
   size_t n = policy->param_count;
-  // The networks' weights and biases: the slab up to log_std (the last tensor, a Gaussian head's),
-  // whose gradient torch forms in fp32 even under autocast.
-  size_t n_fp16 = policy->params.log_std ? (size_t)(policy->params.log_std - policy->params_memory) : n;
+  // fp16 networks: their weights and biases, the slab up to log_std (the last tensor, a Gaussian
+  // head's), whose gradient torch forms in fp32 even under autocast. Other dtypes: none (a scaler
+  // over fp32 gradients sees inf and NaN only, as torch's GradScaler without autocast).
+  size_t n_fp16 = policy->spec.dtype != NN_F16 ? 0
+                  : policy->params.log_std     ? (size_t)(policy->params.log_std - policy->params_memory)
+                                               : n;
   const float *clip = NULL;
   if (optim->spec.max_grad_norm > 0.0f) {
     if (optim->spec.scaler.enabled)  // unscale and the clip norm in one pass over the grads

@@ -442,19 +442,22 @@ Test(cuda_unscale, log_std_gradients_overflow_only_at_inf) { unscale_case(100003
 
 // The fused unscale + clip coefficient: grads and found-inf bit-exact (the same float multiply), the
 // norm one float ulp (double sums in two orders), the coefficient one ulp relative to the norm's.
-static void unscale_clip_coef_case(size_t n, float scale, size_t bad_at, float max_norm) {
+// bad at bad_at (none past n); the first n / 2 elements overflow at 65520 too (n_fp16).
+static void unscale_clip_coef_case(size_t n, float scale, size_t bad_at, float bad, float max_norm) {
   Pair p = pair_open();
   Rng rng;
   rng_seed(&rng, 53);
   float *x = random_floats(n, &rng, -1e4, 1e4), zero = 0.0f;
-  if (bad_at < n) x[bad_at] = INFINITY;
+  if (bad_at < n) x[bad_at] = bad;
   Twin g = twin_floats(&p, x, n), s = twin_floats(&p, &scale, 1), fi = twin_floats(&p, &zero, 1);
   Twin total = twin_floats(&p, NULL, 1), coef = twin_floats(&p, NULL, 1);
   backend_unscale_clip_coef(p.cpu, g.cpu, n, n / 2, s.cpu, fi.cpu, total.cpu, coef.cpu, max_norm);
   backend_unscale_clip_coef(p.gpu, g.gpu, n, n / 2, s.gpu, fi.gpu, total.gpu, coef.gpu, max_norm);
   assert_same_floats(&p, g, "unscaled x");
   assert_same_floats(&p, fi, "found_inf");
-  if (bad_at >= n) {
+  int overflow = bad_at < n && !(fabsf(bad) < (bad_at < n / 2 ? 65520.0f : INFINITY));
+  cr_assert_eq(download_float(p.gpu, fi.gpu), overflow ? 1.0f : 0.0f, "found_inf");
+  if (!overflow) {
     float cn = download_float(p.cpu, total.cpu), gn = download_float(p.gpu, total.gpu);
     float cc = download_float(p.cpu, coef.cpu), gc = download_float(p.gpu, coef.gpu);
     cr_assert(fabs((double)gn - (double)cn) <= FLOAT_ULP * fabs((double)cn), "norm: cpu %.9g, cuda %.9g", cn, gn);
@@ -465,9 +468,11 @@ static void unscale_clip_coef_case(size_t n, float scale, size_t bad_at, float m
 }
 
 Test(cuda_unscale, fused_with_the_clip_coefficient) {
-  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 0.5f);  // clipped
-  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 1e9f);  // coefficient 1
-  unscale_clip_coef_case(4097, 1024.0f, 17, 0.5f);            // an inf: found_inf set, grads still scaled
+  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 0.0f, 0.5f);  // clipped
+  unscale_clip_coef_case(1000003, 65536.0f, SIZE_MAX, 0.0f, 1e9f);  // coefficient 1
+  unscale_clip_coef_case(4097, 1024.0f, 17, INFINITY, 0.5f);        // an inf: found_inf set, grads still scaled
+  unscale_clip_coef_case(1000003, 2.0f, 499999, 65520.0f, 0.5f);    // an fp16 overflow (before n / 2)
+  unscale_clip_coef_case(1000003, 2.0f, 500001, 65520.0f, 0.5f);    // past n / 2: none
 }
 
 // GradScaler.update: pure float/int logic on both sides, compared exactly after every call.
