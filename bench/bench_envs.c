@@ -362,7 +362,8 @@ int bench_envs_main(int argc, char **argv) {
     status = EXIT_RUNTIME;
   }
   trading_market_free(&market);
-  if (json && (ferror(json) | fclose(json)) != 0) {  // a failed flush drops its bytes: only ferror still knows
+  int lost = json ? ferror(json) : 0;  // a failed flush dropped its bytes: only the error flag still knows
+  if (json && (fclose(json) != 0 || lost)) {
     fprintf(stderr, "ppo-bench envs: write error on %s\n", o.json_path);
     status = EXIT_RUNTIME;
   }

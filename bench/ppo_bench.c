@@ -526,9 +526,12 @@ int bench_backend_main(int argc, char **argv) {
     rc |= bench_policy(b, &opt, dt);
     printf("\n");
   }
-  if (json_file && (ferror(json_file) | fclose(json_file)) != 0) {  // a failed flush dropped its bytes: ferror
-    fprintf(stderr, "ppo-bench backend: write error on --json: %s\n", strerror(errno));
-    rc = -1;
+  if (json_file) {
+    int lost = ferror(json_file);  // a failed flush dropped its bytes: only the error flag still knows
+    if (fclose(json_file) != 0 || lost) {
+      fprintf(stderr, "ppo-bench backend: write error on --json %s\n", opt.json);
+      rc = -1;
+    }
   }
   json_file = NULL;
   backend_close(b);

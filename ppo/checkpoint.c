@@ -531,9 +531,10 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   }
   if (ranks > 1 && !h5io_attr_exists(f, "/", "action_draws") && dist_is_root())
     log_warn(
-        "ppo-train: the checkpoint comes from a build whose ranks drew their actions from a stream per rank; this "
-        "build draws them by global env (as one process of all the envs would), so the resumed run goes on "
-        "correctly but does not retrace the run it continues");
+        "ppo-train: the checkpoint does not say how its ranks drew their actions (no action_draws attribute): "
+        "builds before 71575a3 drew a stream per rank, this one draws by global env (as one process of all the "
+        "envs would); if it comes from one of those, the resumed run goes on correctly but does not retrace the "
+        "run it continues");
   if (read_params(f, pol, host) != 0) return -1;
   hsize_t pd = (hsize_t)pol->parameters, one = 1;  // packed (policy_slab_pack)
   if (h5io_read(f, "optim/m", H5IO_FLOAT32, 1, &pd, host) != 0 ||
