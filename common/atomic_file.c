@@ -93,6 +93,13 @@ int atomic_file_commit(AtomicFile *af) {
   return atomic_file_publish(af->tmp_path, af->path);
 }
 
+int atomic_file_write_text(const char *path, const char *text) {
+  AtomicFile af;
+  if (!atomic_file_open(&af, path)) return -1;
+  fputs(text, af.stream);
+  return atomic_file_commit(&af);
+}
+
 void atomic_file_abort(AtomicFile *af) {
   if (af->stream) fclose(af->stream);
   af->stream = NULL;

@@ -31,7 +31,8 @@ int atomic_file_publish(const char *tmp_path, const char *path);
 // the error message. The caller writes to af->stream, then calls exactly one of commit / abort.
 FILE *atomic_file_open(AtomicFile *af, const char *path);
 int atomic_file_commit(AtomicFile *af);  // fclose (checking write errors) + publish; 0, or -1 and the error message
-void atomic_file_abort(AtomicFile *af);  // fclose + remove the temporary file; `path` untouched
+int atomic_file_write_text(const char *path, const char *text);  // open + text + commit; 0, or -1 and the message
+void atomic_file_abort(AtomicFile *af);                          // fclose + remove the temporary file; `path` untouched
 
 // Creates directory `path` and its missing parents (mode 0777 before the umask); an existing
 // directory is fine. 0, or -1 and the error message naming the directory that could not be made.

@@ -195,11 +195,16 @@ static int save_checkpoint(Trainer *tr, const char *ckpt_dir, bool eval_pending,
     linked = false;
     (void)unlink(link_tmp);
   }
-  if (!linked) {
+  if (!linked) {  // its name in checkpoints/last.txt instead (written atomically; no link needed)
     (void)unlink(link_path);
+    char name_path[PATH_CAP + 16], line[80];
+    snprintf(name_path, sizeof name_path, "%s/last.txt", ckpt_dir);
+    snprintf(line, sizeof line, "%s\n", target);
+    int named = atomic_file_write_text(name_path, line);
     if (!last_link_warned)
-      log_warn("%s: cannot point it at %s (%s): a resume takes the newest ckpt_NNNNNN.h5 instead", link_path, target,
-               why);
+      log_warn("%s: cannot point it at %s (%s): %s", link_path, target, why,
+               named == 0 ? "checkpoints/last.txt names the newest checkpoint instead"
+                          : "nor write checkpoints/last.txt; a resume takes the ckpt_NNNNNN.h5 written last");
     last_link_warned = true;
   }
   snprintf(written, capacity, "%s", path);
@@ -210,8 +215,21 @@ bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacit
   char dir[PATH_CAP];
   if (snprintf(dir, sizeof dir, "%s/checkpoints", run_dir) >= (int)sizeof dir) return false;
   if (snprintf(path, capacity, "%s/last.h5", dir) < (int)capacity && path_exists(path)) return true;
-  // The one written last (what last.h5 would name): a run resumed from an earlier checkpoint keeps
-  // the other timeline's later ones, so the highest iteration need not be the newest.
+  char name_path[PATH_CAP + 16], name[80];  // where links cannot be made: the name in last.txt
+  snprintf(name_path, sizeof name_path, "%s/last.txt", dir);
+  FILE *f = fopen(name_path, "r");
+  if (f) {
+    bool read = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    long long it;
+    char tail[8];
+    name[read ? strcspn(name, "\n") : 0] = '\0';
+    if (read && sscanf(name, "ckpt_%lld.h%7s", &it, tail) == 2 && strcmp(tail, "5") == 0 &&
+        snprintf(path, capacity, "%s/%s", dir, name) < (int)capacity && path_exists(path))
+      return true;
+  }
+  // Else the one written last (what last.h5 would name): a run resumed from an earlier checkpoint
+  // keeps the other timeline's later ones, so the highest iteration need not be the newest.
   DIR *d = opendir(dir);
   if (!d) return false;
   long long newest = -1;

@@ -57,8 +57,9 @@ void train_signals_begin(void);
 void train_signals_end(void);
 
 // The checkpoint a resume of run_dir continues from: checkpoints/last.h5 where it exists (a symlink
-// to the newest, or a hard link where the file system has no symlinks), else the ckpt_NNNNNN.h5
-// written last (a file system that allows neither). false when there is none.
+// to the newest, or a hard link where the file system has no symlinks), else the checkpoint that
+// checkpoints/last.txt names (written where neither link can be made), else the ckpt_NNNNNN.h5
+// written last (modification time). false when there is none.
 bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacity);
 
 // The configuration a run of these options trains with: config_path with the overrides, or with

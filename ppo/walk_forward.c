@@ -168,13 +168,6 @@ static long long done_timesteps(const char *path) {
   return n;
 }
 
-static int write_text_atomic(const char *path, const char *text) {
-  AtomicFile af;
-  if (!atomic_file_open(&af, path)) return -1;
-  fputs(text, af.stream);
-  return atomic_file_commit(&af);
-}
-
 static void print_table(FILE *out, const MarketData *data, bool daily, const WalkForwardLengths *l,
                         const WalkForwardFold *folds, int count) {
   char a[32], b[32], c[32], d[32];
@@ -253,7 +246,7 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
     free(csv);
     return EXIT_BAD_INPUT;
   }
-  int rc = existing && existing_length >= length ? 0 : write_text_atomic(path, csv);
+  int rc = existing && existing_length >= length ? 0 : atomic_file_write_text(path, csv);
   free(existing);
   free(csv);
   if (rc != 0) {
@@ -370,7 +363,7 @@ static int walk_forward_body(const TrainRunOptions *opt) {
     }
     char line[64];
     snprintf(line, sizeof line, "timesteps %lld\n", (long long)result.timesteps);
-    if (write_text_atomic(done_path, line) != 0) {
+    if (atomic_file_write_text(done_path, line) != 0) {
       fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
       status = EXIT_RUNTIME;
     }

@@ -740,7 +740,8 @@ int link(const char *from, const char *to) {
 }
 
 // checkpoints/last.h5 falls back to a hard link, and where neither link can be made it is removed
-// (it would name an older checkpoint) with a warning; a resume then finds the newest checkpoint.
+// (it would name an older checkpoint) with a warning, and checkpoints/last.txt names the newest
+// checkpoint; a resume finds it there.
 Test(train, last_checkpoint_without_symbolic_or_hard_links) {
   const char *cfg = config_file("nolinks");
   char dir[512], last[700], ckpt[700], found[700];
@@ -772,8 +773,15 @@ Test(train, last_checkpoint_without_symbolic_or_hard_links) {
   cr_expect_str_eq(found, ckpt);
   char *err = read_text(err_path, NULL);
   cr_assert_not_null(err);
-  cr_expect(strstr(err, "last.h5: cannot point it at ckpt_000002.h5 (symlink: Operation not permitted"), "%s", err);
+  cr_expect(strstr(err, "last.h5: cannot point it at ckpt_000002.h5 (symlink: Operation not permitted") &&
+                strstr(err, "checkpoints/last.txt names the newest checkpoint instead"),
+            "%s", err);
   free(err);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.txt", dir);
+  char *named = read_text(ckpt, NULL);
+  cr_assert_not_null(named);
+  cr_expect_str_eq(named, "ckpt_000002.h5\n");
+  free(named);
   cr_assert_eq(run(NULL, found, NULL, 1, 0, NULL), 0, "%s", error_message());  // resumes from it
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000003.h5", dir);
   cr_expect_eq(access(ckpt, F_OK), 0);
