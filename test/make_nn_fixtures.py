@@ -27,6 +27,7 @@ Files (one record per line: `name count v0 v1 ...`, float32 values printed with 
     grad_scaler.txt     torch.amp.GradScaler trajectories with forced overflows: per step, found_inf,
                         the scale and the growth tracker after update().
     bf16.txt            float32 -> bfloat16 -> float32 of fixed values (bits).
+    adam.txt            torch.optim.Adam's single-tensor CPU steps on closed-form inputs (bits).
 """
 import math
 import os
@@ -211,6 +212,23 @@ def bf16():
         f.write(fmt("out", t))
 
 
+def adam():
+    """torch.optim.Adam's single-tensor CPU path (foreach off, as SB3 on the CPU) on 512 parameters
+    p0 = unit(920 + c, 512) * 0.1, three steps with gradients unit(921 + c + 10 s, 512) * 10^(s - 2),
+    lr 3e-4, betas (beta1, 0.999), eps 1e-5: the parameters after each step (bits compared)."""
+    lines = []
+    for c, beta1 in enumerate([0.9, 0.3]):
+        p = torch.nn.Parameter(torch.from_numpy((unit(920 + c, 512) * 0.1).astype(np.float32)))
+        opt = torch.optim.Adam([p], lr=3e-4, betas=(beta1, 0.999), eps=1e-5, foreach=False)
+        lines.append(fmt("adam_case_%d" % c, np.array([beta1, 512, 3], dtype=np.float64)))
+        for s in range(3):
+            p.grad = torch.from_numpy((unit(921 + c + 10 * s, 512) * 10.0 ** (s - 2)).astype(np.float32))
+            opt.step()
+            lines.append(fmt("adam_p_%d_%d" % (c, s), p.detach().numpy()))
+    with open(os.path.join(OUT, "adam.txt"), "w") as f:
+        f.writelines(lines)
+
+
 os.makedirs(OUT, exist_ok=True)
 policy_case("small_cat", [64, 64], 8, 4, 64, False)
 policy_case("small_gauss", [64, 64], 8, 3, 64, True)
@@ -219,4 +237,5 @@ policy_case("big_gauss", [2048, 1024, 512], 24, 2, 32, True)
 orthogonal()
 grad_scaler()
 bf16()
+adam()
 print("torch %s: fixtures written to %s" % (torch.__version__, OUT))
