@@ -506,6 +506,13 @@ static float critic_step(Policy *p, Optimizer *o, const Batch *x, const float *t
   return loss;
 }
 
+// Adam (lr 3e-3), clipping at 0.5 and torch's default GradScaler: the fp16 optimiser tests' setup.
+static OptimSpec scaled_optim_spec(void) {
+  return (OptimSpec){.adam = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
+                     .max_grad_norm = 0.5f,
+                     .scaler = grad_scaler_defaults(1)};
+}
+
 // torch's autocast forms the weight and bias gradients as fp16 GEMM and sum outputs, which overflow
 // at 65520 (scaled); log_std's is fp32. The engine keeps all in fp32, so the unscale pass counts a
 // network gradient of 65520 as the overflow torch would see, and a log_std gradient only at inf.
@@ -513,9 +520,7 @@ Test(nn_optim, fp16_network_gradients_overflow_at_65520_and_log_std_at_inf) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_GAUSSIAN, NN_F16);
   Policy *p = policy_init(b, &spec);
-  OptimSpec os = {.adam = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
-                  .max_grad_norm = 0.5f,
-                  .scaler = grad_scaler_defaults(1)};
+  OptimSpec os = scaled_optim_spec();
   Optimizer *o = optim_init(b, &os);
   const struct {
     float *at;
@@ -542,9 +547,7 @@ Test(nn_optim, fp16_overflow_skips_backs_off_and_recovers) {
   Backend *b = cpu();
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F16);
   Policy *p = policy_init(b, &spec);
-  OptimSpec os = {.adam = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-5},
-                  .max_grad_norm = 0.5f,
-                  .scaler = grad_scaler_defaults(1)};
+  OptimSpec os = scaled_optim_spec();
   os.scaler.growth_interval = 4;
   Optimizer *o = optim_init(b, &os);
   Batch x = make_batch(p, 9);
