@@ -792,6 +792,11 @@ Test(train, last_checkpoint_without_symbolic_or_hard_links) {
   cr_assert(train_run_latest_checkpoint(dir, found, sizeof found));
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
   cr_expect_str_eq(found, ckpt);
+  // Without last.txt either, the one written last: iteration 2, not the older iteration 3.
+  snprintf(last, sizeof last, "%s/checkpoints/last.txt", dir);
+  cr_assert_eq(unlink(last), 0);
+  cr_assert(train_run_latest_checkpoint(dir, found, sizeof found));
+  cr_expect_str_eq(found, ckpt, "by modification time");
 }
 
 // Resumed from an earlier checkpoint, the run's pruning keeps its own newest checkpoints: the ones
