@@ -848,9 +848,10 @@ static int count_lines(const char *path) {
   return n;
 }
 
-// A run resumed from an older checkpoint leaves metrics.csv as it was until its first row: stopped
-// before that row (or killed), the later rows stay for a resume from the newer checkpoints
-// (they were dropped at start-up). Its first row replaces them, and train.log marks the resume.
+// A run resumed from an older checkpoint leaves metrics.csv as it was until its first row or its
+// first checkpoint past the resumed iteration: stopped before either (or killed), the later rows
+// stay for a resume from the newer checkpoints (they were dropped at start-up). The first row, or
+// that checkpoint (log_every above checkpoint_every), replaces them; train.log marks the resume.
 Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
   const char *cfg = config_file("late_rows");
   char dir[512], metrics[700], ckpt[700], log_path[700];
