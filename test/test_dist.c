@@ -27,6 +27,7 @@
 
 #include "common/error.h"
 #include "common/h5io.h"
+#include "ppo/checkpoint.h"
 #include "program_util.h"
 #include "test/h5_test_util.h"
 
@@ -186,7 +187,8 @@ Test(dist, ranks_step_with_the_gradient_of_one_rank_holding_every_env) {
 }
 
 // The last value of a metrics.csv column.
-static double last_metric(const char *run_dir, const char *column) {
+// metrics.csv's `column` in data row `row` (1 = the first; -1 = the last).
+static double metric_at(const char *run_dir, int row, const char *column) {
   char path[700];
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   char *text = read_text(path, NULL);
@@ -198,13 +200,23 @@ static double last_metric(const char *run_dir, const char *column) {
   for (char *field = strtok(text, ","); field; field = strtok(NULL, ","), k++)
     if (strcmp(field, column) == 0) index = k;
   cr_assert_geq(index, 0, "no column %s in %s", column, path);
-  char *last = header_end + 1, *line = last;
-  for (char *nl; (nl = strchr(line, '\n')) && nl[1]; line = nl + 1) last = nl + 1;
-  last = line;
-  char *save = NULL, *field = strtok_r(last, ",\n", &save);
-  for (int i = 0; i < index && field; i++) field = strtok_r(NULL, ",\n", &save);
-  cr_assert_not_null(field);
-  double value = atof(field);
+  char *line = header_end + 1;
+  if (row < 0)
+    for (char *nl; (nl = strchr(line, '\n')) && nl[1]; line = nl + 1) {
+    }
+  else
+    for (int r = 1; r < row; r++) {
+      char *nl = strchr(line, '\n');
+      cr_assert(nl && nl[1], "%s: no row %d", path, row);
+      line = nl + 1;
+    }
+  char *field = line;  // empty fields count (strtok would skip them)
+  for (int i = 0; i < index; i++) {
+    field += strcspn(field, ",\n");
+    cr_assert_eq(*field, ',', "%s: row %d has too few fields", path, row);
+    field++;
+  }
+  double value = (*field == ',' || *field == '\n' || !*field) ? NAN : strtod(field, NULL);
   free(text);
   return value;
 }
@@ -228,12 +240,12 @@ Test(dist, cartpole_2_ranks_x_16_envs_learns_like_1_x_32) {
            common, dir1);
   cr_assert_eq(mpirun(1, 300, TRAIN, args), 0, "%s", output);
   time_t t2 = time(NULL);
-  double two = last_metric(dir2, "rollout/ep_rew_mean"), one = last_metric(dir1, "rollout/ep_rew_mean");
+  double two = metric_at(dir2, -1, "rollout/ep_rew_mean"), one = metric_at(dir1, -1, "rollout/ep_rew_mean");
   cr_log_info("cartpole 200k steps: 2 x 16 envs %.1f (%lld s), 1 x 32 envs %.1f (%lld s)", two, (long long)(t1 - t0),
               one, (long long)(t2 - t1));
   cr_expect_geq(two, 475.0, "2 ranks x 16 envs: ep_rew_mean %.1f", two);
   cr_expect_geq(one, 475.0, "1 rank x 32 envs: ep_rew_mean %.1f", one);
-  cr_expect_eq(last_metric(dir2, "time/total_timesteps"), 200704.0, "49 iterations x 4096 steps over both ranks");
+  cr_expect_eq(metric_at(dir2, -1, "time/total_timesteps"), 200704.0, "49 iterations x 4096 steps over both ranks");
 }
 
 // (d) A rank that fails alone ends the whole job with its status, well inside mpirun's timeout.
@@ -444,6 +456,46 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   cr_expect(strstr(output, "does not say how its ranks drew their actions") &&
                 strstr(output, "does not retrace the run it continues"),
             "%s", output);
+}
+
+// A stop during iteration 2's [eval] pass (rank 0 runs it; PPO_TEST_STOP_BEFORE_EVAL asks every rank
+// to stop as it starts) abandons it: the checkpoint both ranks write says so, and the resumed 2-rank
+// run evaluates iteration 2 first (every rank agrees to, and takes part in writing best.h5), so the
+// metrics rows, best.txt and the state at iteration 4 end as the uninterrupted run's.
+Test(dist, an_evaluation_abandoned_by_a_stop_runs_after_a_two_rank_resume) {
+  char args[1400], straight[600], stopped[600], a[700], b[700];
+  snprintf(straight, sizeof straight, "%s/eval_straight", tmp_root);
+  snprintf(stopped, sizeof stopped, "%s/eval_stopped", tmp_root);
+  const char *total = "--set run.total_timesteps=2048 --set eval.every=2 --quiet";  // 4 iterations
+  snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, straight);
+  cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  snprintf(args, sizeof args, "'%s' %s --run-dir '%s'", config_path, total, stopped);
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "2", 1);
+  int status = mpirun(2, 120, TRAIN, args);
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  cr_assert_eq(status, 0, "%s", output);
+  cr_expect(strstr(output, "evaluation of iteration 2 abandoned"), "%s", output);
+  snprintf(a, sizeof a, "%s/checkpoints/last.h5", stopped);
+  cr_expect_eq(checkpoint_read_eval_pending(a), 2, "the stopped run's checkpoint asks for iteration 2's pass");
+  cr_expect(isnan(metric_at(stopped, 2, "eval/sharpe")), "row 2 has no evaluation yet");
+  snprintf(args, sizeof args, "--resume '%s' --quiet", a);
+  cr_assert_eq(mpirun(2, 120, TRAIN, args), 0, "%s", output);
+  for (int row = 1; row <= 4; row++) {
+    double want = metric_at(straight, row, "eval/sharpe"), got = metric_at(stopped, row, "eval/sharpe");
+    cr_expect(got == want || (isnan(got) && isnan(want)), "row %d's eval/sharpe: %.17g, uninterrupted %.17g", row, got,
+              want);
+  }
+  cr_expect(!isnan(metric_at(stopped, 2, "eval/sharpe")), "row 2 evaluated after the resume");
+  snprintf(a, sizeof a, "%s/best.txt", straight);
+  snprintf(b, sizeof b, "%s/best.txt", stopped);
+  char *best_a = read_text(a, NULL), *best_b = read_text(b, NULL);
+  cr_assert(best_a && best_b, "best.txt missing; output:\n%s", output);
+  cr_expect_str_eq(best_b, best_a, "best.txt");
+  free(best_a), free(best_b);
+  snprintf(a, sizeof a, "%s/checkpoints/ckpt_000004.h5", straight);
+  snprintf(b, sizeof b, "%s/checkpoints/ckpt_000004.h5", stopped);
+  expect_same_checkpoint(a, b);
+  cr_expect_eq(checkpoint_read_eval_pending(b), -1, "later checkpoints carry no pending evaluation");
 }
 
 // An MPMD launch can give the ranks different settings: refused before training, exit status 2.
