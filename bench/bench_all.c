@@ -39,6 +39,7 @@
 #define _GNU_SOURCE  // readlink, mkdtemp, popen
 #include "bench/bench_all.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
@@ -169,6 +170,43 @@ static void command_line(const char *command, char *out, size_t capacity) {
   int status = pclose(p);
   if (status != 0) out[0] = '\0';
   text_trim(out);
+}
+
+// `text` in single quotes for a shell (each ' as '\''), for the command lines the report shows; cut
+// short (still quoted) when it does not fit.
+static const char *shell_quoted(const char *text, char *out, size_t capacity) {
+  size_t n = 0;
+  out[n++] = '\'';
+  for (const char *c = text; *c && n + 6 < capacity; c++) {
+    if (*c == '\'') {
+      memcpy(out + n, "'\\''", 4);
+      n += 4;
+    } else {
+      out[n++] = *c;
+    }
+  }
+  out[n++] = '\'';
+  out[n] = '\0';
+  return out;
+}
+
+// Runs argv[0] with argv (its output to ours) and waits: its exit status, or 1 when it cannot be
+// started or ends by a signal (the message on stderr).
+static int run_and_wait(char *const argv[]) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execv(argv[0], argv);
+    fprintf(stderr, "ppo-bench all: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+    fprintf(stderr, "ppo-bench all: cannot run %s: %s\n", argv[0], strerror(errno));
+    return 1;
+  }
+  if (WIFSIGNALED(status)) fprintf(stderr, "ppo-bench all: %s ended by signal %d\n", argv[0], WTERMSIG(status));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 // The value after "key" and ':' on the first matching line of a /proc file ("" when absent).
@@ -727,14 +765,29 @@ int bench_all_main(int argc, char **argv) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     snprintf(sb3_json, sizeof sb3_json, "%s-sb3-cartpole.json", prefix);
-    snprintf(sb3_command, sizeof sb3_command,
-             "'%s' bench/sb3_compare.py --config configs/cartpole.ini --timesteps 50000 --threads 1 "
-             "--engine '%s' --json '%s'",
-             sb3_python(), exe, sb3_json);
+    char q_python[PATH_CAP_ALL * 2], q_exe[PATH_CAP_ALL * 2], q_json[PATH_CAP_ALL * 2];
+    snprintf(
+        sb3_command, sizeof sb3_command,
+        "%s bench/sb3_compare.py --config configs/cartpole.ini --timesteps 50000 --threads 1 --engine %s --json %s",
+        shell_quoted(sb3_python(), q_python, sizeof q_python), shell_quoted(exe, q_exe, sizeof q_exe),
+        shell_quoted(sb3_json, q_json, sizeof q_json));
     printf("\nsb3: %s\n", sb3_command);
     fflush(stdout);
-    int status = system(sb3_command);
-    rep.sb3_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    // fork and exec, not system(): no shell reads the paths (the command above is for the reader)
+    char *const sb3_argv[] = {(char *)sb3_python(),
+                              "bench/sb3_compare.py",
+                              "--config",
+                              "configs/cartpole.ini",
+                              "--timesteps",
+                              "50000",
+                              "--threads",
+                              "1",
+                              "--engine",
+                              exe,
+                              "--json",
+                              sb3_json,
+                              NULL};
+    rep.sb3_status = run_and_wait(sb3_argv);
     rep.sb3_command = sb3_command, rep.sb3_json = sb3_json;
     rc |= rep.sb3_status != 0;
   }

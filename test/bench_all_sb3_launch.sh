@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# test/bench_all_sb3_launch.sh BIN_DIR SOURCE_DIR: `ppo-bench all --only sb3` starts $PPO_SB3_PYTHON
+# on bench/sb3_compare.py with its arguments intact and reports its exit status (1 when it fails).
+# The interpreter, ppo-bench's --json and so the SB3 JSON path all sit in a directory whose name
+# holds a quote and a space: the old launch went through a shell and split or mangled them. A fake
+# interpreter records its arguments one per line: no Python or SB3 needed, well under a second.
+set -uo pipefail
+bench=$1/ppo-bench
+cd "$2"
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+dir="$root/it's here"
+mkdir "$dir"
+cat > "$dir/fake python" <<'FAKE'
+#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_ARGS"
+exit "$FAKE_STATUS"
+FAKE
+chmod +x "$dir/fake python"
+fail=0
+for status in 0 3; do
+  FAKE_ARGS="$root/args" FAKE_STATUS=$status PPO_SB3_PYTHON="$dir/fake python" \
+    "$bench" all --only sb3 --json "$dir/all.json" > "$root/stdout" 2>&1
+  rc=$?
+  want=$((status == 0 ? 0 : 1))
+  if [ $rc -ne $want ]; then
+    echo "FAIL: SB3 side exits $status: ppo-bench all exits $rc, not $want"
+    sed 's/^/    /' "$root/stdout"
+    fail=1
+  fi
+  expected="bench/sb3_compare.py
+--config
+configs/cartpole.ini
+--timesteps
+50000
+--threads
+1
+--engine
+$(readlink -f "$bench")
+--json
+$dir/all-sb3-cartpole.json"
+  if [ "$(cat "$root/args" 2>/dev/null)" != "$expected" ]; then
+    echo "FAIL: the SB3 side got the arguments"
+    sed 's/^/    [/; s/$/]/' "$root/args" 2>/dev/null
+    echo "  expected"
+    printf '%s\n' "$expected" | sed 's/^/    [/; s/$/]/'
+    fail=1
+  fi
+  rm -f "$root/args"
+done
+[ $fail -eq 0 ] && echo "ok: the SB3 comparison starts with its arguments intact and its exit status counts"
+exit $fail
