@@ -237,6 +237,16 @@ void backtest_pass_finish_input(BacktestPass *p) {
 }
 
 // One context per distinct cost multiplier (the oracle's 0 included). Returns the index for m.
+// The market's parameters for an evaluation pass over setup's split at cost multiplier m.
+static TradingParams eval_params(const BacktestSetup *setup, double m) {
+  TradingParams p = setup->base->params;
+  p.eval = true;
+  p.eval_split = setup->split;
+  p.eval_offset = 0;
+  p.cost_mult = m;
+  return p;
+}
+
 static int context_for(TradingContext *ctxs, double *mults, int *count, const BacktestSetup *setup, double m) {
   for (int k = 0; k < *count; k++)
     if (mults[k] == m) return k;
@@ -244,11 +254,7 @@ static int context_for(TradingContext *ctxs, double *mults, int *count, const Ba
     error_set("backtest: more than %d distinct cost multipliers in one run", BACKTEST_CONTEXTS_MAX);
     return -1;
   }
-  TradingParams p = setup->base->params;
-  p.eval = true;
-  p.eval_split = setup->split;
-  p.eval_offset = 0;
-  p.cost_mult = m;
+  TradingParams p = eval_params(setup, m);
   if (trading_context_init(&ctxs[*count], setup->base->data, setup->base->features, &p) != 0) {
     error_prepend("split %s, cost multiplier %g: ", trading_split_name(setup->split), m);
     return -1;
@@ -295,6 +301,34 @@ static void agent_batch_act(AgentBatch *ab, const BacktestSetup *setup, const Ba
   backend_download(ab->be, ab->head_host, policy_head_out(ab->pol), (size_t)R * A * sizeof(float));
 }
 
+// Every pass keeps its per-step arrays (equity, costs, fills, trades) for the report: refused up
+// front when they (and `extra` bytes) could not fit this machine's memory (ppo-eval --random-seeds
+// 1000000).
+static int memory_check(int n, const TradingContext *c, double extra) {
+  size_t available, total;
+  const double step_bytes =
+                   (double)(sizeof(int64_t) + 9 * sizeof(double) + 2 * sizeof(BacktestFill) + 2 * sizeof(ReportTrade)),
+               need = (double)n * (double)(c->eval_end - c->eval_start + 1) * step_bytes + extra;
+  if (host_memory_info(&available, &total) == 0 && need > (double)available) {
+    error_set(
+        "backtest: %d passes of %lld steps would need %.1f GiB, more than the %.1f GiB of memory available "
+        "(fewer passes: ppo-eval --seeds, --random-seeds)",
+        n, (long long)(c->eval_end - c->eval_start), need / 1073741824.0, (double)available / 1073741824.0);
+    return -1;
+  }
+  return 0;
+}
+
+int backtest_check_memory(const BacktestSetup *setup, int n, double extra) {
+  TradingContext c;
+  TradingParams p = eval_params(setup, setup->base->params.cost_mult);
+  if (trading_context_init(&c, setup->base->data, setup->base->features, &p) != 0) {
+    error_prepend("split %s: ", trading_split_name(setup->split));
+    return -1;
+  }
+  return memory_check(n, &c, extra);
+}
+
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes) {
   TradingContext *ctxs = calloc(BACKTEST_CONTEXTS_MAX, sizeof *ctxs);
   double mults[BACKTEST_CONTEXTS_MAX];
@@ -333,19 +367,7 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
           backtest_strategy_name(specs[k].strategy));
       goto done;
     }
-  // Every pass keeps its per-step arrays (equity, costs, fills, trades) for the report: refused
-  // up front when they could not fit this machine's memory (ppo-eval --random-seeds 1000000).
-  size_t available, total;
-  const double step_bytes =
-                   (double)(sizeof(int64_t) + 9 * sizeof(double) + 2 * sizeof(BacktestFill) + 2 * sizeof(ReportTrade)),
-               need = (double)n * (double)(c0->eval_end - c0->eval_start + 1) * step_bytes;
-  if (host_memory_info(&available, &total) == 0 && need > (double)available) {
-    error_set(
-        "backtest: %d passes of %lld steps would need %.1f GiB, more than the %.1f GiB of memory available "
-        "(fewer passes: ppo-eval --seeds, --random-seeds)",
-        n, (long long)(c0->eval_end - c0->eval_start), need / 1073741824.0, (double)available / 1073741824.0);
-    goto done;
-  }
+  if (memory_check(n, c0, 0.0) != 0) goto done;
   if (agents > 0) {
     Policy *pol = setup->policy;
     if (pol->spec.obs_dim != O) {

@@ -101,6 +101,10 @@ typedef struct {
 // evaluation pass, which a preemption's grace period may not outlast).
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes);
 void backtest_pass_free(BacktestPass *pass);  // NULL-safe, idempotent
+// Whether n passes over setup's split, with their per-step arrays, plus `extra` bytes (the policy the
+// caller is about to allocate for them) fit this machine's available memory: 0, or -1 and the error
+// message (fewer passes: ppo-eval --seeds, --random-seeds). backtest_run checks the passes again.
+int backtest_check_memory(const BacktestSetup *setup, int n, double extra);
 // Points pass->input (the report's view) at the pass's arrays and counts: after they change (a
 // run, or ppo-eval's walk-forward chain appending a fold).
 void backtest_pass_finish_input(BacktestPass *pass);

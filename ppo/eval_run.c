@@ -225,6 +225,12 @@ static int parse_split(const char *text, TradingSplit *out) {
   return -1;
 }
 
+// The passes of one evaluation: the greedy agent, the sampled agents, buy-and-hold, flat, MA rule,
+// oracle, the random policies, and the stress passes (agent, buy-and-hold, MA rule per factor).
+static int evaluation_pass_count(const EvalRunOptions *o) {
+  return 1 + o->sampled_seeds + 4 + o->random_seeds + N_STRESS * STRESS_PER_FACTOR;
+}
+
 static void add_pass(Evaluation *ev, BacktestStrategy s, uint64_t seed, double mult) {
   ev->specs[ev->n_passes++] = (BacktestPassSpec){.strategy = s, .seed = seed, .cost_mult = mult};
 }
@@ -261,6 +267,13 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
     error_prepend("%s: [policy]: ", checkpoint);
     return EXIT_BAD_INPUT;
   }
+  // The passes' arrays and reports and the policy's batch of agent rows all grow with --seeds and
+  // --random-seeds: refused before allocating any of them when they cannot fit.
+  const int passes = evaluation_pass_count(o);
+  const double pass_records =
+      (double)passes * (double)(sizeof(BacktestPassSpec) + sizeof(BacktestPass) + sizeof(Report));
+  BacktestSetup probe = {.base = &ev->market.context, .split = split};
+  if (backtest_check_memory(&probe, passes, (double)policy_plan(&ps).total + pass_records) != 0) return EXIT_BAD_INPUT;
   ev->policy = policy_init(ev->backend, &ps);
   if (!ev->policy) return EXIT_BAD_INPUT;
   const ConfigNormalize *nz = &ev->stored.normalize;
@@ -295,7 +308,7 @@ static ReportOptions report_options_for(const Config *cfg, const EvalRunOptions 
 
 static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
   const int S = o->sampled_seeds, R = o->random_seeds;
-  const int cap = 1 + S + 5 + R + N_STRESS * STRESS_PER_FACTOR;
+  const int cap = evaluation_pass_count(o);
   ev->specs = calloc((size_t)cap, sizeof *ev->specs);
   ev->passes = calloc((size_t)cap, sizeof *ev->passes);
   ev->reports = calloc((size_t)cap, sizeof *ev->reports);
