@@ -462,6 +462,54 @@ static int check_range(const char *name, int64_t value, int64_t lo, int64_t hi) 
   return -1;
 }
 
+// The counters of a checkpoint, written at an iteration boundary, against each other and the
+// configuration (whose n_steps, n_envs, n_epochs and batch_size a resume may not change): each
+// iteration steps every env n_steps times and runs 1 to n_epochs epochs (one permutation each; a
+// KL stop still counts its epoch), each of at most `per_epoch` optimiser steps, taken or skipped.
+// HDF5's checksums catch damaged bytes, not a file rewritten with wrong numbers (an edit, a
+// tool): those would resume another learning-rate schedule and timeline than the run's.
+static int check_counters(const TrainCounters *c, const Config *cfg, int ranks, int64_t adam_step) {
+  const int64_t n_steps = cfg->ppo.n_steps, n_epochs = cfg->ppo.n_epochs;
+  const int64_t per_epoch = (n_steps * cfg->env.n_envs + cfg->ppo.batch_size - 1) / cfg->ppo.batch_size;
+  if (c->iterations > INT64_MAX / n_steps || c->vector_steps != c->iterations * n_steps) {
+    error_set(
+        "rng/vector_steps = %lld with iteration = %lld: must be iteration x [ppo] n_steps = %lld x %lld (a "
+        "damaged checkpoint)",
+        (long long)c->vector_steps, (long long)c->iterations, (long long)c->iterations, (long long)n_steps);
+    return -1;
+  }
+  const int64_t per_vector_step = cfg->env.n_envs * ranks;
+  if (c->vector_steps > INT64_MAX / per_vector_step || c->timesteps != c->vector_steps * per_vector_step) {
+    error_set(
+        "timesteps = %lld with %lld vector steps: must be vector steps x [env] n_envs x ranks = %lld x %lld x "
+        "%d (a damaged checkpoint)",
+        (long long)c->timesteps, (long long)c->vector_steps, (long long)c->vector_steps, (long long)cfg->env.n_envs,
+        ranks);
+    return -1;
+  }
+  if (c->n_updates < c->iterations || c->iterations > INT64_MAX / n_epochs || c->n_updates > c->iterations * n_epochs) {
+    error_set(
+        "n_updates = %lld with iteration = %lld: allowed %lld .. %lld (1 to [ppo] n_epochs = %lld epochs per "
+        "iteration; a damaged checkpoint)",
+        (long long)c->n_updates, (long long)c->iterations, (long long)c->iterations,
+        (long long)(c->iterations > INT64_MAX / n_epochs ? INT64_MAX : c->iterations * n_epochs), (long long)n_epochs);
+    return -1;
+  }
+  if (c->epochs_drawn != c->n_updates) {
+    error_set("rng/epochs_drawn = %lld: must be n_updates = %lld (one permutation per epoch; a damaged checkpoint)",
+              (long long)c->epochs_drawn, (long long)c->n_updates);
+    return -1;
+  }
+  if (adam_step > (c->n_updates > INT64_MAX / per_epoch ? INT64_MAX : c->n_updates * per_epoch) - c->skipped_steps) {
+    error_set(
+        "optim/step = %lld and skipped_steps = %lld: together at most n_updates x minibatches per epoch = %lld "
+        "x %lld (a damaged checkpoint)",
+        (long long)adam_step, (long long)c->skipped_steps, (long long)c->n_updates, (long long)per_epoch);
+    return -1;
+  }
+  return 0;
+}
+
 // The fp32 parameters into the policy's params slab (host: staging of param_count floats).
 static int read_params(hid_t f, Policy *pol, float *host) {
   const size_t P = pol->param_count;
@@ -575,7 +623,8 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
       check_range("n_updates", c.n_updates, 0, INT64_MAX) ||
       check_range("skipped_steps", c.skipped_steps, 0, INT64_MAX) ||
       check_range("rng/vector_steps", c.vector_steps, 0, INT64_MAX) ||
-      check_range("rng/epochs_drawn", c.epochs_drawn, 0, INT64_MAX))
+      check_range("rng/epochs_drawn", c.epochs_drawn, 0, INT64_MAX) ||
+      check_counters(&c, trainer_config(tr), dist_size(), os.adam_step))
     return -1;
 
   // The action-sampling stream: another derivation from [run] seed (a build with other random

@@ -586,7 +586,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
             error_message());
   // damaged numbers: each refused by name
   const struct {
-    const char *dataset;  // first element overwritten (NULL: the root attribute iteration)
+    const char *dataset;  // first element overwritten (a name without '/': a root attribute)
     hid_t type;
     double value;
     const char *message;
@@ -597,7 +597,17 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"params/vf/bias1", H5T_NATIVE_FLOAT, NAN, "params/vf/bias1[0] = nan: must be finite"},
       {"optim/step", H5T_NATIVE_INT, -1, "optim/step = -1: allowed 0 .. 2147483647"},
       {"scaler/scale", H5T_NATIVE_FLOAT, -1.0, "scaler/scale = -1: must be finite and > 0"},
-      {NULL, 0, -4, "iteration = -4: allowed 0"},
+      {"iteration", 0, -4, "iteration = -4: allowed 0"},
+      // counters that disagree with each other or with the configuration (1 iteration of 64 steps
+      // x 4 envs, 2 epochs of 6 minibatches each)
+      {"iteration", 0, 2, "rng/vector_steps = 64 with iteration = 2: must be iteration x [ppo] n_steps = 2 x 64"},
+      {"rng/vector_steps", H5T_NATIVE_INT, 65, "rng/vector_steps = 65 with iteration = 1"},
+      {"timesteps", 0, 255, "timesteps = 255 with 64 vector steps: must be vector steps x [env] n_envs x ranks"},
+      {"n_updates", 0, 3, "n_updates = 3 with iteration = 1: allowed 1 .. 2 (1 to [ppo] n_epochs = 2 epochs"},
+      {"rng/epochs_drawn", H5T_NATIVE_INT, 1, "rng/epochs_drawn = 1: must be n_updates = 2"},
+      {"skipped_steps", 0, 1,
+       "optim/step = 12 and skipped_steps = 1: together at most n_updates x minibatches per "
+       "epoch = 2 x 6"},
       {"envs/obs", H5T_NATIVE_FLOAT, NAN, "envs/obs[0] = nan: must be finite"},
       {"envs/episode_logs", H5T_NATIVE_FLOAT, INFINITY, "envs/episode_logs[0] = inf: must be finite"},
       {"envs/episode_starts", H5T_NATIVE_FLOAT, 7, "envs/episode_starts[0] = 7: must be 0 or 1"},
@@ -607,7 +617,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     char name[32];
     snprintf(name, sizeof name, "damaged_%zu", k);
     f = damaged_copy(ckpt, name, path, sizeof path);
-    if (damage[k].dataset) {
+    if (strchr(damage[k].dataset, '/')) {
       ds = H5Dopen2(f, damage[k].dataset, H5P_DEFAULT);
       cr_assert(ds >= 0, "%s", damage[k].dataset);
       space = H5Dget_space(ds);
@@ -622,8 +632,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       free(v);
       H5Sclose(space), H5Dclose(ds);
     } else {
-      H5Adelete(f, "iteration");
-      cr_assert_eq(h5io_attr_write_int64(f, "/", "iteration", (int64_t)damage[k].value), 0);
+      H5Adelete(f, damage[k].dataset);
+      cr_assert_eq(h5io_attr_write_int64(f, "/", damage[k].dataset, (int64_t)damage[k].value), 0);
     }
     H5Fclose(f);
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
