@@ -103,7 +103,7 @@ PPO_HD static inline float nn_tanh(float x) {
 
 PPO_HD static inline float nn_act_forward(float x, int act) {
   if (act == NN_ACT_TANH) return nn_tanh(x);
-  if (act == NN_ACT_RELU) return x > 0.0f ? x : 0.0f;
+  if (act == NN_ACT_RELU) return x > 0.0f || x != x ? x : 0.0f;  // NaN stays NaN, as in torch.relu
   return x;
 }
 
@@ -125,12 +125,13 @@ PPO_HD static inline float nn_logsumexp(const float *z, int A) {
 }
 
 // Entropy -sum p log p of a row, given its lse. A class of probability 0 adds 0, as in torch (which
-// clamps the logits to the float minimum first): a -inf logit would make 0 x -inf = NaN.
+// clamps the logits to the float minimum first): a -inf logit would make 0 x -inf = NaN. A NaN p
+// (a NaN logit) is not 0 and makes the entropy NaN, as in torch.
 PPO_HD static inline float nn_categorical_entropy(const float *z, int A, float lse) {
   float h = 0.0f;
   for (int j = 0; j < A; j++) {
     float lp = z[j] - lse, p = expf(lp);
-    if (p > 0.0f) h -= p * lp;
+    if (p != 0.0f) h -= p * lp;
   }
   return h;
 }
@@ -141,7 +142,7 @@ PPO_HD static inline float nn_categorical_dlogit(float z, float lse, float entro
                                                  float dentropy) {
   float lp = z - lse;
   float p = expf(lp);
-  float dh = p > 0.0f ? p * (lp + entropy) : 0.0f;  // the entropy's 0 for p = 0 (see nn_categorical_entropy)
+  float dh = p != 0.0f ? p * (lp + entropy) : 0.0f;  // the entropy's 0 for p = 0 (see nn_categorical_entropy)
   return dlogp * ((is_action ? 1.0f : 0.0f) - p) - dentropy * dh;
 }
 

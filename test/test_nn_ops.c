@@ -324,6 +324,39 @@ Test(nn_math, a_class_of_probability_zero_adds_nothing_to_the_entropy) {
   cr_expect_eq(dz[1], 0.0f);
 }
 
+// A NaN logit makes the row's entropy and its gradient NaN, as in torch (the zero-probability guard
+// must not take NaN's failed comparison for a zero): a NaN loss or gradient is what GradScaler's
+// found-inf check and the divergence stop look for.
+Test(nn_math, a_nan_logit_makes_the_entropy_nan) {
+  const float z[3] = {0.5f, NAN, -0.25f};
+  float lse = nn_logsumexp(z, 3);
+  cr_expect(isnan(nn_categorical_entropy(z, 3, lse)), "entropy %g", nn_categorical_entropy(z, 3, lse));
+  float dz[3];
+  nn_categorical_backward_row(dz, z, 3, 0, 1.0f, 0.01f);
+  cr_expect(isnan(dz[1]), "dz[1] = %g", dz[1]);
+}
+
+// relu passes NaN on, as torch.relu does (x > 0 ? x : 0 turned it into 0, hiding a NaN
+// pre-activation from the loss and from fp16's overflow check); -0 and negatives give +0.
+Test(nn_math, relu_passes_nan_on) {
+  Backend *b = cpu();
+  const float x[6] = {NAN, -NAN, -1.5f, -0.0f, 0.0f, 2.5f};
+  const float bias[6] = {0};
+  float got[6];
+  float *d_in = backend_alloc(b, sizeof x), *d_bias = backend_alloc(b, sizeof bias),
+        *d_out = backend_alloc(b, sizeof x);
+  backend_upload(b, d_in, x, sizeof x);
+  backend_upload(b, d_bias, bias, sizeof bias);
+  backend_bias_act_forward(b, d_out, NN_F32, d_in, d_bias, 1, 6, NN_ACT_RELU);
+  backend_download(b, got, d_out, sizeof got);
+  cr_expect(isnan(got[0]) && isnan(got[1]), "relu(NaN) = %g, %g", got[0], got[1]);
+  for (int i = 2; i < 5; i++) cr_expect(got[i] == 0.0f && !signbit(got[i]), "relu(%g) = %g", x[i], got[i]);
+  cr_expect_eq(got[5], 2.5f);
+  cr_expect(isnan(nn_act_forward(NAN, NN_ACT_RELU)), "the shared scalar form (CUDA's)");
+  backend_free(b, d_in), backend_free(b, d_bias), backend_free(b, d_out);
+  backend_close(b);
+}
+
 // The backend's vectorised loops (each x86-64 clone, the build's flags: -fno-trapping-math lets
 // GCC vectorise the clamps) must give nn_tanh's bits, which the CUDA kernels share: random bit
 // patterns (NaN, infinities, subnormals), values around the clamp at +-9, and ordinary ones.
