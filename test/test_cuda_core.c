@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "nn/backend.h"
+#include "test/gemm_fp16_overflow_case.h"
 
 static Backend *cuda_or_skip(void) {
   Backend *b = backend_open("cuda");
@@ -317,6 +318,15 @@ Test(cuda_gemm, low_precision_c) {
   close_pair(p);
 }
 
+// fp16 C at the overflow threshold: cuBLAS's conversion of its fp32 sums must round to inf where
+// IEEE does (as the CPU does, test_nn_ops), not saturate at 65504: fp16's found-inf check relies on it.
+Test(cuda_gemm, fp16_c_rounds_to_inf_at_the_overflow_threshold) {
+  Pair p = open_pair();
+  gemm_fp16_overflow_case(p.cpu, "cpu");
+  gemm_fp16_overflow_case(p.gpu, "cuda");
+  close_pair(p);
+}
+
 Test(cuda_gemm, tf32_switch) {
   Pair p = open_pair();
   backend_set_tf32(p.cpu, 1);  // a no-op on the CPU
@@ -349,6 +359,58 @@ static void check_bias_act_forward(Pair p, int B, int H, int act, NnDtype dtype,
            in_place ? " in place" : "");
   assert_same_bits(out[1], out[0], n, es, what);
   free(in), free(bias), free(out[0]), free(out[1]);
+}
+
+// Pre-activations where the shared formulas branch: past tanh's clamp (+-7.905), the infinities,
+// NaN (kept by tanh and relu), -0 and subnormals, and random bit patterns; fp32 outputs, the
+// CPU's bits except that a NaN matches any NaN (x86 keeps a NaN's payload, a GPU gives its own).
+Test(cuda_bias_act, forward_matches_cpu_bits_at_the_edges) {
+  Pair p = open_pair();
+  enum { B = 8, H = 1024 };
+  const size_t n = (size_t)B * H;
+  float *in = malloc(n * 4), *bias = calloc(H, 4);
+  Rng rng;
+  rng_seed(&rng, 7907);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)rng_next_u64(&rng);
+    if (i % 2)
+      memcpy(&in[i], &u, 4);
+    else
+      in[i] = (float)(40.0 * rng_uniform(&rng) - 20.0);
+  }
+  const float edges[] = {NAN,
+                         -NAN,
+                         INFINITY,
+                         -INFINITY,
+                         -0.0f,
+                         1e-40f,
+                         -1e-40f,
+                         7.90531110763549805f,
+                         nextafterf(7.90531110763549805f, 9.0f),
+                         -7.9053111f,
+                         9.0f,
+                         -9.0f,
+                         1e30f,
+                         -1e30f};
+  memcpy(in, edges, sizeof edges);
+  for (int act = 0; act < 3; act++) {
+    float *out[2];
+    Backend *bk[2] = {p.cpu, p.gpu};
+    for (int k = 0; k < 2; k++) {
+      float *x = put(bk[k], in, n * 4), *bb = put(bk[k], bias, (size_t)H * 4), *o = backend_alloc(bk[k], n * 4);
+      backend_bias_act_forward(bk[k], o, NN_F32, x, bb, B, H, act);
+      out[k] = get(bk[k], o, n * 4);
+      backend_free(bk[k], x), backend_free(bk[k], bb), backend_free(bk[k], o);
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (isnan(out[0][i]) && isnan(out[1][i])) continue;
+      cr_assert(memcmp(&out[0][i], &out[1][i], 4) == 0, "act %d of %a [%zu]: cuda %a, cpu %a", act, in[i], i, out[1][i],
+                out[0][i]);
+    }
+    free(out[0]), free(out[1]);
+  }
+  free(in), free(bias);
+  close_pair(p);
 }
 
 Test(cuda_bias_act, forward_matches_cpu_bits) {

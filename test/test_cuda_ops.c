@@ -163,14 +163,21 @@ static float download_float(Backend *b, const float *x) {
 
 // --- categorical ---------------------------------------------------------------------------------------------
 
-// Rows of A logits in [-3, 3], integer actions, upstream gradients in [-1, 1].
-static void categorical_case(int B, int A, uint64_t seed) {
+// Rows of A logits in [-3, 3], integer actions, upstream gradients in [-1, 1]. edges: some rows get
+// a -inf logit (a class of probability 0: entropy and gradient terms guarded to 0) and a few a NaN
+// logit (NaN outputs on both sides), the shared formulas' other branches.
+static void categorical_case(int B, int A, uint64_t seed, int edges) {
   Pair p = pair_open();
   Rng rng;
   rng_seed(&rng, seed);
   float *logits = random_floats((size_t)B * A, &rng, -3, 3), *dlogp = random_floats(B, &rng, -1, 1);
   float *dentropy = random_floats(B, &rng, -1, 1), *actions = malloc((size_t)B * sizeof(float));
   for (int b = 0; b < B; b++) actions[b] = (float)rng_below(&rng, (uint64_t)A);
+  for (int b = 0; edges && A > 1 && b < B; b++) {
+    int other = ((int)actions[b] + 1) % A;  // never the action's own logit (its logp would be -inf)
+    if (b % 5 == 1) logits[(size_t)b * A + other] = -INFINITY;
+    if (b % 97 == 3) logits[(size_t)b * A + other] = NAN;
+  }
   Twin z = twin_floats(&p, logits, (size_t)B * A), a = twin_floats(&p, actions, B);
   Twin dl = twin_floats(&p, dlogp, B), de = twin_floats(&p, dentropy, B);
   Twin logp = twin_floats(&p, NULL, B), ent = twin_floats(&p, NULL, B), dz = twin_floats(&p, NULL, (size_t)B * A);
@@ -197,9 +204,10 @@ static void categorical_case(int B, int A, uint64_t seed) {
   pair_close(&p);
 }
 
-Test(cuda_categorical, forward_backward_b1000_a7) { categorical_case(1000, 7, 11); }
-Test(cuda_categorical, forward_backward_b1_a2) { categorical_case(1, 2, 12); }
-Test(cuda_categorical, forward_backward_b4097_a1) { categorical_case(4097, 1, 13); }
+Test(cuda_categorical, forward_backward_b1000_a7) { categorical_case(1000, 7, 11, 0); }
+Test(cuda_categorical, forward_backward_b1_a2) { categorical_case(1, 2, 12, 0); }
+Test(cuda_categorical, forward_backward_b4097_a1) { categorical_case(4097, 1, 13, 0); }
+Test(cuda_categorical, infinite_and_nan_logits_b1000_a7) { categorical_case(1000, 7, 14, 1); }
 
 // The CPU exits on a non-integer action; the device cannot, and marks the row NaN instead.
 // A bad action (not an integer in [0, A)) exits at the next download, as the CPU exits in the op.
@@ -508,7 +516,7 @@ Test(cuda_grad_scaler, update_sequence_matches) {
 // Five steps, the third skipped by found_inf, alternating a grad_scale (clip coefficient): params,
 // m, v, the step count and the low-precision copy bit-exact (nn_adam_element is +, *, /, sqrtf;
 // the per-step scalars come from double pow, assumed to round to the same floats as glibc's).
-static void adam_case(size_t n, NnDtype lp_dtype, int with_lp) {
+static void adam_case(size_t n, NnDtype lp_dtype, int with_lp, double beta1) {
   Pair p = pair_open();
   Rng rng;
   rng_seed(&rng, 61);
@@ -518,7 +526,7 @@ static void adam_case(size_t n, NnDtype lp_dtype, int with_lp) {
   Twin pr = twin_floats(&p, params, n), gr = twin_floats(&p, grads, n), m = twin_floats(&p, NULL, n);
   Twin v = twin_floats(&p, NULL, n), st = twin(&p, &step, sizeof step), fi = twin_floats(&p, &zero, 1);
   Twin gs = twin_floats(&p, &coef, 1), lp = twin(&p, NULL, n * nn_dtype_size(lp_dtype));
-  AdamHyper hyper = {3e-4, 0.9, 0.999, 1e-5};
+  AdamHyper hyper = {3e-4, beta1, 0.999, 1e-5};
   const double schedule = 0.6180339887;  // a linear schedule's factor, read from memory
   Twin lrs = twin(&p, &schedule, sizeof schedule);
   for (int k = 0; k < 5; k++) {
@@ -545,10 +553,12 @@ static void adam_case(size_t n, NnDtype lp_dtype, int with_lp) {
   pair_close(&p);
 }
 
-Test(cuda_adam, fp32_without_copy) { adam_case(300007, NN_F32, 0); }
-Test(cuda_adam, bf16_copy) { adam_case(300007, NN_BF16, 1); }
-Test(cuda_adam, fp16_copy) { adam_case(4099, NN_F16, 1); }
-Test(cuda_adam, fp32_copy) { adam_case(33, NN_F32, 1); }
+Test(cuda_adam, fp32_without_copy) { adam_case(300007, NN_F32, 0, 0.9); }
+Test(cuda_adam, bf16_copy) { adam_case(300007, NN_BF16, 1, 0.9); }
+Test(cuda_adam, fp16_copy) { adam_case(4099, NN_F16, 1, 0.9); }
+Test(cuda_adam, fp32_copy) { adam_case(33, NN_F32, 1, 0.9); }
+// torch's lerp takes its other branch for a weight (1 - beta1) >= 0.5 (nn_adam_element)
+Test(cuda_adam, beta1_below_one_half) { adam_case(4099, NN_F32, 1, 0.3); }
 
 // --- uniforms ---------------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@
 #include "common/rng.h"
 #include "nn/backend.h"
 #include "nn/ops_math.h"
+#include "test/gemm_fp16_overflow_case.h"
 
 static Backend *cpu(void) {
   Backend *b = backend_open("cpu");
@@ -391,6 +392,14 @@ Test(nn_math, the_backends_tanh_loop_gives_nn_tanh_bits) {
 }
 
 // --- GEMM -------------------------------------------------------------------------------------------------
+
+// fp16 C at the overflow threshold: infinities where IEEE rounding gives them (the CUDA suite runs
+// the same case on the GPU).
+Test(nn_gemm, fp16_c_rounds_to_inf_at_the_overflow_threshold) {
+  Backend *b = cpu();
+  gemm_fp16_overflow_case(b, "cpu");
+  backend_close(b);
+}
 
 static void gemm_case(Backend *b, NnDtype dtype, int ta, int tb, int M, int N, int K, float beta) {
   Rng rng;
