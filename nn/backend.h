@@ -186,7 +186,7 @@ void backend_categorical_sample(Backend *backend, float *actions, float *logp, c
 // logp (B) = sum_j log N(actions[b,j]; mean[b,j], exp(log_std[j])); entropy (B), optional.
 void backend_gaussian_forward(Backend *backend, float *logp, float *entropy, const float *mean, const float *log_std,
                               const float *actions, int B, int A);
-// dmean (B, A) overwritten; dlog_std (A) accumulated. dentropy may be NULL.
+// dmean (B, A) overwritten; dlog_std (A) accumulated (its B terms summed in double). dentropy may be NULL.
 void backend_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp,
                                const float *dentropy, const float *mean, const float *log_std, const float *actions,
                                int B, int A);
@@ -197,7 +197,7 @@ void backend_gaussian_sample(Backend *backend, float *actions, float *logp, cons
 
 // --- value loss ------------------------------------------------------------------------------------------------
 
-// loss (1) = mean over B of (pred - target)^2.
+// loss (1) = mean over B of (pred - target)^2 (summed in double).
 void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B);
 // dpred (B) = dloss (1) * 2 (pred - target) / B; dloss is backend memory (a device scalar).
 void backend_mse_backward(Backend *backend, float *dpred, const float *dloss, const float *pred, const float *target,

@@ -13,8 +13,8 @@
 //     orders); fp16 and bf16 1e-3 (the operands are the same rounded bits and their products exact
 //     in fp32, only the accumulation differs, tensor cores truncating some of it); TF32 5e-3 (inputs
 //     rounded to 10-bit mantissas). A wrong index or transpose gives errors of order max |C|.
-//   - mse_forward: 1e-6 relative to a double reference (the GPU accumulates in double), 1e-4
-//     relative to the CPU (which adds floats in order).
+//   - mse_forward: 1e-6 relative to a double reference, 1e-4 relative to the CPU (both accumulate
+//     in double, in different orders).
 // Every test that needs a device skips, visibly, without one (STYLE rule 12); backends are opened
 // inside the test bodies because Criterion forks per test.
 #include <criterion/criterion.h>

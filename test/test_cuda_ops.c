@@ -278,8 +278,8 @@ Test(cuda_categorical, sample_b1000_a7) {
 
 // --- diagonal Gaussian -------------------------------------------------------------------------------------
 
-// dlog_std: CUDA sums the terms in double, the CPU in float in b order, so CUDA is compared with
-// the exact sum of the CPU's terms (the shared formula, added here in double) on top of `before`.
+// dlog_std: both sum the terms in double (CUDA in a lane tree, the CPU in b order), so CUDA is
+// compared with the exact sum of the CPU's terms (the shared formula, added here in double) on top of `before`.
 // CUDA's expf (inv_std) is within 2 ulp of glibc's, which moves each term by a few ulp of its
 // parts |dlogp| (z^2 + 1) + |dentropy|: 8 ulp of their sum, plus the two final roundings.
 static void assert_dlog_std(const float *got, const float *before, const float *actions, const float *mean,

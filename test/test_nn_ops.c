@@ -724,6 +724,43 @@ Test(nn_fd, gaussian_backward) {
   backend_close(b);
 }
 
+// A minibatch of 2^20 rows seeded with SB3's -1/B: dlog_std's terms (magnitudes summing to ~1)
+// cancel to ~8e-4. Within a couple of float roundings of the double sum of the very terms (the
+// shared per-element formula), and the MSE of 2^20 rows likewise: float accumulators (the CUDA
+// kernels sum in double) were off by 1.9e-6 and 4.6e-4 relative here.
+Test(nn_distributions, large_minibatch_sums_keep_their_precision) {
+  Backend *b = cpu();
+  enum { B = 1 << 20 };
+  Rng rng;
+  rng_seed(&rng, 7);
+  float *a = malloc(B * 4), *mu = malloc(B * 4), *dlogp = malloc(B * 4), *dmean = malloc(B * 4);
+  float *pred = malloc(B * 4), *target = malloc(B * 4);
+  const float log_std = -0.5f, inv_std = expf(-log_std);
+  for (int i = 0; i < B; i++) {
+    mu[i] = (float)(2.0 * rng_uniform(&rng) - 1.0);
+    a[i] = mu[i] + (float)rng_normal(&rng) * expf(log_std);
+    dlogp[i] = (float)(-1.0 / B);
+    pred[i] = (float)rng_normal(&rng);
+    target[i] = (float)(0.1 + rng_normal(&rng));
+  }
+  double exact = 0.0, parts = 0.0, mse = 0.0;
+  for (int i = 0; i < B; i++) {
+    float term = nn_gaussian_backward_element(a[i], mu[i], inv_std, dlogp[i], 0.0f, &dmean[i]);
+    exact += term, parts += fabs(term);
+    double d = (double)(pred[i] - target[i]);
+    mse += d * d;
+  }
+  mse /= B;
+  float dlog_std = 0.0f, loss;
+  backend_gaussian_backward(b, dmean, &dlog_std, dlogp, NULL, mu, &log_std, a, B, 1);
+  cr_expect(fabs(dlog_std - exact) <= 2.4e-7 * fabs(exact) + 1e-15 * parts,
+            "dlog_std %.9g, double sum of the terms %.9g (terms' magnitudes sum to %.3g)", dlog_std, exact, parts);
+  backend_mse_forward(b, &loss, pred, target, B);
+  cr_expect(fabs(loss - mse) <= 2.4e-7 * mse, "mse %.9g, double %.9g", loss, mse);
+  free(a), free(mu), free(dlogp), free(dmean), free(pred), free(target);
+  backend_close(b);
+}
+
 Test(nn_distributions, gaussian_closed_forms_and_sampling) {
   Backend *b = cpu();
   // N(0; 0, 1): log pdf = -log(sqrt(2 pi)) = -0.918938533204672742; entropy 0.5 (1 + log 2 pi) = 1.418938533204672742.
