@@ -680,9 +680,9 @@ void backend_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, 
 }
 
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                                float growth_factor, float backoff_factor, int32_t growth_interval) {
+                                double growth_factor, double backoff_factor, int32_t growth_interval) {
   CHECK(backend && scale && tracker && found_inf, "backend_grad_scaler_update: NULL pointer");
-  CHECK(growth_factor > 1.0f && backoff_factor > 0.0f && backoff_factor < 1.0f && growth_interval > 0,
+  CHECK(growth_factor > 1.0 && backoff_factor > 0.0 && backoff_factor < 1.0 && growth_interval > 0,
         "backend_grad_scaler_update: growth > 1, 0 < backoff < 1, interval > 0");
   OP(backend, grad_scaler_update, scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval);
 }

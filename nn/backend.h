@@ -235,7 +235,7 @@ void backend_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, 
 // GradScaler.update: if *found_inf: scale *= backoff, tracker = 0; else tracker += 1 and at
 // growth_interval scale *= growth when finite, tracker = 0. No lower clamp.
 void backend_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                                float growth_factor, float backoff_factor, int32_t growth_interval);
+                                double growth_factor, double backoff_factor, int32_t growth_interval);
 
 typedef struct {
   double lr, beta1, beta2, eps;  // doubles, as torch's Python numbers: the bias corrections are formed in double

@@ -554,7 +554,7 @@ static void cpu_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp1
 }
 
 static void cpu_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                                   float growth_factor, float backoff_factor, int32_t growth_interval) {
+                                   double growth_factor, double backoff_factor, int32_t growth_interval) {
   nn_grad_scaler_update(scale, tracker, *found_inf, growth_factor, backoff_factor, growth_interval);
 }
 

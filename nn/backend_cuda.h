@@ -110,7 +110,7 @@ void cuda_unscale_check(Backend *backend, float *x, size_t n, size_t n_fp16, con
 void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf,
                             float *total, float *coef, float max_norm);
 void cuda_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                             float growth_factor, float backoff_factor, int32_t growth_interval);
+                             double growth_factor, double backoff_factor, int32_t growth_interval);
 void cuda_adam_step(Backend *backend, float *params, const float *grads, float *m, float *v, size_t n,
                     AdamHyper hyper, const double *lr_scale, int32_t *step, const float *found_inf,
                     const float *grad_scale, void *params_lp, NnDtype lp_dtype);

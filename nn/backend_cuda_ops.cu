@@ -258,12 +258,12 @@ void cuda_unscale_clip_coef(Backend *backend, float *x, size_t n, size_t n_fp16,
 }
 
 __global__ static void grad_scaler_update_kernel(float *scale, int32_t *tracker, const float *found_inf,
-                                                 float growth_factor, float backoff_factor, int32_t growth_interval) {
+                                                 double growth_factor, double backoff_factor, int32_t growth_interval) {
   nn_grad_scaler_update(scale, tracker, *found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
 void cuda_grad_scaler_update(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                             float growth_factor, float backoff_factor, int32_t growth_interval) {
+                             double growth_factor, double backoff_factor, int32_t growth_interval) {
   CudaContext *ctx = cuda_ctx(backend);
   grad_scaler_update_kernel<<<1, 1, 0, ctx->stream>>>(scale, tracker, found_inf, growth_factor, backoff_factor,
                                                       growth_interval);

@@ -59,7 +59,7 @@ typedef struct {
   void (*clip_grad_norm)(Backend *backend, float *total, float *x, size_t n, float max_norm);
   void (*unscale_check)(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf);
   void (*grad_scaler_update)(Backend *backend, float *scale, int32_t *tracker, const float *found_inf,
-                             float growth_factor, float backoff_factor, int32_t growth_interval);
+                             double growth_factor, double backoff_factor, int32_t growth_interval);
   void (*clip_coef)(Backend *backend, float *total, float *coef, const float *x, size_t n, float max_norm);
   void (*unscale_clip_coef)(Backend *backend, float *x, size_t n, size_t n_fp16, const float *scale, float *found_inf,
                             float *total, float *coef, float max_norm);

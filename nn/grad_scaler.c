@@ -4,17 +4,14 @@
 #include "common/check.h"
 
 GradScalerSpec grad_scaler_defaults(int enabled) {
-  return (GradScalerSpec){.enabled = enabled,
-                          .init_scale = 65536.0f,
-                          .growth_factor = 2.0f,
-                          .backoff_factor = 0.5f,
-                          .growth_interval = 2000};
+  return (GradScalerSpec){
+      .enabled = enabled, .init_scale = 65536.0f, .growth_factor = 2.0, .backoff_factor = 0.5, .growth_interval = 2000};
 }
 
 void grad_scaler_init(GradScaler *scaler, Backend *backend, const GradScalerSpec *spec, float *scale, int32_t *tracker,
                       float *found_inf) {
-  CHECK(spec->init_scale > 0.0f && spec->growth_factor > 1.0f && spec->backoff_factor > 0.0f &&
-            spec->backoff_factor < 1.0f && spec->growth_interval > 0,
+  CHECK(spec->init_scale > 0.0f && spec->growth_factor > 1.0 && spec->backoff_factor > 0.0 &&
+            spec->backoff_factor < 1.0 && spec->growth_interval > 0,
         "grad scaler: init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0");
   *scaler = (GradScaler){backend, *spec, scale, tracker, found_inf};
   float zero = 0.0f;

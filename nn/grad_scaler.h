@@ -13,8 +13,9 @@
 
 typedef struct {
   int enabled;
-  float init_scale, growth_factor, backoff_factor;  // torch defaults 65536, 2, 0.5
-  int32_t growth_interval;                          // torch default 2000
+  float init_scale;                      // torch default 65536 (a float tensor in torch too)
+  double growth_factor, backoff_factor;  // torch defaults 2, 0.5 (Python floats: doubles)
+  int32_t growth_interval;               // torch default 2000
 } GradScalerSpec;
 
 typedef struct {

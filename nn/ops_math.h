@@ -246,17 +246,19 @@ PPO_HD static inline float nn_clip_coef(float norm, float max_norm) {
 }
 
 // GradScaler.update (PPO_SEMANTICS.md section 5): on inf backoff and reset the tracker; else count,
-// and at growth_interval grow the scale when the grown value is finite. No lower clamp.
-PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, float found_inf, float growth_factor,
-                                                float backoff_factor, int32_t growth_interval) {
+// and at growth_interval grow the scale when the grown value is finite. No lower clamp. The factors
+// are doubles and each product is rounded once to float, as torch's _amp_update_scale_ (float scale
+// times double factor): a factor such as 1.1 rounded to float first gave other scales.
+PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, float found_inf, double growth_factor,
+                                                double backoff_factor, int32_t growth_interval) {
   if (found_inf != 0.0f) {
-    *scale *= backoff_factor;
+    *scale = (float)((double)*scale * backoff_factor);
     *tracker = 0;
     return;
   }
   int32_t next = *tracker + 1;
   if (next == growth_interval) {
-    float grown = *scale * growth_factor;
+    float grown = (float)((double)*scale * growth_factor);
     if (isfinite(grown)) *scale = grown;
     next = 0;
   }

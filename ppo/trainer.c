@@ -135,8 +135,8 @@ static OptimSpec optim_spec_of(const Config *cfg) {
   o.max_grad_norm = (float)cfg->ppo.max_grad_norm;
   o.scaler = grad_scaler_defaults(cfg->run.precision == CONFIG_PRECISION_FP16);
   o.scaler.init_scale = (float)cfg->amp.init_scale;
-  o.scaler.growth_factor = (float)cfg->amp.growth_factor;
-  o.scaler.backoff_factor = (float)cfg->amp.backoff_factor;
+  o.scaler.growth_factor = cfg->amp.growth_factor;
+  o.scaler.backoff_factor = cfg->amp.backoff_factor;
   o.scaler.growth_interval = (int32_t)cfg->amp.growth_interval;
   return o;
 }

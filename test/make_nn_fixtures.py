@@ -174,15 +174,18 @@ def orthogonal():
 
 def grad_scaler():
     lines = []
-    cases = [  # (init_scale, growth_interval, steps, steps whose loss is inf)
-        (1024.0, 3, 14, {2, 3, 9}),
-        (65536.0, 2, 10, {0, 5, 6, 7}),
-        (2.0 ** 126, 1, 4, set()),  # growth to inf is refused
+    cases = [  # (init_scale, growth_interval, steps, steps whose loss is inf, growth_factor, backoff_factor)
+        (1024.0, 3, 14, {2, 3, 9}, 2.0, 0.5),
+        (65536.0, 2, 10, {0, 5, 6, 7}, 2.0, 0.5),
+        (2.0 ** 126, 1, 4, set(), 2.0, 0.5),  # growth to inf is refused
+        # factors that are not floats: the float scale times the double factor, rounded once
+        (1000.0, 1, 16, {3, 7, 11}, 1.1, 0.3),
     ]
-    for c, (init_scale, interval, steps, bad) in enumerate(cases):
+    for c, (init_scale, interval, steps, bad, growth, backoff) in enumerate(cases):
         p = torch.nn.Parameter(torch.tensor([1.0, -2.0, 0.5]))
         opt = torch.optim.SGD([p], lr=0.1)
-        scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_interval=interval)
+        scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_factor=growth, backoff_factor=backoff,
+                                      growth_interval=interval)
         found, scales, trackers = [], [], []
         for s in range(steps):
             opt.zero_grad()
@@ -195,7 +198,7 @@ def grad_scaler():
             scales.append(scaler.get_scale())
             trackers.append(int(scaler._get_growth_tracker()))
         assert found == [int(s in bad) for s in range(steps)], found
-        lines.append(fmt("case_%d" % c, np.array([init_scale, interval, steps], dtype=np.float64)))
+        lines.append(fmt("case_%d" % c, np.array([init_scale, interval, steps, growth, backoff], dtype=np.float64)))
         lines.append(fmt("found_inf_%d" % c, np.array(found, dtype=np.int64)))
         lines.append(fmt("scale_%d" % c, np.array(scales, dtype=np.float64)))
         lines.append(fmt("tracker_%d" % c, np.array(trackers, dtype=np.int64)))

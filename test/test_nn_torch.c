@@ -285,7 +285,7 @@ Test(nn_torch, orthogonal_matches_torch_qr) {
 Test(nn_torch, grad_scaler_trajectories_are_torchs) {
   Fixture *fx = fixture_load("grad_scaler.txt");
   Backend *be = backend_open("cpu");
-  for (int c = 0; c < 3; c++) {
+  for (int c = 0; c < 4; c++) {
     char name[32];
     snprintf(name, sizeof name, "case_%d", c);
     const Record *cs = get(fx, name);
@@ -298,6 +298,8 @@ Test(nn_torch, grad_scaler_trajectories_are_torchs) {
     GradScalerSpec spec = grad_scaler_defaults(1);
     spec.init_scale = (float)cs->v[0];
     spec.growth_interval = (int32_t)cs->v[1];
+    spec.growth_factor = cs->v[3];
+    spec.backoff_factor = cs->v[4];
     float *state = backend_alloc(be, 3 * sizeof(float));
     GradScaler scaler;
     grad_scaler_init(&scaler, be, &spec, &state[0], (int32_t *)&state[1], &state[2]);
@@ -310,7 +312,7 @@ Test(nn_torch, grad_scaler_trajectories_are_torchs) {
       grad_scaler_unscale(&scaler, grads, 3, 0);  // torch's fixture: fp32 parameters, overflow at inf only
       cr_assert_eq(state[2], (float)fi->v[s], "case %d step %d found_inf", c, s);
       grad_scaler_update(&scaler);
-      cr_assert_eq(state[0], (float)sc->v[s], "case %d step %d: scale %g, torch %g", c, s, state[0], sc->v[s]);
+      cr_assert_eq(state[0], (float)sc->v[s], "case %d step %d: scale %.9g, torch %.9g", c, s, state[0], sc->v[s]);
       cr_assert_eq(*(int32_t *)&state[1], (int32_t)tr->v[s], "case %d step %d tracker", c, s);
     }
     backend_free(be, state);
