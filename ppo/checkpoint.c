@@ -55,23 +55,31 @@ int checkpoint_read_timesteps(const char *path, int64_t *timesteps) {
   return rc;
 }
 
-int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path) {
+int checkpoint_config_differences(const Config *stored, const Config *cfg, const char *stored_name,
+                                  bool (*skip)(const char *section, const char *key), char *msg, size_t capacity) {
   int count;
   const ConfigKey *schema = config_schema(&count);
-  char a[512], b[512], where[512], msg[4096];
+  char a[512], b[512], where[512];
   size_t used = 0;
   int differing = 0;
   msg[0] = '\0';
   for (int k = 0; k < count; k++) {
-    if (checkpoint_may_differ(schema[k].section, schema[k].key)) continue;
+    if (checkpoint_may_differ(schema[k].section, schema[k].key) || (skip && skip(schema[k].section, schema[k].key)))
+      continue;
     config_value_text(stored, k, a, sizeof a);
     config_value_text(cfg, k, b, sizeof b);
     if (strcmp(a, b) == 0) continue;
     differing++;
     config_describe_key(cfg, schema[k].section, schema[k].key, where, sizeof where);
-    int n = snprintf(msg + used, sizeof msg - used, "%s%s: the checkpoint has %s", used ? "\n" : "", where, a);
-    if (n > 0 && (size_t)n < sizeof msg - used) used += (size_t)n;
+    int n = snprintf(msg + used, capacity - used, "%s%s: %s has %s", used ? "\n" : "", where, stored_name, a);
+    if (n > 0 && (size_t)n < capacity - used) used += (size_t)n;
   }
+  return differing;
+}
+
+int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path) {
+  char msg[4096];
+  int differing = checkpoint_config_differences(stored, cfg, "the checkpoint", NULL, msg, sizeof msg);
   if (!differing) return 0;
   char allowed[512] = "[run]";
   for (size_t i = 0; i < sizeof resumable_keys / sizeof resumable_keys[0]; i++) {

@@ -78,6 +78,12 @@ bool checkpoint_may_differ(const char *section, const char *key);
 // The env steps the checkpoint's run had taken (its "timesteps" attribute). 0, or -1 and the message.
 int checkpoint_read_timesteps(const char *path, int64_t *timesteps);
 
+// The keys of cfg that differ from stored, skipping those checkpoint_may_differ() accepts and those
+// skip accepts (NULL: none): one line per key into msg ("[section] key = value (where it came
+// from): <stored_name> has <value>"), cut short at capacity. Returns how many differ.
+int checkpoint_config_differences(const Config *stored, const Config *cfg, const char *stored_name,
+                                  bool (*skip)(const char *section, const char *key), char *msg, size_t capacity);
+
 // 0 when cfg may resume from a checkpoint made with stored; else -1 and a message naming every
 // key that differs (both values, where each came from).
 int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path);

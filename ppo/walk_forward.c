@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/time_utc.h"
 #include "envs/synthetic.h"
+#include "ppo/checkpoint.h"
 #include "ppo/env_config.h"
 #include "ppo/trainer.h"
 
@@ -299,12 +301,52 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
   return status;
 }
 
+// The [env] dates each fold sets for itself.
+static bool is_fold_date_key(const char *section, const char *key) {
+  if (strcmp(section, "env") != 0) return false;
+  for (int k = 0; k < 4; k++)
+    if (strcmp(key, date_keys[k]) == 0) return true;
+  return false;
+}
+
+// One walk-forward trains every fold with one configuration: a re-run whose keys differ from a
+// fold already started (its config.ini) would chain agents of other hyperparameters or costs into
+// one out-of-sample curve. Refused naming the fold's file and each key, as --resume refuses them;
+// the fold dates and the keys a resume may change (checkpoint_may_differ) are let through. 0, or an
+// exit status.
+static int check_fold_configs(const Config *cfg, const char *run_dir, const WalkForwardFold *folds, int count) {
+  for (int i = 0; i < count; i++) {
+    char path[PATH_CAP + 32];
+    snprintf(path, sizeof path, "%s/fold_%02d/config.ini", run_dir, folds[i].index);
+    if (access(path, F_OK) != 0) continue;
+    static Config stored;
+    if (config_load(&stored, path, 0, NULL) != 0) {
+      fprintf(stderr, "ppo-train --walk-forward: %s (a fold's own configuration, written when it started)\n",
+              error_message());
+      return EXIT_BAD_INPUT;
+    }
+    static char msg[8192];
+    int differing = checkpoint_config_differences(&stored, cfg, path, is_fold_date_key, msg, sizeof msg);
+    if (differing > 0) {
+      fprintf(stderr,
+              "%s\nppo-train --walk-forward: %d key(s) differ from fold %d's configuration (%s): every fold of a "
+              "walk-forward trains with one configuration. Run the command that started it (its keys are in that "
+              "file; more [run] total_timesteps and the keys --resume may change are allowed), or choose another "
+              "--run-dir or [run] name\n",
+              msg, differing, folds[i].index, path);
+      return EXIT_BAD_INPUT;
+    }
+  }
+  return EXIT_OK;
+}
+
 static int walk_forward_body(const TrainRunOptions *opt) {
   static WalkForwardFold folds[WALK_FORWARD_FOLDS_MAX];
   Config cfg;
   char run_dir[1024];
   int count = 0;
   int status = prepare(opt, &cfg, run_dir, sizeof run_dir, folds, &count);
+  if (status == EXIT_OK) status = check_fold_configs(&cfg, run_dir, folds, count);
   if (status != EXIT_OK) return status;
 
   const char **sets = calloc((size_t)opt->n_overrides + 4, sizeof *sets);

@@ -333,12 +333,26 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   cr_expect_eq(count_of(csv, "\n"), 4, "the file keeps the longer plan:\n%s", csv);
   free(csv);
 
-  // 5. Another plan in the same directory is refused.
+  // 5. Other hyperparameters or costs for the folds still to train (or done) are refused, naming
+  // the fold's file and each key, and nothing is trained; the fold dates themselves differ per fold.
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=4 --set ppo.learning_rate=0.01 "
+           "--set env.commission_bps=50",
+           cfg, run);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "--set #2: [ppo] learning_rate = 0.01: ") && strstr(out, "fold_00/config.ini has 0.0003") &&
+                strstr(out, "--set #3: [env] commission_bps = 50: ") && strstr(out, "fold_00/config.ini has auto") &&
+                strstr(out, "2 key(s) differ from fold 0's configuration"),
+            "%s", out);
+  snprintf(path, sizeof path, "%s/fold_03", run);
+  cr_expect(!exists(path), "a refused re-run trains no fold");
+
+  // 6. Another plan in the same directory is refused.
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=2", cfg, run);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "holds another fold plan"), "%s", out);
 
-  // 6. So is a folds.csv with a line added after the plan's (a prefix check let it pass with max_folds = 2).
+  // 7. So is a folds.csv with a line added after the plan's (a prefix check let it pass with max_folds = 2).
   snprintf(path, sizeof path, "%s/folds.csv", run);
   FILE *f = fopen(path, "a");
   cr_assert_not_null(f);
