@@ -114,7 +114,7 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
   if (log->n_columns != n_ours) {  // old-only columns were added: the table gets their width
     free(log->table);
     log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
-    CHECK(log->table, "out of host memory (metrics table)");
+    CHECK(log->table, "out of host memory (metrics table)");  // no wider than metrics_log_bytes() allowed for
   }
   while (rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0) {
     double *row = log->table + log->rows * log->n_columns;
@@ -140,6 +140,13 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
 
 static int rewrite_csv(MetricsLog *log);
 
+int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every) {
+  int64_t rows = start_iteration + (total_iterations - start_iteration) / log_every + 1;
+  return rows < total_iterations ? rows : total_iterations;
+}
+
+double metrics_log_bytes(int64_t rows) { return ((double)rows + 1.0) * METRICS_MAX_COLUMNS * sizeof(double); }
+
 int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
                      int64_t capacity, int64_t keep_iterations) {
   memset(log, 0, sizeof *log);
@@ -156,11 +163,15 @@ int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *sta
   }
   log->capacity = capacity + 1;
   log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
-  CHECK(log->table, "out of host memory (metrics table)");
+  if (!log->table) {
+    error_set("%s: the metrics table of %lld rows (%.1f MiB) does not fit in memory", log->csv_path,
+              (long long)log->capacity, metrics_log_bytes(log->capacity) / 1048576.0);
+    return -1;
+  }
   if (keep_iterations >= 0) {  // resumed: the files stay as they are until the first new row
     if (read_old_rows(log, keep_iterations) != 0) {
       free(log->table);
-      return -1;
+      return METRICS_LOG_BAD_FILE;
     }
     return 0;
   }

@@ -40,11 +40,20 @@ typedef struct {
   const Metrics *eval;       // that evaluation's metrics (eval/total_return, ...); NULL when none ran
 } MetricsExtra;
 
+// The rows a run logs from start_iteration (0: a fresh run) to total_iterations: every log_every-th
+// iteration and the last, after at most one kept row per earlier iteration; the table's capacity.
+int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every);
+// The most bytes a table of `rows` rows can take (METRICS_MAX_COLUMNS doubles a row).
+double metrics_log_bytes(int64_t rows);
+
+#define METRICS_LOG_BAD_FILE (-2)  // metrics_log_open: the earlier metrics.csv cannot be resumed into
+
 // Opens (creates, or with keep_iterations >= 0 resumes) the files in run_dir for rows shaped like
-// `stats` (the env metric names); eval_name non-NULL adds an eval/<name> column (the metric that picks
-// best.h5) and eval/total_return, eval/cagr, eval/sharpe, eval/sortino, eval/max_drawdown, eval/calmar
-// (the ones not already named). 0, or -1 and the
-// error message.
+// `stats` (the env metric names), room for `capacity` rows (metrics_log_rows); eval_name non-NULL
+// adds an eval/<name> column (the metric that picks best.h5) and eval/total_return, eval/cagr,
+// eval/sharpe, eval/sortino, eval/max_drawdown, eval/calmar (the ones not already named). 0; -1 and
+// the error message (writing, memory); METRICS_LOG_BAD_FILE and the message naming the earlier
+// metrics.csv's column that does not fit.
 int metrics_log_open(MetricsLog *log, const char *run_dir, const TrainStats *stats, const char *eval_name,
                      int64_t capacity, int64_t keep_iterations);
 int metrics_log_append(MetricsLog *log, const TrainStats *stats, const MetricsExtra *extra);  // 0, or -1 + message

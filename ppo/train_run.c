@@ -20,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "ppo/checkpoint.h"
@@ -343,6 +344,25 @@ static int check_plan(const TrainerPlan *plan, const Config *cfg) {
   return 0;
 }
 
+// The metrics table (rank 0's, one row per logged iteration: metrics_log_rows) must fit the memory
+// available: refused before the run directory is made, by every rank so that all refuse together.
+// Its smallest size, a fresh run's, is checked (a resume keeps the earlier rows too, which its
+// earlier run held).
+static int check_metrics_table(const Trainer *tr, const Config *cfg) {
+  int64_t rows = metrics_log_rows(trainer_total_iterations(tr), 0, cfg->run.log_every);
+  double bytes = metrics_log_bytes(rows);
+  size_t available, total;
+  if (host_memory_info(&available, &total) != 0 || bytes <= (double)available) return 0;
+  char a[512], b[512];
+  error_set(
+      "%s with %s: the metrics table of %lld rows would need %.1f GiB, more than the %.1f GiB of memory available; "
+      "raise [run] log_every or lower total_timesteps",
+      config_describe_key(cfg, "run", "total_timesteps", a, sizeof a),
+      config_describe_key(cfg, "run", "log_every", b, sizeof b), (long long)rows, bytes / 1073741824.0,
+      (double)available / 1073741824.0);
+  return -1;
+}
+
 // --- progress ----------------------------------------------------------------------------------------
 
 static void format_duration(double s, char *out, size_t capacity) {
@@ -649,7 +669,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     print_plan(plan, stdout);
   else if (!opt->quiet)
     print_plan(plan, stderr);
-  if (check_plan(plan, &cfg) != 0) {
+  if (check_plan(plan, &cfg) != 0 || check_metrics_table(tr, &cfg) != 0) {
     fprintf(stderr, "ppo-train: refusing to start: %s\n", error_message());
     trainer_free(tr);
     return EXIT_BAD_INPUT;
@@ -721,12 +741,15 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   for (int f = 2; f < spec->log_size; f++) shape.env_metric_names[f - 2] = spec->log_names[f];
   MetricsLog metrics;
   memset(&metrics, 0, sizeof metrics);
-  if (root && metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL, total_iterations,
-                               opt->resume ? start_iteration : -1) != 0) {
+  int opened = root ? metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL,
+                                       metrics_log_rows(total_iterations, start_iteration, cfg.run.log_every),
+                                       opt->resume ? start_iteration : -1)
+                    : 0;
+  if (opened != 0) {  // an earlier metrics.csv that does not fit this run is bad input, before any step
     fprintf(stderr, "ppo-train: %s\n", error_message());
     evaluator_free(ev);
     trainer_free(tr);
-    return EXIT_RUNTIME;
+    return opened == METRICS_LOG_BAD_FILE ? EXIT_BAD_INPUT : EXIT_RUNTIME;
   }
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;

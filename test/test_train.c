@@ -917,6 +917,46 @@ Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   opt.overrides = fits;
   opt.plan_only = true;
   cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
+  // 1e14 steps are 3.9e11 iterations of 256: a metrics row for each (log_every 1) is no table any
+  // machine holds, refused naming both keys; one row per 1e9 iterations is 392 rows, and the run
+  // starts (the table was sized for every iteration whatever log_every, and the run died in a CHECK).
+  const char *every_iteration[] = {"run.total_timesteps=1e14", "run.log_every=1"};
+  opt.overrides = every_iteration, opt.n_overrides = 2, opt.plan_only = false;
+  cr_expect_eq(train_run(&opt, &r), 2);
+  cr_expect(strstr(error_message(), "[run] total_timesteps = 100000000000000") &&
+                strstr(error_message(), "[run] log_every = 1:") &&
+                strstr(error_message(), "the metrics table of 390625000000 rows would need"),
+            "%s", error_message());
+  cr_expect_neq(access(dir, F_OK), 0, "a refused run must not create its directory");
+  const char *rarely[] = {"run.total_timesteps=1e14", "run.log_every=1_000_000_000", "run.checkpoint_every=0"};
+  opt.overrides = rarely, opt.n_overrides = 3, opt.max_iterations = 1;
+  cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
+}
+
+// A resume into a run directory whose metrics.csv cannot be continued (a hand-edited header with a
+// column name too long for the table) is bad input, found before any step: exit status 2 (it was 1).
+Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
+  const char *cfg = config_file("bad_metrics");
+  char dir[512], path[700], ckpt[700];
+  snprintf(dir, sizeof dir, "%s/bad_metrics", tmp_root);
+  const char *sets[] = {"run.total_timesteps=512"};
+  cr_assert_eq(run(cfg, NULL, dir, 1, 1, sets), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text);
+  char *body = strchr(text, '\n');
+  cr_assert_not_null(body);
+  *body++ = '\0';
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, body);
+  fclose(f);
+  free(text);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 2);
+  cr_expect(strstr(error_message(), "metrics.csv: column a_column_name_longer") &&
+                strstr(error_message(), "does not fit this run's table; move it away"),
+            "%s", error_message());
 }
 
 // A run of `name` that would go on for hours, in a child process, once `lines` lines of its
