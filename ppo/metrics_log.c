@@ -141,7 +141,8 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
 static int rewrite_csv(MetricsLog *log);
 
 int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every) {
-  int64_t rows = start_iteration + (total_iterations - start_iteration) / log_every + 1;
+  // the multiples of log_every in (start, total], the last iteration, and a row per earlier iteration
+  int64_t rows = start_iteration + total_iterations / log_every - start_iteration / log_every + 1;
   return rows < total_iterations ? rows : total_iterations;
 }
 

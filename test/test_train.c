@@ -26,6 +26,7 @@
 #include "ppo/backtest.h"
 #include "ppo/checkpoint.h"
 #include "ppo/evaluate.h"
+#include "ppo/metrics_log.h"
 #include "ppo/train_run.h"
 #include "ppo/trainer.h"
 #include "test/h5_test_util.h"
@@ -931,6 +932,21 @@ Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   const char *rarely[] = {"run.total_timesteps=1e14", "run.log_every=1_000_000_000", "run.checkpoint_every=0"};
   opt.overrides = rarely, opt.n_overrides = 3, opt.max_iterations = 1;
   cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
+}
+
+// metrics_log_rows covers every row a run logs: the rows kept from iterations 1..start (at most
+// one each) and, after them, iteration i when i % log_every == 0 or i is the last; checked against
+// that count for every small case (a bound of (total - start) / log_every + 1 new rows was one short).
+Test(train, the_metrics_table_has_room_for_every_logged_row) {
+  for (int64_t total = 1; total <= 40; total++)
+    for (int64_t start = 0; start <= total; start++)
+      for (int64_t every = 1; every <= 12; every++) {
+        int64_t rows = start;
+        for (int64_t i = start + 1; i <= total; i++) rows += i % every == 0 || i == total;
+        cr_assert_geq(metrics_log_rows(total, start, every), rows, "total %lld, start %lld, log_every %lld",
+                      (long long)total, (long long)start, (long long)every);
+        cr_assert_leq(metrics_log_rows(total, start, every), total);
+      }
 }
 
 // A resume into a run directory whose metrics.csv cannot be continued (a hand-edited header with a
