@@ -135,6 +135,17 @@ static int train_main(int argc, char **argv) {
     status = usage_error("%s",
                          "--walk-forward takes CONFIG.ini and not --resume, --plan or --print-config (it resumes "
                          "by itself: run the same command again)");
+  // Under mpirun every rank must take the same path through the program: an MPMD launch (`mpirun
+  // ... : ...`) can give each rank its own options, and a rank leaving for --print-config or --plan,
+  // or stopping at another --iterations, left the others waiting in a collective until mpirun's
+  // --timeout. Refused on every rank (train_run compares the configurations' keys).
+  if (status == EXIT_OK && dist_size() > 1) {
+    const long long options[5] = {print_config, opt.plan_only, opt.max_iterations, walk_forward, opt.resume != NULL};
+    if (!dist_check_identical(options, sizeof options))
+      status = usage_error("%s",
+                           "the ranks were given different options (--print-config, --plan, --iterations, "
+                           "--walk-forward or --resume); every rank of one mpirun needs the same ones");
+  }
   if (status != EXIT_OK) {
     free(overrides);
     return status;

@@ -515,6 +515,19 @@ Test(dist, ranks_with_different_configurations_are_refused) {
            "--set run.total_timesteps=512 --set run.log_every=3",
            common, TRAIN, config_path, tmp_root, TRAIN, config_path);
   cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 0, "%s", output);
+  // Options that send the ranks down different paths (one stops after 2 iterations, the other goes
+  // on; one prints its plan and leaves) are refused at once: they waited in mismatched collectives
+  // until mpirun's --timeout (exit status 110).
+  static const char *const options[][2] = {
+      {"--iterations 2", "--iterations 3"}, {"", "--plan"}, {"--print-config", ""}};
+  for (int k = 0; k < 3; k++) {
+    snprintf(line, sizeof line, "%s -np 1 '%s' '%s' --run-dir '%s/mpmd%d' --quiet %s : -np 1 '%s' '%s' --quiet %s",
+             common, TRAIN, config_path, tmp_root, 3 + k, options[k][0], TRAIN, config_path, options[k][1]);
+    time_t t0 = time(NULL);
+    cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
+    cr_expect_lt(time(NULL) - t0, 30, "options %s / %s: a hang until the 60 s timeout", options[k][0], options[k][1]);
+    cr_expect(strstr(output, "the ranks were given different options"), "%s", output);
+  }
 }
 
 // What several ranks do not support is a usage error (exit status 2).
