@@ -116,7 +116,7 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
     log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
     CHECK(log->table, "out of host memory (metrics table)");  // no wider than metrics_log_bytes() allowed for
   }
-  while (rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0) {
+  for (int64_t line_no = 2; rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0; line_no++) {
     double *row = log->table + log->rows * log->n_columns;
     for (int c = 0; c < log->n_columns; c++) row[c] = NAN;
     char *p = line;
@@ -128,7 +128,18 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
       row[map[j]] = v;
       p = *end == ',' ? end + 1 : end;
     }
-    if (j != n_old) break;  // a torn last line (a crash mid-write): dropped
+    if (j != n_old) {  // a torn last line (a crash mid-write) is dropped; one with rows after it is damage
+      char *next = NULL;
+      size_t next_cap = 0;
+      if (getline(&next, &next_cap, f) > 0) {
+        error_set("%s: line %lld: field %d (%s) is not a number, and rows follow; move it away to resume into this "
+                  "directory",
+                  log->csv_path, (long long)line_no, j + 1, log->names[map[j]]);
+        rc = -1;
+      }
+      free(next);
+      break;
+    }
     if (row[0] > (double)keep) break;
     if (log->rows + 1 >= log->capacity) break;
     log->rows++;

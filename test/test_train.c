@@ -949,30 +949,45 @@ Test(train, the_metrics_table_has_room_for_every_logged_row) {
       }
 }
 
-// A resume into a run directory whose metrics.csv cannot be continued (a hand-edited header with a
-// column name too long for the table) is bad input, found before any step: exit status 2 (it was 1).
+// A resume into a run directory whose metrics.csv cannot be continued is bad input, found before
+// any step: exit status 2 (it was 1). A hand-edited header with a column name too long for the
+// table; a row that does not parse with rows after it (only a torn last row, a crash mid-write, is
+// dropped: the damaged one dropped every later row without a word).
 Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
   const char *cfg = config_file("bad_metrics");
   char dir[512], path[700], ckpt[700];
   snprintf(dir, sizeof dir, "%s/bad_metrics", tmp_root);
-  const char *sets[] = {"run.total_timesteps=512"};
-  cr_assert_eq(run(cfg, NULL, dir, 1, 1, sets), 0, "%s", error_message());
+  const char *sets[] = {"run.total_timesteps=512"}, *more[] = {"run.total_timesteps=768"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 1, sets), 0, "%s", error_message());  // 2 iterations, 2 rows
   snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   char *text = read_text(path, NULL);
   cr_assert_not_null(text);
-  char *body = strchr(text, '\n');
-  cr_assert_not_null(body);
-  *body++ = '\0';
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, body);
-  fclose(f);
+  char *row1 = strchr(text, '\n');
+  cr_assert_not_null(row1);
+  *row1++ = '\0';
+  char *comma = strchr(row1, ',');  // row 1's second field
+  cr_assert_not_null(comma);
+  for (int damage = 0; damage < 2; damage++) {
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    if (damage == 0)
+      fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, row1);
+    else
+      fprintf(f, "%s\n%.*s,x%s", text, (int)(comma - row1), row1, strchr(comma + 1, ','));
+    fclose(f);
+    cr_expect_eq(run(NULL, ckpt, NULL, 0, 1, more), 2, "damage %d", damage);
+    if (damage == 0)
+      cr_expect(strstr(error_message(), "metrics.csv: column a_column_name_longer") &&
+                    strstr(error_message(), "does not fit this run's table; move it away"),
+                "%s", error_message());
+    else
+      cr_expect(strstr(error_message(),
+                       "metrics.csv: line 2: field 2 (time/total_timesteps) is not a number, and "
+                       "rows follow; move it away"),
+                "%s", error_message());
+  }
   free(text);
-  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
-  cr_expect_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 2);
-  cr_expect(strstr(error_message(), "metrics.csv: column a_column_name_longer") &&
-                strstr(error_message(), "does not fit this run's table; move it away"),
-            "%s", error_message());
 }
 
 // A run of `name` that would go on for hours, in a child process, once `lines` lines of its
