@@ -128,10 +128,12 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
       row[map[j]] = v;
       p = *end == ',' ? end + 1 : end;
     }
-    if (j != n_old) {  // a torn last line (a crash mid-write) is dropped; one with rows after it is damage
+    // A torn last line (a crash mid-write) is dropped; one with rows after it is damage, unless its
+    // iteration is past the resumed one (the resume drops those rows anyway).
+    if (j != n_old) {
       char *next = NULL;
       size_t next_cap = 0;
-      if (getline(&next, &next_cap, f) > 0) {
+      if (!(row[0] > (double)keep) && getline(&next, &next_cap, f) > 0) {
         error_set("%s: line %lld: field %d (%s) is not a number, and rows follow; move it away to resume into this "
                   "directory",
                   log->csv_path, (long long)line_no, j + 1, log->names[map[j]]);

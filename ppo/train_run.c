@@ -710,11 +710,6 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  if (root && write_config_file(&cfg, path) != 0) {  // after the checkpoint proved usable
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    trainer_free(tr);
-    return EXIT_RUNTIME;
-  }
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.
   if (!trainer_replicas_agree(tr)) {
@@ -750,6 +745,16 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     evaluator_free(ev);
     trainer_free(tr);
     return opened == METRICS_LOG_BAD_FILE ? EXIT_BAD_INPUT : EXIT_RUNTIME;
+  }
+  // After the checkpoint and the earlier metrics files proved usable: a refused resume leaves the
+  // run directory's config.ini as it was.
+  snprintf(path, sizeof path, "%s/config.ini", run_dir);
+  if (root && write_config_file(&cfg, path) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    metrics_log_close(&metrics);
+    evaluator_free(ev);
+    trainer_free(tr);
+    return EXIT_RUNTIME;
   }
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;

@@ -950,33 +950,43 @@ Test(train, the_metrics_table_has_room_for_every_logged_row) {
 }
 
 // A resume into a run directory whose metrics.csv cannot be continued is bad input, found before
-// any step: exit status 2 (it was 1). A hand-edited header with a column name too long for the
-// table; a row that does not parse with rows after it (only a torn last row, a crash mid-write, is
-// dropped: the damaged one dropped every later row without a word).
+// any step: exit status 2 (it was 1), and the directory's config.ini is left as it was (it was
+// rewritten before the refusal). A hand-edited header with a column name too long for the table;
+// a row at or before the resumed iteration that does not parse, with rows after it (the damaged one
+// dropped every later row without a word). A torn last row (a crash mid-write) is dropped, and so
+// is a damaged row past the resumed iteration: that resume goes ahead.
 Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
   const char *cfg = config_file("bad_metrics");
-  char dir[512], path[700], ckpt[700];
+  char dir[512], path[700], ckpt[700], ini[700];
   snprintf(dir, sizeof dir, "%s/bad_metrics", tmp_root);
-  const char *sets[] = {"run.total_timesteps=512"}, *more[] = {"run.total_timesteps=768"};
-  cr_assert_eq(run(cfg, NULL, dir, 0, 1, sets), 0, "%s", error_message());  // 2 iterations, 2 rows
+  const char *sets[] = {"run.total_timesteps=1024", "run.checkpoint_keep=0"}, *more[] = {"run.total_timesteps=1280"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());  // 4 iterations, 4 rows
   snprintf(path, sizeof path, "%s/metrics.csv", dir);
-  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
-  char *text = read_text(path, NULL);
-  cr_assert_not_null(text);
-  char *row1 = strchr(text, '\n');
-  cr_assert_not_null(row1);
-  *row1++ = '\0';
-  char *comma = strchr(row1, ',');  // row 1's second field
-  cr_assert_not_null(comma);
-  for (int damage = 0; damage < 2; damage++) {
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
+  snprintf(ini, sizeof ini, "%s/config.ini", dir);
+  char *text = read_text(path, NULL), *config_before = read_text(ini, NULL);
+  cr_assert(text && config_before);
+  char *rows = strchr(text, '\n');  // the header, then the rows
+  cr_assert_not_null(rows);
+  *rows++ = '\0';
+  for (int damage = 0; damage < 3; damage++) {
+    // damage 1: row 1's second field; damage 2: row 3's (past the resumed iteration 2)
+    char *row = rows;
+    for (int r = 1; damage == 2 && r < 3; r++) row = strchr(row, '\n') + 1;
+    char *comma = strchr(row, ',');
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     if (damage == 0)
-      fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, row1);
+      fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, rows);
     else
-      fprintf(f, "%s\n%.*s,x%s", text, (int)(comma - row1), row1, strchr(comma + 1, ','));
+      fprintf(f, "%s\n%.*s,x%s", text, (int)(comma - rows), rows, strchr(comma + 1, ','));
     fclose(f);
-    cr_expect_eq(run(NULL, ckpt, NULL, 0, 1, more), 2, "damage %d", damage);
+    int status = run(NULL, ckpt, NULL, 0, damage < 2 ? 1 : 0, more);
+    if (damage == 2) {
+      cr_expect_eq(status, 0, "a damaged row past the resumed iteration: %s", error_message());
+      break;
+    }
+    cr_expect_eq(status, 2, "damage %d", damage);
     if (damage == 0)
       cr_expect(strstr(error_message(), "metrics.csv: column a_column_name_longer") &&
                     strstr(error_message(), "does not fit this run's table; move it away"),
@@ -986,8 +996,12 @@ Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
                        "metrics.csv: line 2: field 2 (time/total_timesteps) is not a number, and "
                        "rows follow; move it away"),
                 "%s", error_message());
+    char *config_after = read_text(ini, NULL);
+    cr_assert_not_null(config_after);
+    cr_expect_str_eq(config_after, config_before, "damage %d: the refused resume rewrote config.ini", damage);
+    free(config_after);
   }
-  free(text);
+  free(text), free(config_before);
 }
 
 // A run of `name` that would go on for hours, in a child process, once `lines` lines of its
