@@ -608,13 +608,19 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   }
   // A million sampled passes are refused before their policy batch is allocated: under a 1.5 GiB
   // address-space limit (their 1,000,005-row batch alone is about 2 GiB) the refusal still comes,
-  // where the old order died in the policy's allocation (exit 1). ASan's shadow memory cannot run
-  // under such a limit.
+  // where the old order died in the policy's allocation (exit 1); and 20,000 passes, which this
+  // machine's memory would hold, are refused too, for the limit (host_memory_info counts it: they
+  // died in a CHECK, exit 1, on any machine). ASan's shadow memory cannot run under such a limit.
 #ifndef __SANITIZE_ADDRESS__
   snprintf(args, sizeof args, "--as=1610612736 '%s' --checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1000000",
            EVAL_BIN, run, dir);
   cr_expect_eq(run_program("prlimit", args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "1000046 passes of") && strstr(out, "(fewer passes: ppo-eval --seeds"), "%s", out);
+  cr_expect(!exists(dir), "nothing written");
+  snprintf(args, sizeof args, "--as=1610612736 '%s' --checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 20000",
+           EVAL_BIN, run, dir);
+  cr_expect_eq(run_program("prlimit", args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "20046 passes of") && strstr(out, "GiB of memory available"), "%s", out);
   cr_expect(!exists(dir), "nothing written");
 #endif
   // --out naming a file, not a directory: refused (mkdir's EEXIST was taken for a directory, and
