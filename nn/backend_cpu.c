@@ -379,7 +379,7 @@ static void cpu_gaussian_backward(Backend *backend, float *dmean, float *dlog_st
                                   int B, int A) {
   for (int j = 0; j < A; j++) {
     float inv_std = expf(-log_std[j]);
-    double acc = 0.0;  // as the CUDA kernel: float lost precision over 2^20 rows (test_nn_ops)
+    double acc = 0.0;  // in double as the CUDA kernel (float lost precision over 2^20 rows: test_nn_ops)
     for (int b = 0; b < B; b++) {
       size_t i = (size_t)b * A + j;
       acc += nn_gaussian_backward_element(actions[i], mean[i], inv_std, dlogp[b], dentropy ? dentropy[b] : 0.0f,

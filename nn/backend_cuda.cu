@@ -380,8 +380,8 @@ static __global__ void mse_finish_kernel(float *loss, const double *partials, in
   *loss = (float)(total / (double)B);
 }
 
-// loss = mean (pred - target)^2, the CPU's definition, accumulated in double (the CPU adds floats
-// in order: the two agree to rounding, not to the bit).
+// loss = mean (pred - target)^2, the CPU's definition, accumulated in double (as the CPU does, in
+// another order: the two agree to rounding, not always to the bit).
 static void cuda_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B) {
   CudaContext *ctx = cuda_ctx(backend);
   mse_partials_kernel<<<CUDA_REDUCE_BLOCKS, CUDA_THREADS, 0, ctx->stream>>>(ctx->partials, pred, target, B);

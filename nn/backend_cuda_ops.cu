@@ -108,8 +108,9 @@ void cuda_gaussian_forward(Backend *backend, float *logp, float *entropy, const 
 }
 
 // Block j owns column j: it writes dmean[:, j] and adds the column's log_std terms, summed in double
-// by the block's fixed tree, to dlog_std[j] (one writer per element: no atomics). The CPU sums the
-// same terms in float in b order, so the two agree to that float sum's rounding, not bit for bit.
+// by the block's fixed tree, to dlog_std[j] (one writer per element: no atomics), rounding once as
+// the CPU does. The CPU sums the same terms in double in b order: the two agree to a double sum's
+// rounding, so to the float bit almost always, not always.
 __global__ static void gaussian_backward_kernel(float *dmean, float *dlog_std, const float *dlogp,
                                                 const float *dentropy, const float *mean, const float *log_std,
                                                 const float *actions, int B, int A) {
@@ -122,7 +123,7 @@ __global__ static void gaussian_backward_kernel(float *dmean, float *dlog_std, c
         nn_gaussian_backward_element(actions[i], mean[i], inv_std, dlogp[b], dentropy ? dentropy[b] : 0.0f, &dmean[i]);
   }
   double total = cuda_block_sum(acc);
-  if (threadIdx.x == 0) dlog_std[j] += (float)total;
+  if (threadIdx.x == 0) dlog_std[j] = (float)((double)dlog_std[j] + total);
 }
 
 void cuda_gaussian_backward(Backend *backend, float *dmean, float *dlog_std, const float *dlogp, const float *dentropy,
