@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/time_utc.h"
 #include "envs/synthetic.h"
 #include "ppo/checkpoint.h"
@@ -320,7 +321,11 @@ static int check_fold_configs(const Config *cfg, const char *run_dir, const Walk
     snprintf(path, sizeof path, "%s/fold_%02d/config.ini", run_dir, folds[i].index);
     if (access(path, F_OK) != 0) continue;
     static Config stored;
-    if (config_load(&stored, path, 0, NULL) != 0) {
+    LogLevel level = log_get_level();  // the file's warnings are this command's, printed already
+    log_set_level(LOG_LEVEL_ERROR);
+    int loaded = config_load(&stored, path, 0, NULL);
+    log_set_level(level);
+    if (loaded != 0) {
       fprintf(stderr, "ppo-train --walk-forward: %s (a fold's own configuration, written when it started)\n",
               error_message());
       return EXIT_BAD_INPUT;
