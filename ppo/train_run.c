@@ -713,6 +713,14 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.
   if (!trainer_replicas_agree(tr)) {
+    if (opt->resume) {  // each rank reads its own --resume: one file, or a copy of it on each node
+      fprintf(stderr,
+              "ppo-train: the ranks resumed into different parameters or normalisation statistics: every rank's "
+              "--resume must name the same checkpoint (or an identical copy of it); this rank's is %s\n",
+              opt->resume);
+      trainer_free(tr);
+      return EXIT_BAD_INPUT;
+    }
     fprintf(stderr,
             "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
             "build or BLAS per rank?)\n");

@@ -442,6 +442,16 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
   snprintf(args, sizeof args, "--resume '%s' --run-dir '%s/nan_run' --quiet", damaged, tmp_root);
   cr_expect_eq(mpirun(2, 120, TRAIN, args), 2, "%s", output);
   cr_expect(strstr(output, "envs/norm_returns[5] = nan: must be finite"), "%s", output);
+  // Ranks resuming from different checkpoints (each names its own file) are refused before the
+  // first step, naming the rank's file: exit 2 (it was 1, blaming the build or the BLAS).
+  char line[4096];
+  snprintf(line, sizeof line,
+           "--oversubscribe --timeout 60 --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1 -np 1 '%s' "
+           "--resume '%s/checkpoints/ckpt_000003.h5' --run-dir '%s/two_ckpts' --quiet : -np 1 '%s' --resume '%s' "
+           "--run-dir '%s/two_ckpts' --quiet",
+           TRAIN, straight, tmp_root, TRAIN, a, tmp_root);
+  cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
+  cr_expect(strstr(output, "every rank's --resume must name the same checkpoint"), "%s", output);
   // A checkpoint of a build whose ranks drew per-rank action streams (no action_draws attribute)
   // resumes, saying it will not retrace its run.
   snprintf(damaged, sizeof damaged, "%s/old_draws.h5", tmp_root);
