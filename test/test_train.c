@@ -977,7 +977,7 @@ Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     if (damage == 0)
-      fprintf(f, "%s,a_column_name_longer_than_any_the_metrics_table_holds_xxxxxxxx\n%s", text, rows);
+      fprintf(f, "%s,a_column_name_longer_than_any_that_the_metrics_table_can_hold\n%s", text, rows);
     else
       fprintf(f, "%s\n%.*s,x%s", text, (int)(comma - rows), rows, strchr(comma + 1, ','));
     fclose(f);
