@@ -236,7 +236,6 @@ void backtest_pass_finish_input(BacktestPass *p) {
                            .n_trades = p->n_trades};
 }
 
-// One context per distinct cost multiplier (the oracle's 0 included). Returns the index for m.
 // The market's parameters for an evaluation pass over setup's split at cost multiplier m.
 static TradingParams eval_params(const BacktestSetup *setup, double m) {
   TradingParams p = setup->base->params;
@@ -247,6 +246,7 @@ static TradingParams eval_params(const BacktestSetup *setup, double m) {
   return p;
 }
 
+// One context per distinct cost multiplier (the oracle's 0 included). Returns the index for m.
 static int context_for(TradingContext *ctxs, double *mults, int *count, const BacktestSetup *setup, double m) {
   for (int k = 0; k < *count; k++)
     if (mults[k] == m) return k;
