@@ -511,8 +511,11 @@ static void trading_finish(TradingEnv *e, float *out) {
   out[5] = (float)max_dd;
   out[6] = (float)e->trades_opened;
   out[7] = (float)(n > 0 ? e->turnover_sum / (double)n : 0.0);
-  out[8] = (float)(e->trades_closed > 0 ? (double)e->trades_won / e->trades_closed : 0.0);
-  out[9] = (float)(e->trades_closed > 0 ? e->hold_bars_sum / e->trades_closed : 0.0);
+  // Hit rate and holding time are undefined without a closed trade: NaN, as the backtest report's
+  // (0 read as "every trade lost" and pulled the logged means down for policies that rarely trade;
+  // vecenv_log_mean skips NaN).
+  out[8] = (float)(e->trades_closed > 0 ? (double)e->trades_won / e->trades_closed : NAN);
+  out[9] = (float)(e->trades_closed > 0 ? e->hold_bars_sum / e->trades_closed : NAN);
   out[10] = (float)(e->cost_sum / EQUITY0 * 1e4);
   out[11] = (float)n;
 }

@@ -270,10 +270,22 @@ const float *vecenv_log_get(const VecEnv *vec, int k) {
   return vec->ring + (size_t)slot * vec->spec.log_size;
 }
 
-double vecenv_log_mean(const VecEnv *vec, int field) {
-  CHECK(field >= 0 && field < vec->spec.log_size, "vecenv_log_mean: field must lie in 0..log_size-1");
-  if (vec->ring_count == 0) return NAN;
+double vecenv_log_sum(const VecEnv *vec, int field, int *defined) {
+  CHECK(field >= 0 && field < vec->spec.log_size, "vecenv_log_sum: field must lie in 0..log_size-1");
   double sum = 0.0;  // oldest to newest: a fixed order
-  for (int k = 0; k < vec->ring_count; k++) sum += vecenv_log_get(vec, k)[field];
-  return sum / vec->ring_count;
+  int n = 0;
+  for (int k = 0; k < vec->ring_count; k++) {
+    float x = vecenv_log_get(vec, k)[field];
+    if (isnan(x)) continue;
+    sum += x;
+    n++;
+  }
+  *defined = n;
+  return sum;
+}
+
+double vecenv_log_mean(const VecEnv *vec, int field) {
+  int n;
+  double sum = vecenv_log_sum(vec, field, &n);
+  return n > 0 ? sum / n : NAN;
 }

@@ -79,6 +79,9 @@ int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned c
 int vecenv_log_count(const VecEnv *vec);                // episodes held in the ring, min(total, K)
 uint64_t vecenv_log_total(const VecEnv *vec);           // episodes finished since init
 const float *vecenv_log_get(const VecEnv *vec, int k);  // (L) log of held episode k, 0 = oldest held
-double vecenv_log_mean(const VecEnv *vec, int field);   // mean of one field over the held episodes; NaN if none
+// Sum of one field over the held episodes that have a value for it (NaN: none, e.g. the trading
+// env's hit rate of an episode without a closed trade); *defined receives their number.
+double vecenv_log_sum(const VecEnv *vec, int field, int *defined);
+double vecenv_log_mean(const VecEnv *vec, int field);  // that sum over that number; NaN if none
 
 #endif

@@ -807,23 +807,28 @@ static UpdateResult update(Trainer *tr) {
 // loss_scale, skipped steps and the explained variance (fill_stats) are the same on every rank
 // already.
 static void dist_reduce_stats(Trainer *tr, TrainStats *s) {
-  double v[8 + ENV_LOG_MAX];
+  double v[7 + 2 * ENV_LOG_MAX];
   int k = 0;
   double *means[] = {&s->policy_gradient_loss, &s->value_loss, &s->entropy_loss, &s->approx_kl,
                      &s->clip_fraction,        &s->loss};
   const int n_means = (int)(sizeof means / sizeof means[0]);
   for (int i = 0; i < n_means; i++) v[k++] = *means[i] / tr->ranks;
-  double count = s->episodes;
-  v[k++] = count;
+  v[k++] = s->episodes;
   double *episode_means[2 + ENV_LOG_MAX] = {&s->ep_rew_mean, &s->ep_len_mean};
   for (int f = 0; f < s->n_env_metrics; f++) episode_means[2 + f] = &s->env_metrics[f];
   int n_episode = 2 + s->n_env_metrics;
-  for (int f = 0; f < n_episode; f++) v[k++] = count > 0 ? *episode_means[f] * count : 0.0;  // NaN when none
+  for (int f = 0; f < n_episode; f++) {  // each field's sum and count: a field may lack a value (NaN)
+    int defined;
+    v[k++] = vecenv_log_sum(tr->vec, f, &defined);
+    v[k++] = defined;
+  }
   dist_host_allreduce_sum_f64(v, (size_t)k);
   for (int i = 0; i < n_means; i++) *means[i] = v[i];
-  double total = v[n_means];
-  s->episodes = (int)total;
-  for (int f = 0; f < n_episode; f++) *episode_means[f] = total > 0 ? v[n_means + 1 + f] / total : NAN;
+  s->episodes = (int)v[n_means];
+  for (int f = 0; f < n_episode; f++) {
+    double sum = v[n_means + 1 + 2 * f], defined = v[n_means + 2 + 2 * f];
+    *episode_means[f] = defined > 0 ? sum / defined : NAN;
+  }
 }
 
 // SB3's explained variance of the rollout's values against its returns; with several ranks, of

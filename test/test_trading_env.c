@@ -352,6 +352,29 @@ Test(trading_accounting, max_loss_terminates) {
   market_data_free(d);
 }
 
+// An episode without a closed trade has no hit rate and no holding time: NaN (as the backtest
+// report's), not 0, which read as every trade lost and pulled the logged means down.
+Test(trading_accounting, an_episode_without_trades_has_no_hit_rate) {
+  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  TradingContext c;
+  Features *f;
+  hand_context(&c, &f, d, &p);
+  float *obs = obs_new(&c);
+  TradingEnv e;
+  env_start(&e, &c, obs);
+  StepOut o;
+  do o = step_level(&e, 1, obs);  // flat to the end
+  while (!(o.terminated | o.truncated));
+  cr_expect_eq(o.log[6], 0.0f, "no trade");
+  cr_expect(isnan(o.log[8]) && isnan(o.log[9]), "hit rate %g, holding time %g", o.log[8], o.log[9]);
+  cr_expect_eq(o.log[2], 0.0f, "flat: equity unchanged");
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
 // Trade statistics on a scripted sequence: long 3 bars on a rise, flat, short 2 bars on the rise.
 Test(trading_accounting, episode_log_fields) {
   MarketData *d = market_flat(60, 100.0, 0.0, "TEST");

@@ -104,6 +104,36 @@ static void probe_close(void *env) { ((Probe *)env)->shared = NULL; }
 static const EnvKind probe_kind = {"probe",    probe_describe, probe_init, probe_reset,
                                    probe_step, probe_close,    NULL,       NULL};
 
+// --- episode-log means ------------------------------------------------------------------------------
+
+// A field an episode has no value for (NaN: the trading env's hit rate without a closed trade) is
+// left out of that field's mean and count; the other fields keep every episode.
+Test(vecenv, log_means_skip_fields_without_a_value) {
+  const ProbeShared shared = {1.0f, 3};
+  VecEnv *vec = vecenv_init(&probe_kind, NULL, &shared, 2, 1, 10, 1);
+  cr_assert_not_null(vec, "%s", error_message());
+  VecEnvStateInfo info = vecenv_state_info(vec);
+  cr_assert_eq(info.log_size, PROBE_LOG);
+  unsigned char *states = calloc((size_t)info.num_envs, info.state_size);
+  float *ring = calloc((size_t)info.log_capacity * PROBE_LOG, sizeof(float));
+  vecenv_state_save(vec, states, ring);
+  const float held[3][PROBE_LOG] = {{1, 2, NAN}, {3, 4, 5}, {5, 6, NAN}};
+  memcpy(ring, held, sizeof held);
+  info.ring_count = 3, info.ring_next = 3, info.episodes_total = 3;
+  cr_assert_eq(vecenv_state_load(vec, &info, states, ring), 0, "%s", error_message());
+  int n;
+  cr_expect_eq(vecenv_log_sum(vec, 2, &n), 5.0);
+  cr_expect_eq(n, 1);
+  cr_expect_eq(vecenv_log_mean(vec, 2), 5.0, "the one episode with a value");
+  cr_expect_eq(vecenv_log_mean(vec, 0), 3.0, "every episode");
+  cr_expect_eq(vecenv_log_count(vec), 3);
+  ring[2] = ring[PROBE_LOG + 2] = NAN;
+  cr_assert_eq(vecenv_state_load(vec, &info, states, ring), 0, "%s", error_message());
+  cr_expect(isnan(vecenv_log_mean(vec, 2)), "no episode with a value");
+  free(states), free(ring);
+  vecenv_free(vec);
+}
+
 // --- trajectories ---------------------------------------------------------------------------------
 
 enum { T_STEPS = 1500 };
