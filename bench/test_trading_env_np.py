@@ -124,8 +124,9 @@ def run_c(exe: str, seed: int, n: int, steps: int, actions: np.ndarray, bars: in
 
 
 def compare(seed: int = 3, n: int = 4, steps: int = 6000, bars: int = 100_000, sigma: float = 0.001,
-            build_dir: str | None = None, verbose: bool = True) -> dict:
-    """Runs both envs on the same actions; sigma > ~0.01 makes max-loss terminations happen."""
+            build_dir: str | None = None, verbose: bool = True, flat: bool = False) -> dict:
+    """Runs both envs on the same actions; sigma > ~0.01 makes max-loss terminations happen; flat
+    holds level 1 (no position) throughout, so no episode closes a trade (hit rate NaN)."""
     build_dir = build_dir or os.path.join(ROOT, "build")
     rng = np.random.default_rng(seed)
     # Sticky random actions (hold a level for a geometric number of bars), so that positions are
@@ -135,7 +136,7 @@ def compare(seed: int = 3, n: int = 4, steps: int = 6000, bars: int = 100_000, s
     for s in range(steps):
         change = rng.random(n) < 0.1
         cur = np.where(change, rng.integers(0, 3, size=n), cur)
-        actions[s] = cur
+        actions[s] = 1 if flat else cur
     with tempfile.TemporaryDirectory() as tmp:
         exe = build_driver(build_dir, tmp)
         O, obs0, c_steps, c_logs = run_c(exe, seed, n, steps, actions, bars, sigma, tmp)
@@ -167,8 +168,13 @@ def compare(seed: int = 3, n: int = 4, steps: int = 6000, bars: int = 100_000, s
             max_obs = max(max_obs, float(np.max(np.abs(obs - c_obs[i]))))
     py_logs = np.array(py_logs, dtype=np.float32).reshape(-1, len(tenv.LOG_NAMES))
     # The C ring holds the logs in env-index order within a step; so does the Python loop.
-    max_log = float(np.max(np.abs(py_logs - c_logs))) if len(c_logs) == len(py_logs) and len(py_logs) else (
-        0.0 if len(c_logs) == len(py_logs) else float("inf"))
+    # NaN (a field without a value: hit rate with no closed trade) must meet NaN
+    if len(c_logs) == len(py_logs) and len(py_logs):
+        both_nan = np.isnan(py_logs) & np.isnan(c_logs)
+        diff = np.where(both_nan, 0.0, np.abs(py_logs - c_logs))
+        max_log = float(np.max(np.where(np.isnan(diff), np.inf, diff)))
+    else:
+        max_log = 0.0 if len(c_logs) == len(py_logs) else float("inf")
     res = dict(steps=steps, envs=n, sigma=sigma, episodes=episodes, terminations=terminations, obs_dim=O, max_abs_obs_diff=max_obs,
                max_abs_reward_diff=max_rew, flag_mismatches=flag_mismatch, c_episodes=len(c_logs),
                max_abs_log_diff=max_log)
@@ -185,6 +191,12 @@ def _ok(res: dict) -> bool:
 
 def test_matches_c_env():
     assert _ok(compare(steps=3000, n=3))
+
+
+def test_matches_c_env_without_trades():
+    res = compare(steps=3000, n=2, flat=True)
+    assert res["episodes"] > 0
+    assert _ok(res)
 
 
 def test_matches_c_env_with_terminations():

@@ -584,8 +584,8 @@ class TradingEnvCore:
         vals = (self.reward_sum, n, exit_equity / EQUITY0 - 1.0,
                 math.log(exit_equity / EQUITY0 if exit_equity > 0 else RUIN_EQUITY), sharpe, max_dd,
                 self.trades_opened, self.turnover_sum / n if n > 0 else 0.0,
-                self.trades_won / self.trades_closed if self.trades_closed > 0 else 0.0,
-                self.hold_bars_sum / self.trades_closed if self.trades_closed > 0 else 0.0,
+                self.trades_won / self.trades_closed if self.trades_closed > 0 else float("nan"),
+                self.hold_bars_sum / self.trades_closed if self.trades_closed > 0 else float("nan"),
                 self.cost_sum / EQUITY0 * 1e4, n)
         return {k: float(np.float32(v)) for k, v in zip(LOG_NAMES, vals)}
 

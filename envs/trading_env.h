@@ -64,8 +64,8 @@
 // (E_exit/E_0 - 1), log_growth ln(E_exit/E_0), sharpe (annualised with P = N/Y of the episode's
 // timestamps, over E_0..E_N with E_N replaced by E_exit), max_drawdown (same curve), n_trades (trades
 // opened: from flat or by a sign flip), turnover (mean |dw| per step, dw = |dq| M_t/E_t), hit_rate
-// (closed trades with net P&L > 0 / closed trades; 0 when none closed), avg_hold_bars (mean bars held
-// per closed trade; 0 when none), cost_bps (all costs incl. financing and the forced close, bp of E_0),
+// (closed trades with net P&L > 0 / closed trades; NaN when none closed), avg_hold_bars (mean bars
+// held per closed trade; NaN when none), cost_bps (all costs incl. financing and the forced close, bp of E_0),
 // n (N, the number of returns behind sharpe). A trade's net P&L is the equity at its exit fill (exit
 // leg's cost paid, marked at the fill bar's mid) minus the equity just before its entry fill.
 // Depends on env.h, market_data.h, features.h, metrics.h, common/ (rng, error, time_utc).
