@@ -423,12 +423,14 @@ static int check_values(const char *dataset, const float *x, size_t n, float lo)
   return 0;
 }
 
-// The episode logs: finite, or NaN for a field an episode has no value for (the trading env's hit
-// rate without a closed trade); never infinite.
-static int check_log_values(const char *dataset, const float *x, size_t n) {
+// The episode logs (rows of L fields): finite, or NaN in an env's own fields (2 and on) for a value
+// an episode does not have (the trading env's hit rate without a closed trade); the return and
+// the length (fields 0 and 1) always finite.
+static int check_log_values(const char *dataset, const float *x, size_t n, size_t L) {
   for (size_t i = 0; i < n; i++)
-    if (isinf(x[i])) {
-      error_set("%s[%zu] = %g: must be finite (or NaN: no value) (a damaged checkpoint)", dataset, i, (double)x[i]);
+    if (isinf(x[i]) || (isnan(x[i]) && i % L < 2)) {
+      error_set("%s[%zu] = %g: must be finite%s (a damaged checkpoint)", dataset, i, (double)x[i],
+                i % L < 2 ? "" : " (or NaN: no value)");
       return -1;
     }
   return 0;
@@ -674,7 +676,7 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   if (rc == 0) rc = h5io_read(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows.episode_starts);
   if (rc == 0)  // what the next step acts on, and the episodes behind the logged means
     rc = check_values("envs/obs", rows.obs, (size_t)R * Nr * (size_t)O, -INFINITY) ||
-         check_log_values("envs/episode_logs", rows.ring, (size_t)R * K * L) ||
+         check_log_values("envs/episode_logs", rows.ring, (size_t)R * K * L, L) ||
          check_flags("envs/episode_starts", rows.episode_starts, (size_t)R * Nr);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/ring_counters", H5IO_INT64, 2, cd, rows.ring_counters);
   if (rc == 0 && R > 1) rc = h5io_read(f, "envs/norm_returns", H5IO_FLOAT64, 1, &nd, rows.norm_returns);

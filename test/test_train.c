@@ -610,7 +610,9 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
        "optim/step = 12 and skipped_steps = 1: together at most n_updates x minibatches per "
        "epoch = 2 x 6"},
       {"envs/obs", H5T_NATIVE_FLOAT, NAN, "envs/obs[0] = nan: must be finite"},
-      {"envs/episode_logs", H5T_NATIVE_FLOAT, INFINITY, "envs/episode_logs[0] = inf: must be finite (or NaN"},
+      {"envs/episode_logs", H5T_NATIVE_FLOAT, INFINITY, "envs/episode_logs[0] = inf: must be finite (a damaged"},
+      // NaN is a field's "no value" (the trading hit rate without a trade), never a return or a length
+      {"envs/episode_logs", H5T_NATIVE_FLOAT, NAN, "envs/episode_logs[0] = nan: must be finite (a damaged"},
       {"envs/episode_starts", H5T_NATIVE_FLOAT, 7, "envs/episode_starts[0] = 7: must be 0 or 1"},
       {"rng/sample_seed", H5T_NATIVE_INT, 5, "rng/sample_seed = 5, but this build derives"},
   };
