@@ -132,8 +132,10 @@ static int read_all(hid_t file, const char *path, MarketData **out) {
   }
   size_t available, total;  // a rows attribute no machine could hold is the file's fault: exit 2
   if (host_memory_info(&available, &total) == 0 && market_data_bytes(rows) > total) {
-    error_set("%s: /bars attribute rows = %lld would need %.1f GiB, more than this machine's %.1f GiB", path,
-              (long long)rows, (double)market_data_bytes(rows) / 1073741824.0, (double)total / 1073741824.0);
+    error_set(
+        "%s: /bars attribute rows = %lld would need %.1f GiB, more than this machine's %.1f GiB (or this "
+        "process's address-space limit)",
+        path, (long long)rows, (double)market_data_bytes(rows) / 1073741824.0, (double)total / 1073741824.0);
     return -1;
   }
   MarketData *data = market_data_new(rows);

@@ -332,10 +332,11 @@ static int check_plan(const TrainerPlan *plan, const Config *cfg) {
         plan->device_total / 1048576.0, plan->host_total / 1048576.0, (long long)cfg->run.memory_limit);
     return -1;
   }
-  size_t on_backend = plan->device_is_host ? need : plan->device_total;
+  // The free memory was read with the envs and the market loaded: only the rest is still to come.
+  size_t on_backend = plan->device_is_host ? need - plan->host_allocated : plan->device_total;
   if (plan->have_free && on_backend > plan->free_bytes) {
     error_set(
-        "the run needs %zu bytes (%.1f MiB) of %s but only %zu (%.1f MiB) are free; shrink n_steps, n_envs, "
+        "the run needs %zu more bytes (%.1f MiB) of %s but only %zu (%.1f MiB) are free; shrink n_steps, n_envs, "
         "batch_size or the networks",
         on_backend, on_backend / 1048576.0, plan->device_is_host ? "host memory" : "device memory", plan->free_bytes,
         plan->free_bytes / 1048576.0);

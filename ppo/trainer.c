@@ -248,10 +248,12 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
   plan_add(plan, "optimiser scalars", sizeof(OptimScalars), true);
   plan_add(plan, "update snapshot (params, Adam m, v)", update_snap_bytes(pp.params), true);
   plan_add(plan, "envs (states, episode logs)", vecenv_memory_bytes(tr->vec), false);
+  plan->host_allocated = vecenv_memory_bytes(tr->vec);  // open_envs made them (and the market) already
   if (tr->has_market) {
     const MarketData *d = tr->market.data;
     size_t bars = (size_t)d->rows * (sizeof(int64_t) + 13 * sizeof(double));
     plan_add(plan, "market data and features (shared)", bars + tr->market.features->bytes, false);
+    plan->host_allocated += bars + tr->market.features->bytes;
   }
   plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
   size_t norm = (2 * (size_t)tr->O + 2 + (size_t)tr->N) * sizeof(double);

@@ -104,7 +104,8 @@ typedef struct {
   size_t device_total, host_total;
   bool device_is_host;              // the CPU backend: "device" memory is host memory
   bool have_free;                   // free_bytes is known
-  size_t free_bytes;                // free memory of the backend (MemAvailable on the CPU)
+  size_t free_bytes;                // free memory of the backend (MemAvailable on the CPU), read after
+  size_t host_allocated;            // these host bytes of the plan (envs, market) were allocated
   char backend_description[256];    // backend_describe()
 } TrainerPlan;
 

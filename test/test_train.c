@@ -1006,6 +1006,27 @@ Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
   free(text), free(config_before);
 }
 
+// The plan's free memory is read with the envs and the market already loaded (trainer_open), so
+// the refusal compares it with the rest: host_allocated is exactly those rows of the plan (counted
+// twice, they refused runs that fit under an address-space limit).
+Test(train, the_plan_knows_what_is_allocated_before_it_reads_the_free_memory) {
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 0, NULL), 0, "%s",
+               error_message());
+  Trainer *tr = trainer_open(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  const TrainerPlan *plan = trainer_memory_plan(tr);
+  size_t loaded = 0;
+  int rows = 0;
+  for (int i = 0; i < plan->count; i++)
+    if (strncmp(plan->name[i], "envs", 4) == 0 || strncmp(plan->name[i], "market data", 11) == 0)
+      loaded += plan->bytes[i], rows++;
+  cr_expect_eq(rows, 2, "the synthetic market and the envs");
+  cr_expect_eq(plan->host_allocated, loaded);
+  cr_expect_gt(loaded, 0);
+  trainer_free(tr);
+}
+
 // A run of `name` that would go on for hours, in a child process, once `lines` lines of its
 // metrics.csv (the header and lines - 1 iterations) are written; dir receives its run directory.
 static pid_t start_long_run(const char *name, char *dir, size_t capacity, int lines) {
