@@ -25,6 +25,7 @@
 #include "common/rng.h"
 
 int cpu_avx512;
+int cpu_f16c;
 
 static void cpu_free(Backend *backend, void *ptr);
 
@@ -202,11 +203,37 @@ CPU_VECTOR_CLONES static void act_backward_row(float *d, float *sum, const float
   for (int i = 0; i < n; i++) sum[i] += d[i];
 }
 
-CPU_VECTOR_CLONES static void widen_row(float *dst, const uint16_t *src, NnDtype dtype, int n) {
+#if defined(__GNUC__) && defined(__x86_64__)
+// fp16 -> fp32 eight at a time with F16C's vcvtph2ps, the values of nn_f16_to_f32 (exact) but for
+// signalling NaNs, which the instruction quiets and nn_f16_to_f32 keeps: a group holding any NaN is
+// redone by the scalar function, so the bits are always its own (test_nn_ops checks all 65,536).
+// The scalar loop, even vectorised by the compiler, took several times longer (a branch per case).
+__attribute__((target("avx,f16c"))) static int widen_f16c(float *dst, const uint16_t *src, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i)));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+      for (int j = i; j < i + 8; j++) dst[j] = nn_f16_to_f32(src[j]);
+    else
+      _mm256_storeu_ps(dst + i, v);
+  }
+  return i;
+}
+#endif
+
+CPU_VECTOR_CLONES static void widen_row_loop(float *dst, const uint16_t *src, NnDtype dtype, int n) {
   if (dtype == NN_F16)
     for (int i = 0; i < n; i++) dst[i] = nn_f16_to_f32(src[i]);
   else
     for (int i = 0; i < n; i++) dst[i] = nn_bf16_to_f32(src[i]);
+}
+
+void cpu_widen_row(float *dst, const uint16_t *src, NnDtype dtype, int n) {
+  int done = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (dtype == NN_F16 && cpu_f16c) done = widen_f16c(dst, src, n);
+#endif
+  widen_row_loop(dst + done, src + done, dtype, n - done);
 }
 
 // One pass, parallel over blocks of columns: each block walks the rows in order, so the bias
@@ -288,7 +315,7 @@ static inline void prefetch_lines(const void *p, NnDtype dtype, size_t at, int n
 // Row `at`'s n values of x (fp32, or 16-bit bits of dtype) as fp32: x itself, or widened into buf.
 static inline const float *row_f32(float *buf, const void *x, NnDtype dtype, size_t at, int n) {
   if (dtype == NN_F32) return (const float *)x + at;
-  widen_row(buf, (const uint16_t *)x + at, dtype, n);
+  cpu_widen_row(buf, (const uint16_t *)x + at, dtype, n);
   return buf;
 }
 
@@ -434,10 +461,7 @@ static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, Nn
     } else {
       float tmp[CPU_CAST_BLOCK];
       const uint16_t *src = (const uint16_t *)in + lo;
-      if (from == NN_F16)
-        for (size_t i = 0; i < len; i++) tmp[i] = nn_f16_to_f32(src[i]);
-      else
-        for (size_t i = 0; i < len; i++) tmp[i] = nn_bf16_to_f32(src[i]);
+      cpu_widen_row(tmp, src, from, (int)len);
       store_lp_row(out, to, lo, tmp, (int)len);
     }
   });
@@ -605,8 +629,8 @@ static const BackendOps cpu_ops = {
     .workspace_bytes = cpu_workspace_bytes,
     .guard = cpu_guard,
     .gemm = cpu_gemm,
-    .weights_changed = CPU_WEIGHTS_CHANGED,
-    .weights_bytes = CPU_WEIGHTS_BYTES,
+    .weights_changed = cpu_weights_changed,
+    .weights_bytes = cpu_weights_bytes,
     .bias_act_forward = cpu_bias_act_forward,
     .bias_act_backward = cpu_bias_act_backward,
     .categorical_forward = cpu_categorical_forward,
@@ -650,11 +674,12 @@ Backend *backend_cpu_open(void) {
   backend->ops = &cpu_ops;
   backend->ctx = ctx;
   const char *no_avx512 = getenv("PPO_CPU_NO_AVX512");
-  cpu_avx512 = 0;
+  cpu_avx512 = cpu_f16c = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
   __builtin_cpu_init();
   cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                !(no_avx512 && strcmp(no_avx512, "1") == 0);
+  cpu_f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c") && !(no_avx512 && strcmp(no_avx512, "1") == 0);
 #endif
   (void)no_avx512;
   cpu_gemm_open(backend);

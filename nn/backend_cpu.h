@@ -53,6 +53,9 @@ typedef struct CpuGemm CpuGemm;  // the GEMM library's state (oneDNN engine, str
 // set it to run the scalar loops those paths stand in for, which must give the same bytes).
 // Compiler-made target_clones are not affected.
 extern int cpu_avx512;
+// Whether fp16 values are widened with F16C (AVX and F16C, and PPO_CPU_NO_AVX512=1 not set: that
+// test mode runs every hand-written vector path's scalar loop).
+extern int cpu_f16c;
 
 // PPO_CPU_STRICT=1, a test mode: backend memory is mapped page by page and kept PROT_NONE outside
 // the backend's own calls, so host code that touches it directly (which a GPU backend would not
@@ -76,19 +79,15 @@ void cpu_gemm_open(Backend *backend);  // picks the library, fills backend->desc
 void cpu_gemm_close(CpuContext *ctx);  // frees the GEMM state
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
+// dst[0 .. n) = src (fp16 or bf16) widened to fp32 (exact), vectorised (CPU_VECTOR_CLONES).
+void cpu_widen_row(float *dst, const uint16_t *src, NnDtype dtype, int n);
 // dst[at .. at + n) = src rounded to dtype (fp32: copied); the rounding of every low-precision store.
 void cpu_store_lp(void *dst, NnDtype dtype, size_t at, const float *src, int n);
-#ifdef PPO_HAVE_ONEDNN  // bf16 weights kept in oneDNN's layout (backend_weights_changed)
+// The weight register (backend_weights_changed): fp16 weights kept widened to fp32, and with oneDNN
+// bf16 weights kept in its layout (backend_cpu_gemm.c says when each is used).
 void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols);
 void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes);  // backend memory freed
 size_t cpu_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols);
-#define CPU_WEIGHTS_CHANGED cpu_weights_changed
-#define CPU_WEIGHTS_BYTES cpu_weights_bytes
-#else  // without oneDNN, GEMMs read every w as it is
-#define CPU_WEIGHTS_CHANGED NULL
-#define CPU_WEIGHTS_BYTES NULL
-#define cpu_weights_forget(ctx, ptr, bytes) ((void)0)
-#endif
 
 // Rollout ops (backend_cpu_rollout.c): GAE, the random permutation.
 void cpu_gae(Backend *backend, float *advantages, float *returns, const float *rewards, const float *values,

@@ -61,8 +61,6 @@ typedef struct {
 // The layout written here is oneDNN 2.6's BA16a64b2a for op(B) (K, N): blocks of 32 x 64, the
 // blocks of one 64-column strip in k order, the strips in n order; inside a block 16 rows of
 // 64 (k, k + 1) pairs. It is used only where oneDNN's choice (queried) is exactly that layout.
-#define WEIGHT_PACKS_MAX 64
-
 typedef struct {
   int K, N, ok;  // ok: oneDNN chose the layout written here for this op(B)
   int stale;     // W changed since buf was written: laid out again at the next GEMM that uses buf
@@ -70,29 +68,61 @@ typedef struct {
   uint16_t *buf;
 } PackedB;
 
+#endif
+
+// A weight matrix W (rows, cols) registered by backend_weights_changed, with the copies of it this
+// backend keeps for the GEMMs that read it as B (x W^T and dy W): each copy is laid out again,
+// lazily, at the first GEMM after W changed.
+//   fp16: W widened to fp32 (exact), which every fp16 product with B = W reads instead of widening W
+//         per call (fp16 is storage emulation here: the product runs in fp32 on widened operands).
+//         At the rollout's batch 32 widening W was most of the work: headline rollout inference
+//         7,370 samples/s against fp32's 17,740 (AMD EPYC Zen 4, 2 cores, 2026-11-28).
+//   bf16: W in oneDNN's layout (PackedB above), where oneDNN picks that layout.
 typedef struct {
   const uint16_t *w;
+  NnDtype dtype;
   int rows, cols;
+  float *wide;     // fp16: W widened (rows x cols floats), or NULL
+  int wide_stale;  // W changed since wide was written
+#ifdef PPO_HAVE_ONEDNN
   PackedB fwd, bwd;  // x W^T: op(B) = W^T (K = cols, N = rows), trans_b; dy W: op(B) = W (K = rows, N = cols)
-} WeightPack;
 #endif
+} WeightPack;
+
+#define WEIGHT_PACKS_MAX 64
 
 struct CpuGemm {
   int use_onednn;
+  WeightPack packs[WEIGHT_PACKS_MAX];
+  int n_packs;
 #ifdef PPO_HAVE_ONEDNN
   dnnl_engine_t engine;
   dnnl_stream_t stream;
   GemmEntry cache[GEMM_CACHE_MAX];
   int cache_used, cache_next;
-  WeightPack packs[WEIGHT_PACKS_MAX];
-  int n_packs;
 #endif
 };
 
+// Pack i leaves the register, its copies freed (the last pack takes its slot).
+static void weight_pack_drop(CpuGemm *g, int i) {
+  WeightPack *p = &g->packs[i];
+  free(p->wide);
+#ifdef PPO_HAVE_ONEDNN
+  free(p->fwd.buf), free(p->bwd.buf);
+#endif
+  *p = g->packs[--g->n_packs];
+}
+
+static WeightPack *weight_pack_find(CpuGemm *g, const void *w) {
+  for (int i = 0; i < g->n_packs; i++)
+    if (g->packs[i].w == w) return &g->packs[i];
+  return NULL;
+}
+
 // A hint when OpenBLAS fell back to kernels without AVX-512 on a CPU that has it (DESIGN.md
-// section 10: Debian's 0.3.21 does that on some recent Xeons, about 4x slower sgemm). On this
+// section 10: Debian's 0.3.21 does that on some recent Xeons, about 4x slower sgemm). On the
 // project's Sapphire Rapids-class machine it reports SkylakeX, whose sgemm measured as fast as any
-// other core type (bench/results/*-blas-choice.txt).
+// other core type (bench/results/*-blas-choice.txt); on its AMD EPYC (Zen 4) machine, Cooperlake.
 static const char *openblas_core_hint(void) {
   const char *core = openblas_get_corename();
   int avx512 = 0;
@@ -155,8 +185,8 @@ void cpu_gemm_open(Backend *backend) {
 void cpu_gemm_close(CpuContext *ctx) {
   CpuGemm *g = ctx->gemm;
   if (!g) return;
+  while (g->n_packs > 0) weight_pack_drop(g, 0);
 #ifdef PPO_HAVE_ONEDNN
-  for (int i = 0; i < g->n_packs; i++) free(g->packs[i].fwd.buf), free(g->packs[i].bwd.buf);
   for (int i = 0; i < g->cache_used; i++) {
     if (g->cache[i].prim) dnnl_primitive_destroy(g->cache[i].prim);
     dnnl_memory_destroy(g->cache[i].a);
@@ -422,50 +452,6 @@ static void pack_bwd(uint16_t *restrict dst, const uint16_t *restrict w, int row
   });
 }
 
-void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols) {
-  CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
-  if (dtype != NN_BF16) return;  // fp32 products run as they are; fp16 ones are widened per call
-  WeightPack *p = NULL;
-  for (int i = 0; i < g->n_packs && !p; i++)
-    if (g->packs[i].w == w) p = &g->packs[i];
-  if (!p) {                                      // first call: register (setup time)
-    if (g->n_packs == WEIGHT_PACKS_MAX) return;  // more matrices than slots: the rest stay plain
-    p = &g->packs[g->n_packs++];
-    *p = (WeightPack){.w = w, .rows = rows, .cols = cols};
-    packed_layout(g, &p->fwd, cols, rows);
-    packed_layout(g, &p->bwd, rows, cols);
-    size_t bytes = (size_t)rows * cols * 2;  // a multiple of 4 KiB (blocks of 32 x 64)
-    if (p->fwd.ok) CHECK((p->fwd.buf = aligned_alloc(64, bytes)), "out of memory for weights in oneDNN's layout");
-    if (p->bwd.ok) CHECK((p->bwd.buf = aligned_alloc(64, bytes)), "out of memory for weights in oneDNN's layout");
-  }
-  CHECK(p->rows == rows && p->cols == cols, "backend_weights_changed: a matrix changed shape");
-  p->fwd.stale = p->bwd.stale = 1;
-}
-
-size_t cpu_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols) {
-  CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
-  if (dtype != NN_BF16) return 0;
-  PackedB fwd, bwd;
-  packed_layout(g, &fwd, cols, rows);
-  packed_layout(g, &bwd, rows, cols);
-  return (size_t)(fwd.ok + bwd.ok) * rows * cols * 2;
-}
-
-// Memory [ptr, ptr + bytes) was freed: its matrices leave the register (a later allocation at the
-// same address is not those weights).
-void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes) {
-  CpuGemm *g = ctx->gemm;
-  for (int i = 0; g && i < g->n_packs;) {
-    WeightPack *p = &g->packs[i];
-    if ((const char *)p->w >= (const char *)ptr && (const char *)p->w < (const char *)ptr + bytes) {
-      free(p->fwd.buf), free(p->bwd.buf);
-      *p = g->packs[--g->n_packs];
-    } else {
-      i++;
-    }
-  }
-}
-
 // B's copy in oneDNN's layout for op(B) (K, N) where one pays (and its W: packed_refresh lays it out).
 // Measured in the bf16 headline step (2-core machine, us per call): dy W at 1024 x 2048 x 1024 runs
 // about 800 faster on the laid-out copy (3550 -> 2760) and laying W (1024, 2048) out after each
@@ -475,9 +461,7 @@ void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes) {
 // one layout serves every call until the next update: 32 x 1024 x 2048 (t) 133 -> 107 us.
 #define PACKED_FWD_MAX_ROWS 64
 static PackedB *packed_weights(CpuGemm *g, const void *B, int trans_b, int M, int K, int N, WeightPack **owner) {
-  WeightPack *w = NULL;
-  for (int i = 0; i < g->n_packs && !w; i++)
-    if (g->packs[i].w == B) w = &g->packs[i];
+  WeightPack *w = weight_pack_find(g, B);
   if (!w || (trans_b && M > PACKED_FWD_MAX_ROWS)) return NULL;
   PackedB *p = trans_b ? &w->fwd : &w->bwd;
   *owner = w;
@@ -534,9 +518,90 @@ static void round_into(void *C, NnDtype c_dtype, const float *c32, size_t n) {
   });
 }
 
+// In blocks of CPU_CAST_BLOCK through the vectorised row loop: the scalar loop (no clones, a branch per
+// element) took ~1 ns an element, as long as the product itself for a small network's layers (fp16
+// default.ini, 256 x 64 x 520 (t): 307 us against fp32's 154).
 static void widen(float *out, const uint16_t *in, size_t n, NnDtype dtype) {
-  CPU_FOR(n >= 16384, (size_t i = 0; i < n; i++),
-          out[i] = dtype == NN_F16 ? nn_f16_to_f32(in[i]) : nn_bf16_to_f32(in[i]););
+  size_t blocks = (n + CPU_CAST_BLOCK - 1) / CPU_CAST_BLOCK;
+  CPU_FOR(n >= CPU_PARALLEL_MIN && blocks > 1, (size_t blk = 0; blk < blocks; blk++), {
+    size_t at = blk * CPU_CAST_BLOCK, len = n - at < CPU_CAST_BLOCK ? n - at : CPU_CAST_BLOCK;
+    cpu_widen_row(out + at, in + at, dtype, (int)len);
+  });
+}
+
+// --- the weight register (backend_weights_changed) -------------------------------------------------------
+
+
+void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols) {
+  CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
+  if (dtype == NN_F32) return;  // fp32 products read W as it is
+#ifndef PPO_HAVE_ONEDNN
+  if (dtype == NN_BF16) return;  // bf16 widened per call as it comes (no layout to keep without oneDNN)
+#endif
+  WeightPack *p = weight_pack_find(g, w);
+  if (!p) {                                      // first call: register (setup time)
+    if (g->n_packs == WEIGHT_PACKS_MAX) return;  // more matrices than slots: the rest stay plain
+    p = &g->packs[g->n_packs++];
+    *p = (WeightPack){.w = w, .dtype = dtype, .rows = rows, .cols = cols};
+    if (dtype == NN_F16) {
+      CHECK((p->wide = aligned_alloc(64, ((size_t)rows * cols * sizeof(float) + 63) / 64 * 64)),
+            "out of memory for fp16 weights widened to fp32");
+    } else {
+#ifdef PPO_HAVE_ONEDNN
+      packed_layout(g, &p->fwd, cols, rows);
+      packed_layout(g, &p->bwd, rows, cols);
+      size_t bytes = (size_t)rows * cols * 2;  // a multiple of 4 KiB (blocks of 32 x 64)
+      if (p->fwd.ok) CHECK((p->fwd.buf = aligned_alloc(64, bytes)), "out of memory for weights in oneDNN's layout");
+      if (p->bwd.ok) CHECK((p->bwd.buf = aligned_alloc(64, bytes)), "out of memory for weights in oneDNN's layout");
+#endif
+    }
+  }
+  CHECK(p->rows == rows && p->cols == cols && p->dtype == dtype,
+        "backend_weights_changed: a matrix changed shape or dtype");
+  p->wide_stale = 1;
+#ifdef PPO_HAVE_ONEDNN
+  p->fwd.stale = p->bwd.stale = 1;
+#endif
+}
+
+size_t cpu_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols) {
+  if (dtype == NN_F16) return ((size_t)rows * cols * sizeof(float) + 63) / 64 * 64;
+#ifdef PPO_HAVE_ONEDNN
+  CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
+  if (dtype != NN_BF16) return 0;
+  PackedB fwd, bwd;
+  packed_layout(g, &fwd, cols, rows);
+  packed_layout(g, &bwd, rows, cols);
+  return (size_t)(fwd.ok + bwd.ok) * rows * cols * 2;
+#else
+  (void)backend;
+  return 0;
+#endif
+}
+
+// Memory [ptr, ptr + bytes) was freed: its matrices leave the register (a later allocation at the
+// same address is not those weights).
+void cpu_weights_forget(CpuContext *ctx, const void *ptr, size_t bytes) {
+  CpuGemm *g = ctx->gemm;
+  for (int i = 0; g && i < g->n_packs;) {
+    const char *w = (const char *)g->packs[i].w;
+    if (w >= (const char *)ptr && w < (const char *)ptr + bytes)
+      weight_pack_drop(g, i);
+    else
+      i++;
+  }
+}
+
+// The widened copy of B when B is a registered fp16 W read as a whole (op(B) (K, N) is W^T or W),
+// brought up to date first; NULL otherwise.
+static const float *wide_weights(CpuGemm *g, const void *B, int trans_b, int K, int N) {
+  WeightPack *p = weight_pack_find(g, B);
+  if (!p || !p->wide || (trans_b ? p->rows != N || p->cols != K : p->rows != K || p->cols != N)) return NULL;
+  if (p->wide_stale) {
+    widen(p->wide, p->w, (size_t)p->rows * p->cols, NN_F16);
+    p->wide_stale = 0;
+  }
+  return p->wide;
 }
 
 // c_dtype: fp32, or dtype (F16 / BF16) with beta 0.
@@ -575,18 +640,21 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
 #ifdef PPO_HAVE_ONEDNN
   if (g->use_onednn && onednn_swaps(trans_b, M, N, beta)) nc = (size_t)M * N;
 #endif
+  const float *b_wide = dtype == NN_F16 ? wide_weights(g, B, trans_b, K, N) : NULL;  // W widened once per change
+  if (b_wide) nb = 0;
   // The implementation, not the public call: growing the scratch is this backend's own business, and
   // allowed inside a recorded function (a no-op once policy_init reserved it; counted if it grows).
   backend->ops->reserve_workspace(backend, (na + nb + nc + nlp) * sizeof(float));
-  float *a32 = ctx->workspace, *b32 = a32 + na, *c32 = C ? C : b32 + nb + nc;
+  float *a32 = ctx->workspace, *b32 = a32 + na, *scratch = b32 + nb, *c32 = C ? C : scratch + nc;
   widen(a32, A, na, dtype);
-  widen(b32, B, nb, dtype);
+  if (!b_wide) widen(b32, B, nb, dtype);
+  const float *b = b_wide ? b_wide : b32;
 #ifdef PPO_HAVE_ONEDNN
   if (g->use_onednn && (double)M * N * K > SMALL_GEMM_MACS)
-    onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b32, beta, c32, NN_F32, b32 + nb);
+    onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b, beta, c32, NN_F32, scratch);
   else
 #endif
-    sgemm(trans_a, trans_b, M, N, K, alpha, a32, b32, beta, c32);
+    sgemm(trans_a, trans_b, M, N, K, alpha, a32, b, beta, c32);
   if (!C) round_into(C_out, c_dtype, c32, (size_t)M * N);
 }
 

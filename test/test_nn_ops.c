@@ -1219,6 +1219,113 @@ static void weights_layout_case(void) {
 
 Test(nn_gemm, weights_in_onednn_layout_give_the_plain_product) { weights_layout_case(); }
 
+// Every binary16 bit pattern widened by the backend (backend_cast, and the GEMMs' operands through
+// the same row function) gives nn_f16_to_f32's bits: the F16C path's signalling NaNs included (the
+// instruction quiets them; the scalar function keeps them).
+static void check_every_f16_widens_exactly(void) {
+  Backend *b = cpu();
+  uint16_t *host = malloc(65536 * 2);
+  float *got = malloc(65536 * 4);
+  for (int i = 0; i < 65536; i++) host[i] = (uint16_t)i;
+  uint16_t *h = backend_alloc(b, 65536 * 2);
+  float *f = backend_alloc(b, 65536 * 4);
+  backend_upload(b, h, host, 65536 * 2);
+  backend_cast(b, f, NN_F32, h, NN_F16, 65536);
+  backend_download(b, got, f, 65536 * 4);
+  for (int i = 0; i < 65536; i++) {
+    float want = nn_f16_to_f32((uint16_t)i);
+    cr_assert(memcmp(&got[i], &want, 4) == 0, "fp16 0x%04x widened to 0x%08x, expected 0x%08x", i, nn_f32_bits(got[i]),
+              nn_f32_bits(want));
+  }
+  backend_free(b, h), backend_free(b, f);
+  free(host), free(got);
+  backend_close(b);
+}
+
+Test(nn_cast, every_f16_widens_to_its_exact_value) { check_every_f16_widens_exactly(); }
+
+Test(nn_cast, every_f16_widens_to_its_exact_value_without_f16c) {
+  setenv("PPO_CPU_NO_AVX512", "1", 1);  // the scalar loop (Criterion: a process per test)
+  check_every_f16_widens_exactly();
+}
+
+// fp16 W registered: every fp16 product with B = W reads W widened once per change, the same
+// values the per-call widening gave, so the products equal, bit for bit, those on an unregistered
+// copy of W (fp32 and fp16 C, both transposes, the rollout's and the update's row counts, with and
+// without oneDNN's swapped few-row products). A change announced is seen, one not announced is not;
+// freed weights leave the register.
+static void wide_product(Backend *b, const void *a, const void *w, int M, int N, int K, int trans_w, NnDtype c_dtype,
+                         void *out) {
+  size_t bytes = (size_t)M * N * nn_dtype_size(c_dtype);
+  void *c = backend_alloc(b, bytes);
+  backend_gemm_to(b, NN_F16, 0, trans_w, M, N, K, 1.0f, a, w, 0.0f, c, c_dtype);
+  backend_download(b, out, c, bytes);
+  backend_free(b, c);
+}
+
+static void check_wide_weights(Backend *b, const uint16_t *a, const void *w, const void *w_plain, int M, int N, int K,
+                               int trans_w, const char *what) {
+  for (int lp = 0; lp < 2; lp++) {
+    NnDtype c_dtype = lp ? NN_F16 : NN_F32;
+    size_t bytes = (size_t)M * N * nn_dtype_size(c_dtype);
+    char *got = malloc(bytes), *want = malloc(bytes);
+    wide_product(b, a, w, M, N, K, trans_w, c_dtype, got);
+    wide_product(b, a, w_plain, M, N, K, trans_w, c_dtype, want);
+    cr_assert(memcmp(got, want, bytes) == 0, "%s (M %d, %s C): the registered W's product differs from the plain one",
+              what, M, lp ? "fp16" : "fp32");
+    free(got), free(want);
+  }
+}
+
+Test(nn_gemm, fp16_weights_widened_once_give_the_same_bits) {
+  setenv("PPO_CPU_STRICT", "1", 1);  // whole pages: a freed W's address comes back (Criterion: a process per test)
+  Backend *b = cpu();
+  enum { R = 1024, C = 512, MAX_M = 1024 };
+  cr_assert_eq(backend_weights_bytes(b, NN_F16, R, C), (size_t)R * C * 4, "the plan counts W widened");
+  cr_assert_eq(backend_weights_bytes(b, NN_F16, 3, 5), 64, "whole cache lines");
+  Rng rng;
+  rng_seed(&rng, 78);
+  uint16_t *w_host = malloc((size_t)R * C * 2), *a_host = malloc((size_t)MAX_M * R * 2);
+  for (size_t i = 0; i < (size_t)R * C; i++) w_host[i] = nn_f32_to_f16((float)(0.1 * (2 * rng_uniform(&rng) - 1)));
+  for (size_t i = 0; i < (size_t)MAX_M * R; i++) a_host[i] = nn_f32_to_f16((float)(2 * rng_uniform(&rng) - 1));
+  uint16_t *w = backend_alloc(b, (size_t)R * C * 2), *plain = backend_alloc(b, (size_t)R * C * 2);
+  uint16_t *a = backend_alloc(b, (size_t)MAX_M * R * 2);
+  backend_upload(b, a, a_host, (size_t)MAX_M * R * 2);
+  backend_upload(b, w, w_host, (size_t)R * C * 2);
+  backend_upload(b, plain, w_host, (size_t)R * C * 2);
+  backend_weights_changed(b, w, NN_F16, R, C);
+  int rows[] = {32, 1, 5, 1024};
+  for (int i = 0; i < 4; i++) {
+    check_wide_weights(b, a, w, plain, rows[i], R, C, 1, "x W^T");  // (M, 512) x (512, 1024)
+    check_wide_weights(b, a, w, plain, rows[i], C, R, 0, "dy W");   // (M, 1024) x (1024, 512)
+  }
+  // announced: the copy is laid out again; not announced: the products still read the copy
+  for (size_t i = 0; i < (size_t)R * C; i++) w_host[i] ^= 0x0400;  // each weight's exponent changes
+  backend_upload(b, w, w_host, (size_t)R * C * 2);
+  backend_upload(b, plain, w_host, (size_t)R * C * 2);
+  backend_weights_changed(b, w, NN_F16, R, C);
+  check_wide_weights(b, a, w, plain, 32, R, C, 1, "x W^T after the change");
+  check_wide_weights(b, a, w, plain, 1024, C, R, 0, "dy W after the change");
+  uint16_t *zero = calloc((size_t)R * C, 2);
+  backend_upload(b, w, zero, (size_t)R * C * 2);  // not announced
+  check_wide_weights(b, a, w, plain, 32, R, C, 1, "x W^T from the copy");
+  // freed: forgotten (strict mode: a new block of the same size usually gets the address back)
+  backend_free(b, w);
+  uint16_t *x = backend_alloc(b, (size_t)R * C * 2);
+  backend_upload(b, x, zero, (size_t)R * C * 2);
+  if (x == w) {
+    float *c = malloc((size_t)32 * R * 4);
+    wide_product(b, a, x, 32, R, C, 1, NN_F32, c);
+    for (size_t i = 0; i < (size_t)32 * R; i++) cr_assert_eq(c[i], 0.0f, "a new allocation at a freed W's address");
+    free(c);
+  } else {
+    cr_log_warn("the allocator did not reuse the freed address: the register's forgetting went untested");
+  }
+  backend_free(b, x), backend_free(b, plain), backend_free(b, a);
+  free(zero), free(w_host), free(a_host);
+  backend_close(b);
+}
+
 // The hand-written AVX-512 paths' scalar loops (other CPUs), forced: the weight layouts, the
 // transposed low-precision gradient tiles, the transposes of few-row and small NT products.
 Test(nn_gemm, the_scalar_loops_behind_the_avx512_paths) {

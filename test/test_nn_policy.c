@@ -425,18 +425,29 @@ Test(nn_policy, a_backward_of_the_other_form_is_refused, .exit_code = 1) {
   cr_assert_fail("the fp32 backward after a stored forward returned");
 }
 
-// The plan's backend bytes are what the backend holds once the policy reserved its workspace:
-// the policy's own reservation on a fresh backend, and more where the backend already keeps more
-// (as CUDA keeps cuBLAS's 32 MiB from the start). The plan must match the memory held after init.
+// The backend's copies of small_spec's weight matrices (backend_weights_changed): pi 8 -> 6 -> 5 -> 3
+// and vf 8 -> 7 -> 4 -> 1, the observations padded from 4 to 8 columns in fp16.
+static size_t small_spec_weight_copies(Backend *b, NnDtype dtype) {
+  static const int pi[] = {8, 6, 5, 3}, vf[] = {8, 7, 4, 1};
+  size_t bytes = 0;
+  for (int l = 0; l < 3; l++)
+    bytes += backend_weights_bytes(b, dtype, pi[l + 1], pi[l]) + backend_weights_bytes(b, dtype, vf[l + 1], vf[l]);
+  return bytes;
+}
+
+// The plan's backend bytes are what the backend holds once the policy reserved its workspace and
+// registered its weights: the policy's own reservation on a fresh backend, and more where the
+// backend already keeps more (as CUDA keeps cuBLAS's 32 MiB from the start), plus the weight copies
+// (the CPU keeps fp16 weights widened). The plan must match the memory held after init.
 Test(nn_policy, backend_bytes_count_the_workspace_held) {
   PolicySpec spec = small_spec(POLICY_HEAD_CATEGORICAL, NN_F16);
   Backend *b = cpu();
-  size_t own = policy_backend_bytes(&spec, b);
-  cr_assert(own > 0, "fp16 needs scratch for widened operands");
+  size_t own = policy_backend_bytes(&spec, b), copies = small_spec_weight_copies(b, NN_F16);
+  cr_assert(copies > 0 && own > copies, "fp16 needs scratch for widened operands and keeps its weights widened");
   Policy *p = policy_init(b, &spec);
   cr_assert(p, "%s", error_message());
-  cr_assert_eq(backend_workspace_bytes(b), own, "the policy reserved %zu, the plan said %zu",
-               backend_workspace_bytes(b), own);
+  cr_assert_eq(backend_workspace_bytes(b) + copies, own, "the policy reserved %zu and %zu of copies, the plan said %zu",
+               backend_workspace_bytes(b), copies, own);
   policy_free(p);
   backend_close(b);
   b = cpu();
@@ -444,8 +455,8 @@ Test(nn_policy, backend_bytes_count_the_workspace_held) {
   size_t held = policy_backend_bytes(&spec, b);
   p = policy_init(b, &spec);
   cr_assert(p, "%s", error_message());
-  cr_assert_eq(held, backend_workspace_bytes(b), "the plan said %zu, the backend holds %zu", held,
-               backend_workspace_bytes(b));
+  cr_assert_eq(held, backend_workspace_bytes(b) + copies, "the plan said %zu, the backend holds %zu and %zu of copies",
+               held, backend_workspace_bytes(b), copies);
   policy_free(p);
   backend_close(b);
 }
