@@ -141,7 +141,8 @@ void backend_gemm_to(Backend *backend, NnDtype dtype, int trans_a, int trans_b, 
 // GEMM kernels want and use it whenever op(B) is exactly that w (the CPU: fp16 w widened to fp32
 // once per change instead of inside every GEMM call, and with oneDNN bf16 w in its blocked layout).
 // So call it after every change of w, before the next GEMM reads w. The first call for a w
-// allocates: make it at setup. A no-op where a backend keeps no copy (CUDA; fp32 on the CPU).
+// allocates: make it at setup. A no-op where a backend keeps no copy (CUDA; fp32 on the CPU, and
+// bf16 there without oneDNN).
 void backend_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols);
 // Bytes backend_weights_changed keeps for a (rows, cols) matrix of dtype (0 where it keeps none):
 // for memory plans, before anything is allocated.

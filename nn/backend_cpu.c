@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 #if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #include <stdio.h>
@@ -679,7 +680,10 @@ Backend *backend_cpu_open(void) {
   __builtin_cpu_init();
   cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                !(no_avx512 && strcmp(no_avx512, "1") == 0);
-  cpu_f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c") && !(no_avx512 && strcmp(no_avx512, "1") == 0);
+  // F16C from CPUID (clang's __builtin_cpu_supports does not know "f16c"); AVX's OS support from the builtin
+  unsigned eax, ebx, ecx, edx;
+  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  cpu_f16c = f16c && __builtin_cpu_supports("avx") && !(no_avx512 && strcmp(no_avx512, "1") == 0);
 #endif
   (void)no_avx512;
   cpu_gemm_open(backend);
