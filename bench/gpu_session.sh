@@ -44,7 +44,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
   echo "commit    $(tr '\n' ' ' <"$run/commit")"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   echo "cpu       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
-  ldd "$bin/ppo-train" | grep -E "not found|cublas|cudart" || true
+  ldd "$bin/ppo-train" | grep -E "not found" || true
+  ldd "$bin/libppo_cuda.so" | grep -E "not found|cublas|cudart|nccl" || true  # the CUDA backend's module
 } | tee "$out/$stamp-gpu-session.txt"
 
 run_tests() {

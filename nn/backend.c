@@ -1,5 +1,9 @@
 // nn/backend.c: the registry (the one place besides CMake that knows whether CUDA was built) and
 // the public wrappers, which check arguments and dispatch through the backend's table.
+#ifdef PPO_HAVE_CUDA
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +27,73 @@ const char *nn_dtype_name(NnDtype dtype) {
   return "?";
 }
 
-static Backend *open_cuda(void) {
 #ifdef PPO_HAVE_CUDA
-  return backend_cuda_open();
+// The CUDA backend lives in a module (nn/backend_impl.h: CudaModuleHost), loaded only after the CUDA
+// driver itself reports a device, so that a CPU run of a CUDA-enabled build never loads cuBLAS
+// (about 210 MiB of resident memory at load): the driver library (libcuda.so.1, installed with the
+// GPU driver, absent elsewhere) is asked through its own API. The message keeps the form
+// "no CUDA device (...)" that the runtime's own answer had.
+typedef int (*CuInitFn)(unsigned flags);
+typedef int (*CuDeviceGetCountFn)(int *count);
+
+static int cuda_driver_devices(void) {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // kept open: the runtime loads it too
+  if (!driver) {
+    error_set("backend 'cuda': no CUDA device (no CUDA driver: %s)", dlerror());
+    return 0;
+  }
+  CuInitFn init = (CuInitFn)dlsym(driver, "cuInit");
+  CuDeviceGetCountFn device_count = (CuDeviceGetCountFn)dlsym(driver, "cuDeviceGetCount");
+  int count = 0, rc = init && device_count ? init(0) : -1;
+  if (rc == 0) rc = device_count(&count);
+  if (rc != 0 || count == 0) {
+    error_set("backend 'cuda': no CUDA device (%s)", rc == -1   ? "libcuda.so.1 lacks cuInit or cuDeviceGetCount"
+                                                      : rc == 100 ? "the driver reports no device (CUDA_ERROR_NO_DEVICE)"
+                                                      : rc != 0   ? "the driver's cuInit or cuDeviceGetCount failed"
+                                                                  : "0 devices");
+    return 0;
+  }
+  return count;
+}
+
+// PPO_CUDA_MODULE in the environment names the module; by default it is PPO_CUDA_MODULE_NAME in the
+// folder of the running program (CMake puts it beside the programs in build/bin).
+static Backend *open_cuda(void) {
+  static CudaModuleOpen module_open;
+  if (!module_open) {
+    if (cuda_driver_devices() == 0) return NULL;
+    char path[4096];
+    const char *forced = getenv("PPO_CUDA_MODULE");
+    if (forced && *forced) {
+      snprintf(path, sizeof path, "%s", forced);
+    } else {
+      ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+      CHECK(n > 0, "reading /proc/self/exe (the program's folder holds the CUDA module)");
+      path[n] = '\0';
+      char *slash = strrchr(path, '/');
+      snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "%s", PPO_CUDA_MODULE_NAME);
+    }
+    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);  // never closed: backends of it may live until exit
+    if (!module) {
+      error_set("backend 'cuda': cannot run: the CUDA backend module did not load (%s); set PPO_CUDA_MODULE to its path",
+                dlerror());
+      return NULL;
+    }
+    module_open = (CudaModuleOpen)dlsym(module, CUDA_MODULE_ENTRY);
+    if (!module_open) {
+      error_set("backend 'cuda': cannot run: %s has no %s (a module of another build?)", path, CUDA_MODULE_ENTRY);
+      return NULL;
+    }
+  }
+  static const CudaModuleHost program = {error_set, check_fail, nn_dtype_size};
+  return module_open(&program);
+}
 #else
+static Backend *open_cuda(void) {
   error_set("backend 'cuda': this build has no CUDA support (configure with the CUDA toolkit); use cpu");
   return NULL;
-#endif
 }
+#endif
 
 static Backend *open_by_name(const char *name) {
   if (!name) {

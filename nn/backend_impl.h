@@ -122,6 +122,17 @@ struct Backend {
 
 // The constructors the registry knows; each returns NULL and sets error_message() on failure.
 Backend *backend_cpu_open(void);
-Backend *backend_cuda_open(void);  // nn/backend_cuda.cu; only in builds with PPO_HAVE_CUDA
+Backend *backend_cuda_open(void);  // nn/backend_cuda.cu, inside the CUDA module (below)
+
+// The CUDA backend is a module, libppo_cuda.so beside the programs (builds with PPO_HAVE_CUDA), that
+// nn/backend.c loads when a run asks for CUDA and a driver reports a device; its entry
+// CUDA_MODULE_ENTRY (CudaModuleOpen) takes the program's functions it calls (nn/backend_cuda_module.cu).
+typedef struct {
+  void (*error_set)(const char *fmt, ...);
+  void (*check_fail)(const char *stmt, const char *file, int line, const char *hint, int use_errno);
+  size_t (*dtype_size)(NnDtype dtype);
+} CudaModuleHost;
+typedef Backend *(*CudaModuleOpen)(const CudaModuleHost *program);
+#define CUDA_MODULE_ENTRY "ppo_cuda_module_open"
 
 #endif
