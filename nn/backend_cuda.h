@@ -3,7 +3,8 @@
 // backend_cuda_ops.cu: distributions, norms, loss scaling, Adam, random numbers;
 // backend_cuda_rollout.cu: GAE, the permutation, the PPO loss, explained variance;
 // backend_cuda_graph.cu: recorded graphs, page-locked host memory; backend_cuda_nccl.cu: the
-// all-reduce across ranks).
+// all-reduce across ranks). Together with backend_cuda_module.cu (the entry) they are the module
+// libppo_cuda.so, which nn/backend.c loads on demand.
 //
 // The .cu files are C++: the C headers of the seam come in through extern "C". Every kernel's
 // per-element arithmetic is a PPO_HD function of nn/ops_math.h or common/rng.h, which the CPU
