@@ -35,6 +35,7 @@ const char *nn_dtype_name(NnDtype dtype) {
 // "no CUDA device (...)" that the runtime's own answer had.
 typedef int (*CuInitFn)(unsigned flags);
 typedef int (*CuDeviceGetCountFn)(int *count);
+typedef int (*CuGetErrorNameFn)(int error, const char **name);
 
 static int cuda_driver_devices(void) {
   void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // kept open: the runtime loads it too
@@ -44,20 +45,27 @@ static int cuda_driver_devices(void) {
   }
   CuInitFn init = (CuInitFn)dlsym(driver, "cuInit");
   CuDeviceGetCountFn device_count = (CuDeviceGetCountFn)dlsym(driver, "cuDeviceGetCount");
-  int count = 0, rc = init && device_count ? init(0) : -1;
-  if (rc == 0) rc = device_count(&count);
-  if (rc != 0 || count == 0) {
-    error_set("backend 'cuda': no CUDA device (%s)", rc == -1   ? "libcuda.so.1 lacks cuInit or cuDeviceGetCount"
-                                                      : rc == 100 ? "the driver reports no device (CUDA_ERROR_NO_DEVICE)"
-                                                      : rc != 0   ? "the driver's cuInit or cuDeviceGetCount failed"
-                                                                  : "0 devices");
+  CuGetErrorNameFn error_name = (CuGetErrorNameFn)dlsym(driver, "cuGetErrorName");
+  if (!init || !device_count) {
+    error_set("backend 'cuda': no CUDA device (libcuda.so.1 lacks cuInit or cuDeviceGetCount)");
     return 0;
   }
+  int count = 0, rc = init(0);
+  const char *step = "cuInit";
+  if (rc == 0) rc = device_count(&count), step = "cuDeviceGetCount";
+  if (rc != 0) {  // e.g. CUDA_ERROR_NO_DEVICE (100), CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)
+    const char *name = NULL;
+    if (!error_name || error_name(rc, &name) != 0 || !name) name = "?";
+    error_set("backend 'cuda': no CUDA device (the driver's %s failed: %s, error %d)", step, name, rc);
+    return 0;
+  }
+  if (count == 0) error_set("backend 'cuda': no CUDA device (the driver reports none)");
   return count;
 }
 
-// PPO_CUDA_MODULE in the environment names the module; by default it is PPO_CUDA_MODULE_NAME in the
-// folder of the running program (CMake puts it beside the programs in build/bin).
+// PPO_CUDA_MODULE in the environment names the module (a path with a slash, relative to the working
+// directory; a bare name is searched as dlopen searches); by default it is PPO_CUDA_MODULE_NAME in
+// the folder of the running program (CMake puts it beside the programs in build/bin).
 static Backend *open_cuda(void) {
   static CudaModuleOpen module_open;
   if (!module_open) {
@@ -68,24 +76,29 @@ static Backend *open_cuda(void) {
       snprintf(path, sizeof path, "%s", forced);
     } else {
       ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-      CHECK(n > 0, "reading /proc/self/exe (the program's folder holds the CUDA module)");
+      char *slash = n > 0 ? memchr(path, '/', (size_t)n) : NULL;
+      if (!slash) {
+        error_set("backend 'cuda': the CUDA backend module was not found: /proc/self/exe does not name this "
+                  "program's folder; set PPO_CUDA_MODULE to the module's path (%s)",
+                  PPO_CUDA_MODULE_NAME);
+        return NULL;
+      }
       path[n] = '\0';
-      char *slash = strrchr(path, '/');
-      snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "%s", PPO_CUDA_MODULE_NAME);
+      slash = strrchr(path, '/');
+      snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", PPO_CUDA_MODULE_NAME);
     }
     void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);  // never closed: backends of it may live until exit
     if (!module) {
-      error_set("backend 'cuda': cannot run: the CUDA backend module did not load (%s); set PPO_CUDA_MODULE to its path",
-                dlerror());
+      error_set("backend 'cuda': the CUDA backend module did not load (%s)", dlerror());
       return NULL;
     }
     module_open = (CudaModuleOpen)dlsym(module, CUDA_MODULE_ENTRY);
     if (!module_open) {
-      error_set("backend 'cuda': cannot run: %s has no %s (a module of another build?)", path, CUDA_MODULE_ENTRY);
+      error_set("backend 'cuda': %s has no %s (not this project's CUDA module)", path, CUDA_MODULE_ENTRY);
       return NULL;
     }
   }
-  static const CudaModuleHost program = {error_set, check_fail, nn_dtype_size};
+  static const CudaModuleHost program = {sizeof(Backend), sizeof(BackendOps), error_set, check_fail, nn_dtype_size};
   return module_open(&program);
 }
 #else

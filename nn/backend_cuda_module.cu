@@ -40,5 +40,10 @@ extern "C" size_t nn_dtype_size(NnDtype dtype) { return host->dtype_size(dtype);
 
 extern "C" __attribute__((visibility("default"))) Backend *ppo_cuda_module_open(const CudaModuleHost *program) {
   host = program;
+  if (program->backend_size != sizeof(Backend) || program->ops_size != sizeof(BackendOps)) {
+    error_set("backend 'cuda': the CUDA backend module is of another build (Backend %zu / %zu bytes, ops %zu / %zu)",
+              sizeof(Backend), program->backend_size, sizeof(BackendOps), program->ops_size);
+    return NULL;
+  }
   return backend_cuda_open();
 }

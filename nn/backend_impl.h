@@ -128,6 +128,8 @@ Backend *backend_cuda_open(void);  // nn/backend_cuda.cu, inside the CUDA module
 // nn/backend.c loads when a run asks for CUDA and a driver reports a device; its entry
 // CUDA_MODULE_ENTRY (CudaModuleOpen) takes the program's functions it calls (nn/backend_cuda_module.cu).
 typedef struct {
+  size_t backend_size, ops_size;  // the program's sizeof(Backend), sizeof(BackendOps): a module of
+                                  // another build (other layouts) refuses to open
   void (*error_set)(const char *fmt, ...);
   void (*check_fail)(const char *stmt, const char *file, int line, const char *hint, int use_errno);
   size_t (*dtype_size)(NnDtype dtype);

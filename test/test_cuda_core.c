@@ -96,7 +96,8 @@ static void assert_same_bits(const void *got, const void *want, size_t n, size_t
 // --- open, memory ------------------------------------------------------------------------------------------------
 
 // Runs on every machine (no skip, so the suite's [SKIP] lines mean "no device" only): with a device
-// the backend opens as "cuda"; without one, NULL and a message that names the reason.
+// the backend opens as "cuda"; without one, NULL and a message that names the reason. A CUDA module
+// that does not load (a library of it missing) is a broken build, not a missing device: it fails.
 Test(cuda_open, opens_or_names_the_reason) {
   Backend *b = backend_open("cuda");
   if (b) {
