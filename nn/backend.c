@@ -76,15 +76,14 @@ static Backend *open_cuda(void) {
       snprintf(path, sizeof path, "%s", forced);
     } else {
       ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-      char *slash = n > 0 ? memchr(path, '/', (size_t)n) : NULL;
+      char *slash = NULL;
+      if (n > 0) path[n] = '\0', slash = strrchr(path, '/');
       if (!slash) {
         error_set("backend 'cuda': the CUDA backend module was not found: /proc/self/exe does not name this "
                   "program's folder; set PPO_CUDA_MODULE to the module's path (%s)",
                   PPO_CUDA_MODULE_NAME);
         return NULL;
       }
-      path[n] = '\0';
-      slash = strrchr(path, '/');
       snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", PPO_CUDA_MODULE_NAME);
     }
     void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);  // never closed: backends of it may live until exit

@@ -678,12 +678,12 @@ Backend *backend_cpu_open(void) {
   cpu_avx512 = cpu_f16c = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
   __builtin_cpu_init();
-  cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               !(no_avx512 && strcmp(no_avx512, "1") == 0);
+  int scalar_only = no_avx512 && strcmp(no_avx512, "1") == 0;
+  cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && !scalar_only;
   // F16C from CPUID (clang's __builtin_cpu_supports does not know "f16c"); AVX's OS support from the builtin
   unsigned eax, ebx, ecx, edx;
   int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
-  cpu_f16c = f16c && __builtin_cpu_supports("avx") && !(no_avx512 && strcmp(no_avx512, "1") == 0);
+  cpu_f16c = f16c && __builtin_cpu_supports("avx") && !scalar_only;
 #endif
   (void)no_avx512;
   cpu_gemm_open(backend);

@@ -531,6 +531,8 @@ static void widen(float *out, const uint16_t *in, size_t n, NnDtype dtype) {
 
 // --- the weight register (backend_weights_changed) -------------------------------------------------------
 
+// An fp16 W's widened copy: rows x cols floats in whole 64-byte lines.
+static size_t wide_bytes(int rows, int cols) { return ((size_t)rows * cols * sizeof(float) + 63) / 64 * 64; }
 
 void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int rows, int cols) {
   CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
@@ -544,7 +546,7 @@ void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int row
     p = &g->packs[g->n_packs++];
     *p = (WeightPack){.w = w, .dtype = dtype, .rows = rows, .cols = cols};
     if (dtype == NN_F16) {
-      CHECK((p->wide = aligned_alloc(64, ((size_t)rows * cols * sizeof(float) + 63) / 64 * 64)),
+      CHECK((p->wide = aligned_alloc(64, wide_bytes(rows, cols))),
             "out of memory for fp16 weights widened to fp32");
     } else {
 #ifdef PPO_HAVE_ONEDNN
@@ -565,7 +567,7 @@ void cpu_weights_changed(Backend *backend, const void *w, NnDtype dtype, int row
 }
 
 size_t cpu_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols) {
-  if (dtype == NN_F16) return ((size_t)rows * cols * sizeof(float) + 63) / 64 * 64;
+  if (dtype == NN_F16) return wide_bytes(rows, cols);
 #ifdef PPO_HAVE_ONEDNN
   CpuGemm *g = ((CpuContext *)backend->ctx)->gemm;
   if (dtype != NN_BF16) return 0;
