@@ -577,6 +577,52 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
   ops->graph_launch(backend, graph->exec);
 }
 
+// --- lanes ----------------------------------------------------------------------------------------------------
+//
+// Each lane gets a copy of the Backend struct (same table, same ctx) whose counters and signature
+// are its own, so that concurrent lanes write no common field here; after the lanes the copies'
+// counts are added to the backend's and their signatures signed into it in lane order, which gives
+// a recorded function the same signature whether the lanes ran one after the other or together.
+
+typedef struct {
+  Backend view[BACKEND_LANES_MAX];
+  BackendLaneFn fn;
+  void *arg;
+} LaneRun;
+
+static void lane_run(int lane, void *p) {
+  LaneRun *run = p;
+  run->fn(&run->view[lane], run->arg, lane);
+}
+
+void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnDtype dtype, double largest_gemm_macs) {
+  CHECK(backend && fn, "backend_lanes: NULL argument");
+  CHECK(lanes >= 1 && lanes <= BACKEND_LANES_MAX, "backend_lanes: lanes must be in 1..BACKEND_LANES_MAX");
+  CHECK(!backend->lane_view, "backend_lanes inside a lane: lanes do not nest");
+  LaneRun run = {.fn = fn, .arg = arg};
+  for (int i = 0; i < lanes; i++) {
+    Backend *v = &run.view[i];
+    *v = *backend;
+    v->lane_view = 1;
+    v->alloc_count = 0, v->sync_count = 0;
+    v->signature = FNV_OFFSET, v->signed_ops = 0;
+  }
+  int together = lanes > 1 && !backend->profile && backend->ops->run_lanes &&
+                 backend->ops->run_lanes(backend, lanes, lane_run, &run, dtype, largest_gemm_macs);
+  backend->lanes_together += together;
+  for (int i = 0; !together && i < lanes; i++) lane_run(i, &run);
+  for (int i = 0; i < lanes; i++) {
+    const Backend *v = &run.view[i];
+    backend->alloc_count += v->alloc_count;
+    backend->sync_count += v->sync_count;
+    if (!backend->signing) continue;
+    sign_bytes(backend, &v->signature, sizeof v->signature);
+    backend->signed_ops += v->signed_ops;
+  }
+}
+
+size_t backend_lanes_together(const Backend *backend) { return backend->lanes_together; }
+
 void backend_graph_reset(Backend *backend, BackendGraph *graph) {
   CHECK(backend && graph, "backend_graph_reset: NULL argument");
   if (graph->exec) {

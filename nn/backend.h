@@ -107,6 +107,23 @@ typedef struct {
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
 void backend_graph_reset(Backend *backend, BackendGraph *graph);
 
+// --- lanes: independent op sequences that may run at the same time --------------------------------------
+
+// Calls fn(lane_backend, arg, lane) for lane = 0 .. lanes - 1 (at most BACKEND_LANES_MAX): op
+// sequences that may read the same inputs but write disjoint memory, such as the actor's and the
+// critic's passes. Each lane queues its ops on lane_backend, a view of backend that is valid during
+// the call; a lane must not read what another lane writes, for the backend may run the lanes at the
+// same time. Whether it does is its choice, from the work: dtype and the largest GEMM a lane makes
+// (multiply-adds, M N K). The CPU backend runs two lanes on two threads when every op in them runs
+// on one thread anyway (fp32 products small enough for OpenBLAS's single-threaded path): the same
+// code then, so the same bits as lane after lane. Other backends, and the CPU under PPO_PROFILE or
+// PPO_CPU_STRICT, run the lanes one after the other. Allowed inside backend_graph_run: each lane's
+// ops are signed on their own and the lanes' signatures joined in lane order. Lanes do not nest.
+#define BACKEND_LANES_MAX 2
+typedef void (*BackendLaneFn)(Backend *lane_backend, void *arg, int lane);
+void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnDtype dtype, double largest_gemm_macs);
+size_t backend_lanes_together(const Backend *backend);  // backend_lanes calls whose lanes ran at the same time
+
 // --- collectives across processes (data-parallel training, ppo/dist.h) ----------------------------------
 
 // Bytes of the id that joins this backend's processes into one communicator for all-reduces on

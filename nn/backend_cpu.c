@@ -10,6 +10,7 @@
 
 #include <malloc.h>  // malloc_usable_size (glibc)
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <cpuid.h>
@@ -137,6 +138,32 @@ static void cpu_reserve_workspace(Backend *backend, size_t bytes) {
 
 static size_t cpu_workspace_bytes(const Backend *backend) {
   return ((const CpuContext *)backend->ctx)->workspace_bytes;
+}
+
+// Lanes (backend_lanes) on two threads, one each, where every op in them runs on one thread anyway
+// and touches no backend state: fp32 products that cpu_gemm_on_caller says run on the calling
+// thread, element-wise ops below their parallel thresholds or nested inside the lane's thread
+// (OpenMP's default: nested regions get one thread), the same loops then, so the same bits. The
+// lanes then overlap where each op alone is too small to split: CartPole's update (64-row
+// minibatches, [64, 64] networks) runs the actor's and the critic's passes side by side. Below
+// CPU_LANES_MIN_MACS the fork costs more than the overlap saves (one env's rollout step).
+// Not under PPO_CPU_STRICT (a lane's guard would close the memory the other is using).
+#define CPU_LANES_MIN_MACS 16384.0  // 2^14: a 64 x 64 layer at 4 rows
+
+static int cpu_run_lanes(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg, NnDtype dtype,
+                         double largest_gemm_macs) {
+  const CpuContext *ctx = backend->ctx;
+  if (ctx->strict || largest_gemm_macs < CPU_LANES_MIN_MACS || !cpu_gemm_on_caller(dtype, largest_gemm_macs) ||
+      omp_in_parallel() || omp_get_max_threads() < lanes)
+    return 0;
+#pragma omp parallel num_threads(lanes)
+  {
+    if (omp_get_num_threads() == lanes)
+      run(omp_get_thread_num(), arg);
+    else if (omp_get_thread_num() == 0)  // a smaller team than asked for: lane after lane
+      for (int i = 0; i < lanes; i++) run(i, arg);
+  }
+  return 1;
 }
 
 // --- element-wise -------------------------------------------------------------------------------------------
@@ -628,6 +655,7 @@ static const BackendOps cpu_ops = {
     .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,
     .workspace_bytes = cpu_workspace_bytes,
+    .run_lanes = cpu_run_lanes,
     .guard = cpu_guard,
     .gemm = cpu_gemm,
     .weights_changed = cpu_weights_changed,

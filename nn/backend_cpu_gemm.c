@@ -606,6 +606,11 @@ static const float *wide_weights(CpuGemm *g, const void *B, int trans_b, int K, 
   return p->wide;
 }
 
+// Every fp32 product up to SMALL_GEMM_MACS takes a path below that keeps its scratch on the stack
+// and runs on the calling thread: sgemv_row and gemm_thin in cpu_gemm, small_sgemm here (OpenBLAS
+// set to one thread with oneDNN, or below its own threading size without). Lanes rely on it.
+int cpu_gemm_on_caller(NnDtype dtype, double macs) { return dtype == NN_F32 && macs <= SMALL_GEMM_MACS; }
+
 // c_dtype: fp32, or dtype (F16 / BF16) with beta 0.
 static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                           const void *A, const void *B, float beta, void *C_out, NnDtype c_dtype) {

@@ -24,6 +24,11 @@ typedef struct {
   void (*reserve_workspace)(Backend *backend, size_t bytes);
   size_t (*workspace_bytes)(const Backend *backend);  // the scratch held now
   void (*set_tf32)(Backend *backend, int allow);      // optional: NULL where fp32 GEMMs have no faster mode
+  // optional (NULL: lanes run one after the other): runs run(lane, arg) for lane 0 .. lanes - 1 on
+  // threads of its own and returns 1, or returns 0, having run nothing, where lanes of this work
+  // would not run faster or not give the same results (backend_lanes)
+  int (*run_lanes)(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg, NnDtype dtype,
+                   double largest_gemm_macs);
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
@@ -116,6 +121,8 @@ struct Backend {
   size_t graphs;       // recorded graphs alive (backend_graph_run minus backend_graph_reset)
   int guard_depth;     // calls in progress that hold the memory open (ops->guard)
   int comm_joined;     // backend_comm_join succeeded: the all-reduce may run
+  int lane_view;       // a lane's view of its backend (backend_lanes): lanes do not nest
+  size_t lanes_together;  // backend_lanes calls whose lanes the backend ran at the same time
   OpProfile *profile;  // PPO_PROFILE set: each op's time (nn/backend.c); backend_close prints them
   void *ctx;           // the implementation's own state
 };

@@ -482,13 +482,43 @@ static const void *forward_input(Policy *policy, const void *obs, NnDtype obs_dt
   return policy->acts.obs_pad;
 }
 
+// The actor and the critic are separate networks: their passes are two lanes (backend_lanes), lane 0
+// the actor's, lane 1 the critic's, which the backend may run side by side. The hint is the
+// largest product either lane makes at batch B: B x the largest in x out of a layer (the first
+// layer's input as the forward GEMM reads it); the backward's products have the same sizes.
+static double largest_gemm_macs(const Policy *policy, int B) {
+  double largest = 0.0;
+  const MlpShape *shapes[2] = {&policy->pi_shape, &policy->vf_shape};
+  for (int net = 0; net < 2; net++)
+    for (int l = 0; l < shapes[net]->n_linear; l++) {
+      double in = l == 0 ? first_in_dim(&policy->spec) : shapes[net]->dims[l];
+      double macs = (double)B * in * shapes[net]->dims[l + 1];
+      if (macs > largest) largest = macs;
+    }
+  return largest;
+}
+
+typedef struct {
+  Policy *policy;
+  const void *in;  // the first layer's input: forward_input's in the forward, net_input's in the backward
+  int B;
+  const float *actions, *dlogp, *dentropy, *dvalues;  // the backward's
+  int accumulate;
+} PassArgs;
+
+static void forward_lane(Backend *b, void *arg, int lane) {
+  const PassArgs *a = arg;
+  Policy *p = a->policy;
+  if (lane == 0)
+    mlp_forward(b, &p->acts.pi, &p->pi_shape, &p->params.pi, &p->lowp.pi, a->in, a->B, p->spec.dtype);
+  else
+    mlp_forward(b, &p->acts.vf, &p->vf_shape, &p->params.vf, &p->lowp.vf, a->in, a->B, p->spec.dtype);
+}
+
 static void forward_of(Policy *policy, const void *obs, NnDtype obs_dtype, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_forward: batch must be in 1..max_batch");
-  Backend *b = policy->backend;
-  NnDtype dt = policy->spec.dtype;
-  const void *in = forward_input(policy, obs, obs_dtype, B);
-  mlp_forward(b, &policy->acts.pi, &policy->pi_shape, &policy->params.pi, &policy->lowp.pi, in, B, dt);
-  mlp_forward(b, &policy->acts.vf, &policy->vf_shape, &policy->params.vf, &policy->lowp.vf, in, B, dt);
+  PassArgs args = {.policy = policy, .in = forward_input(policy, obs, obs_dtype, B), .B = B};
+  backend_lanes(policy->backend, 2, forward_lane, &args, policy->spec.dtype, largest_gemm_macs(policy, B));
 }
 
 void policy_forward(Policy *policy, const float *obs, int B) { forward_of(policy, obs, NN_F32, B); }
@@ -525,33 +555,46 @@ void policy_evaluate_stored(Policy *policy, const void *obs, const float *action
   evaluate_of(policy, obs, policy->spec.dtype, actions, B);
 }
 
+// Lane 0: the distribution, then the actor below it. Lane 1: the critic, from a copy of its output
+// gradient, since the MLP backward overwrites it.
+static void backward_lane(Backend *b, void *arg, int lane) {
+  const PassArgs *a = arg;
+  Policy *p = a->policy;
+  NnDtype dt = p->spec.dtype;
+  int A = p->spec.action_dim, B = a->B;
+  if (lane == 1) {
+    backend_cast(b, p->acts.dvalues, NN_F32, a->dvalues, NN_F32, (size_t)B);
+    mlp_backward(b, &p->grads.vf, &p->acts.vf, p->acts.dvalues, &p->vf_shape, &p->lowp.vf, a->in, B, dt, a->accumulate);
+    return;
+  }
+  const float *head = policy_head_out(p);
+  if (p->spec.head == POLICY_HEAD_CATEGORICAL) {
+    backend_categorical_backward(b, p->acts.dhead, a->dlogp, a->dentropy, head, a->actions, B, A);
+  } else {
+    if (!a->accumulate) backend_memset_zero(b, p->grads.log_std, (size_t)A * sizeof(float));
+    backend_gaussian_backward(b, p->acts.dhead, p->grads.log_std, a->dlogp, a->dentropy, head, p->params.log_std,
+                              a->actions, B, A);
+  }
+  mlp_backward(b, &p->grads.pi, &p->acts.pi, p->acts.dhead, &p->pi_shape, &p->lowp.pi, a->in, B, dt, a->accumulate);
+}
+
 static void backward_of(Policy *policy, const void *obs, NnDtype obs_dtype, const float *actions, const float *dlogp,
                         const float *dentropy, const float *dvalues, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_backward: batch must be in 1..max_batch");
-  Backend *b = policy->backend;
-  NnDtype dt = policy->spec.dtype;
-  int A = policy->spec.action_dim;
-  const float *head = policy_head_out(policy);
   CHECK(obs_dtype == policy->forward_obs_dtype,
         "policy_backward: the observations' form (fp32 or stored) is the last forward's");
-  const void *in = net_input(policy, obs, obs_dtype);
   // a pending zero_grad: every gradient tensor is written below instead of added to
   int accumulate = !policy->grads_zero_pending;
   policy->grads_zero_pending = 0;
-  // distribution, then the actor below it
-  if (policy->spec.head == POLICY_HEAD_CATEGORICAL) {
-    backend_categorical_backward(b, policy->acts.dhead, dlogp, dentropy, head, actions, B, A);
-  } else {
-    if (!accumulate) backend_memset_zero(b, policy->grads.log_std, (size_t)A * sizeof(float));
-    backend_gaussian_backward(b, policy->acts.dhead, policy->grads.log_std, dlogp, dentropy, head,
-                              policy->params.log_std, actions, B, A);
-  }
-  mlp_backward(b, &policy->grads.pi, &policy->acts.pi, policy->acts.dhead, &policy->pi_shape, &policy->lowp.pi, in, B,
-               dt, accumulate);
-  // the critic: its output gradient is copied, since the MLP backward overwrites it
-  backend_cast(b, policy->acts.dvalues, NN_F32, dvalues, NN_F32, (size_t)B);
-  mlp_backward(b, &policy->grads.vf, &policy->acts.vf, policy->acts.dvalues, &policy->vf_shape, &policy->lowp.vf, in, B,
-               dt, accumulate);
+  PassArgs args = {.policy = policy,
+                   .in = net_input(policy, obs, obs_dtype),
+                   .B = B,
+                   .actions = actions,
+                   .dlogp = dlogp,
+                   .dentropy = dentropy,
+                   .dvalues = dvalues,
+                   .accumulate = accumulate};
+  backend_lanes(policy->backend, 2, backward_lane, &args, policy->spec.dtype, largest_gemm_macs(policy, B));
 }
 
 void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,158 @@ Test(nn_backend, graph_run_refuses_changed_arguments, .exit_code = 1) {
   GraphArg arg = {b, x, 0, 3};
   backend_graph_run(b, &graph, graph_body, &arg);
   backend_graph_run(b, &graph, graph_body, &arg);
+}
+
+// --- lanes (backend_lanes) -----------------------------------------------------------------------------------
+
+enum { LANE_M = 64, LANE_N = 64, LANE_K = 64 };  // 2^18 multiply-adds: the largest product OpenBLAS runs on the caller
+
+typedef struct {
+  float *x, *w, *bias;  // inputs both lanes read
+  float *y[2];          // each lane's output
+  int thread[2];        // omp_get_thread_num() inside each lane
+  int order[2], ran;    // the lanes in the order they started
+  float scale;          // lane 1's scalar argument
+  NnDtype dtype;        // the hint's
+  double macs;
+} LaneArg;
+
+static void lane_body(Backend *b, void *p, int lane) {
+  LaneArg *a = p;
+  a->thread[lane] = omp_get_thread_num();
+  a->order[__atomic_fetch_add(&a->ran, 1, __ATOMIC_RELAXED)] = lane;
+  backend_gemm(b, NN_F32, 0, 1, LANE_M, LANE_N, LANE_K, 1.0f, a->x, a->w, 0.0f, a->y[lane]);
+  backend_bias_act_forward(b, a->y[lane], NN_F32, a->y[lane], a->bias, LANE_M, LANE_N,
+                           lane ? NN_ACT_RELU : NN_ACT_TANH);
+  if (lane == 1) backend_scale(b, a->y[1], a->scale, (size_t)LANE_M * LANE_N);
+}
+
+static LaneArg lane_arg(Backend *b) {
+  LaneArg a = {.scale = 0.5f, .dtype = NN_F32, .macs = (double)LANE_M * LANE_N * LANE_K};
+  size_t nx = (size_t)LANE_M * LANE_K, nw = (size_t)LANE_N * LANE_K;
+  float *host = malloc((nx + nw + LANE_N) * sizeof(float));
+  Rng rng;
+  rng_seed(&rng, 61);
+  for (size_t i = 0; i < nx + nw + LANE_N; i++) host[i] = (float)(2.0 * rng_uniform(&rng) - 1.0);
+  a.x = backend_alloc(b, nx * sizeof(float)), a.w = backend_alloc(b, nw * sizeof(float));
+  a.bias = backend_alloc(b, LANE_N * sizeof(float));
+  backend_upload(b, a.x, host, nx * sizeof(float));
+  backend_upload(b, a.w, host + nx, nw * sizeof(float));
+  backend_upload(b, a.bias, host + nx + nw, LANE_N * sizeof(float));
+  for (int l = 0; l < 2; l++) a.y[l] = backend_alloc(b, (size_t)LANE_M * LANE_N * sizeof(float));
+  free(host);
+  return a;
+}
+
+// Runs the lanes and returns both outputs (host, 2 M N floats; the caller frees).
+static float *lanes_output(Backend *b, LaneArg *a) {
+  a->ran = 0;
+  backend_lanes(b, 2, lane_body, a, a->dtype, a->macs);
+  cr_assert_eq(a->ran, 2);
+  size_t n = (size_t)LANE_M * LANE_N;
+  float *out = malloc(2 * n * sizeof(float));
+  for (int l = 0; l < 2; l++) backend_download(b, out + l * n, a->y[l], n * sizeof(float));
+  return out;
+}
+
+// Two lanes of fp32 ops small enough for one thread each run on two threads, and give the bytes
+// they give one after the other (one thread: omp_set_num_threads(1)).
+Test(nn_backend, lanes_run_together_where_each_op_stays_on_one_thread) {
+  omp_set_num_threads(2);
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  float *together = lanes_output(b, &a);
+  cr_assert_eq(backend_lanes_together(b), 1, "the lanes ran one after the other");
+  cr_assert_neq(a.thread[0], a.thread[1], "both lanes on thread %d", a.thread[0]);
+  omp_set_num_threads(1);
+  float *in_order = lanes_output(b, &a);
+  cr_assert_eq(backend_lanes_together(b), 1);
+  cr_assert(a.thread[0] == 0 && a.thread[1] == 0 && a.order[0] == 0 && a.order[1] == 1);
+  for (size_t i = 0; i < 2 * (size_t)LANE_M * LANE_N; i++)
+    cr_assert(memcmp(&together[i], &in_order[i], sizeof(float)) == 0, "element %zu: %.9g together, %.9g in order", i,
+              together[i], in_order[i]);
+  free(together), free(in_order);
+  backend_close(b);
+}
+
+// Work that a lane would not keep on one thread, or too little to pay for the fork, runs lane after
+// lane on the calling thread even with two threads.
+Test(nn_backend, lanes_run_in_order_otherwise) {
+  omp_set_num_threads(2);
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  const struct {
+    NnDtype dtype;
+    double macs;
+    const char *why;
+  } cases[] = {{NN_F32, (double)(1 << 18) + 1, "a product above 2^18"},
+               {NN_F16, 4096.0 * 64, "fp16 (the GEMM workspace)"},
+               {NN_BF16, 4096.0 * 64, "bf16 (oneDNN's state)"},
+               {NN_F32, 4096.0, "one row of a 64 x 64 layer"}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    a.dtype = cases[c].dtype, a.macs = cases[c].macs;
+    free(lanes_output(b, &a));
+    cr_assert_eq(backend_lanes_together(b), 0, "%s: the lanes ran together", cases[c].why);
+    cr_assert(a.thread[0] == 0 && a.thread[1] == 0 && a.order[0] == 0 && a.order[1] == 1, "%s", cases[c].why);
+  }
+  backend_close(b);
+}
+
+// Under PPO_CPU_STRICT a lane's call would close the memory the other lane is using.
+Test(nn_backend, lanes_run_in_order_in_strict_mode) {
+  cr_assert_eq(setenv("PPO_CPU_STRICT", "1", 1), 0);  // Criterion runs each test in its own process
+  omp_set_num_threads(2);
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  free(lanes_output(b, &a));
+  cr_assert_eq(backend_lanes_together(b), 0);
+  backend_close(b);
+}
+
+typedef struct {
+  Backend *b;
+  LaneArg *lanes;
+  int calls;
+  int change;  // 1: lane 1's scalar changes at every call
+} LaneGraphArg;
+
+static void lane_graph_body(void *p) {
+  LaneGraphArg *g = p;
+  g->calls++;
+  if (g->change) g->lanes->scale = (float)g->calls;
+  omp_set_num_threads(g->calls % 2 ? 2 : 1);  // together at odd calls, in order at even ones
+  backend_lanes(g->b, 2, lane_body, g->lanes, NN_F32, g->lanes->macs);
+}
+
+// A recorded function's lanes are signed the same way whether they ran together or in order (calls
+// 1, 2 and 4 are compared: together, in order, in order), and their ops are signed: a changed
+// argument inside a lane is refused like any other.
+Test(nn_backend, lanes_sign_the_same_together_or_in_order) {
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  LaneGraphArg g = {b, &a, 0, 0};
+  BackendGraph graph = {0};
+  for (int i = 0; i < 4; i++) backend_graph_run(b, &graph, lane_graph_body, &g);
+  cr_assert_eq(backend_lanes_together(b), 2);
+  backend_graph_reset(b, &graph);
+  backend_close(b);
+}
+
+Test(nn_backend, lanes_refuse_a_changed_argument_inside_a_lane, .exit_code = 1) {
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  LaneGraphArg g = {b, &a, 0, 1};
+  BackendGraph graph = {0};
+  backend_graph_run(b, &graph, lane_graph_body, &g);
+  backend_graph_run(b, &graph, lane_graph_body, &g);
+}
+
+static void nested_lane(Backend *b, void *p, int lane) { backend_lanes(b, 2, lane_body, p, NN_F32, 0.0); }
+
+Test(nn_backend, lanes_do_not_nest, .exit_code = 1) {
+  Backend *b = cpu();
+  LaneArg a = lane_arg(b);
+  backend_lanes(b, 1, nested_lane, &a, NN_F32, 0.0);
 }
 
 // --- strict mode (PPO_CPU_STRICT=1): backend memory closed to the host outside the backend's calls ----------

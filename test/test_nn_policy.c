@@ -7,6 +7,7 @@
 // backend and by wrapping malloc in this executable (the linker's --wrap).
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,6 +410,51 @@ Test(nn_policy, stored_observations_give_the_fp32_bits) {
     policy_free(p);
   }
   backend_close(b);
+}
+
+// The actor's and the critic's passes are two lanes (backend_lanes): at CartPole's size (4 obs,
+// [64, 64] networks, 64-row minibatches) the CPU runs them on two threads, and every output and
+// gradient is the same bytes as on one thread. Both heads; the Gaussian one writes log_std's
+// gradient inside the actor's lane.
+Test(nn_policy, lanes_together_give_the_bits_of_one_thread) {
+  enum { O = 4, B = 64, A = 2 };
+  for (int head = POLICY_HEAD_CATEGORICAL; head <= POLICY_HEAD_GAUSSIAN; head++) {
+    omp_set_num_threads(2);
+    Backend *b = cpu();
+    PolicySpec spec = small_spec((PolicyHead)head, NN_F32);
+    spec.obs_dim = O, spec.action_dim = A, spec.max_batch = B;
+    spec.pi_layers[0] = spec.pi_layers[1] = spec.vf_layers[0] = spec.vf_layers[1] = 64;
+    Policy *p = policy_init(b, &spec);
+    cr_assert(p, "%s", error_message());
+    size_t n = p->param_count;
+    float obs[B * O], actions[B * A], wl[B], we[B], wv[B];
+    Rng rng;
+    rng_seed(&rng, 71);
+    fill(obs, B * O, &rng, -2, 2);
+    for (int i = 0; i < B * A; i++) actions[i] = head ? (float)(rng_uniform(&rng) - 0.5) : (float)(i % A);
+    fill(wl, B, &rng, -1, 1), fill(we, B, &rng, -1, 1), fill(wv, B, &rng, -1, 1);
+    float *out[2];
+    for (int threads = 2; threads >= 1; threads--) {
+      omp_set_num_threads(threads);
+      size_t before = backend_lanes_together(b);
+      float *o = out[threads - 1] = malloc((3 * B + n) * sizeof(float));
+      policy_zero_grad(p);
+      policy_evaluate(p, obs, actions, B);
+      memcpy(o, p->acts.logp, B * sizeof(float));
+      memcpy(o + B, p->acts.entropy, B * sizeof(float));
+      memcpy(o + 2 * B, policy_values(p), B * sizeof(float));
+      policy_backward(p, obs, actions, wl, we, wv, B);
+      memcpy(o + 3 * B, p->grads_memory, n * sizeof(float));
+      cr_assert_eq(backend_lanes_together(b) - before, threads == 2 ? 2u : 0u, "%d threads: %zu passes ran together",
+                   threads, backend_lanes_together(b) - before);
+    }
+    for (size_t i = 0; i < 3 * B + n; i++)
+      cr_assert(memcmp(&out[1][i], &out[0][i], sizeof(float)) == 0, "head %d, %s %zu: %.9g together, %.9g alone", head,
+                i < 3 * B ? "output" : "gradient", i < 3 * B ? i : i - 3 * B, out[1][i], out[0][i]);
+    free(out[0]), free(out[1]);
+    policy_free(p);
+    backend_close(b);
+  }
 }
 
 // A backward of the other form than its forward is refused: after a stored forward, the fp32
