@@ -468,12 +468,29 @@ static void cpu_mse_backward(Backend *backend, float *dpred, const float *dloss,
   for (int b = 0; b < B; b++) dpred[b] = c * (pred[b] - target[b]);
 }
 
+// The rows a minibatch gathers are scattered over the rollout buffer (a random permutation: the
+// headline's observations are 2 KiB rows of a 270 MiB buffer), so each starts with a cache miss.
+// The copy of row b first asks for the cache lines of row b + GATHER_AHEAD, which then arrive
+// while rows b .. b + GATHER_AHEAD - 1 are copied. Measured alternately, 3 runs each, configs/seed.ini
+// with [64, 64] layers (synthetic env, fp32, one iteration, PPO_PROFILE): the minibatch gathers
+// took 0.374-0.424 s without, 0.315-0.344 s with (2-core AMD EPYC); alone, 1024 rows of 2068
+// bytes from 271 MiB took 170 us without, 128 with (4 or 2 rows ahead; 8 was slower).
+#define GATHER_AHEAD 4
+
+static inline void prefetch_row(const char *row, size_t row_bytes) {
+  for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + o, 0, 3);
+  __builtin_prefetch(row + row_bytes - 1, 0, 3);  // the last line, when the row does not start on one
+}
+
 // The index is backend memory, so its bounds are checked here, where it can be read.
 static void cpu_gather_rows(Backend *backend, void *out, const void *src, const int32_t *index, int B, size_t row_bytes,
                             int rows) {
   for (int b = 0; b < B; b++) CHECK(index[b] >= 0 && index[b] < rows, "backend_gather_rows: index out of range");
-  CPU_FOR((size_t)B * row_bytes >= CPU_PARALLEL_MIN * sizeof(float), (int b = 0; b < B; b++),
-          memcpy((char *)out + (size_t)b * row_bytes, (const char *)src + (size_t)index[b] * row_bytes, row_bytes););
+  const char *s = src;
+  CPU_FOR((size_t)B * row_bytes >= CPU_PARALLEL_MIN * sizeof(float), (int b = 0; b < B; b++), {
+    if (b + GATHER_AHEAD < B) prefetch_row(s + (size_t)index[b + GATHER_AHEAD] * row_bytes, row_bytes);
+    memcpy((char *)out + (size_t)b * row_bytes, s + (size_t)index[b] * row_bytes, row_bytes);
+  });
 }
 
 static void cpu_cast(Backend *backend, void *out, NnDtype to, const void *in, NnDtype from, size_t n) {
