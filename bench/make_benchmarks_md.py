@@ -365,6 +365,15 @@ def memory_section(out, d, res, docs_dir, json_dir):
     out.append(plot_link(d, docs_dir, json_dir, "scaling-memory"))
 
 
+def engine_threads(s):
+    """The engine's [run] threads in an sb3_compare.py JSON: a --set of it, else the config's; 0 = all cores."""
+    threads = s.get("config_values", {}).get("run", {}).get("threads", "0")
+    for arg in (s.get("engine") or {}).get("command") or []:
+        if isinstance(arg, str) and arg.startswith("run.threads="):
+            threads = arg.split("=", 1)[1]
+    return "all" if str(threads) == "0" else str(threads)
+
+
 def sb3_rows(files, docs_dir):
     """One table row per bench/sb3_compare.py JSON: its env, network, precision, SPS and RSS."""
     body = []
@@ -386,7 +395,7 @@ def sb3_rows(files, docs_dir):
         when += f", `{s['commit']}`" if s.get("commit") else ""
         body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", when, cfg, net, precision,
                      str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr{reused})",
-                     fmt(eng.get("sps")), f"{speedup:.2f}x" if speedup else "-",
+                     f"{fmt(eng.get('sps'))} ({engine_threads(s)} thr)", f"{speedup:.2f}x" if speedup else "-",
                      f"{fmt((sb3.get('peak_rss_bytes') or 0) / 2**20)} / {fmt((eng.get('peak_rss_bytes') or 0) / 2**20)}"])
     return body
 

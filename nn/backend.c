@@ -607,10 +607,11 @@ void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnD
     v->alloc_count = 0, v->sync_count = 0;
     v->signature = FNV_OFFSET, v->signed_ops = 0;
   }
-  int together = lanes > 1 && !backend->profile && backend->ops->run_lanes &&
-                 backend->ops->run_lanes(backend, lanes, lane_run, &run, dtype, largest_gemm_macs);
-  backend->lanes_together += together;
-  for (int i = 0; !together && i < lanes; i++) lane_run(i, &run);
+  int ran = lanes > 1 && !backend->profile && backend->ops->run_lanes
+                ? backend->ops->run_lanes(backend, lanes, lane_run, &run, dtype, largest_gemm_macs)
+                : 0;
+  backend->lanes_together += ran == 2;
+  for (int i = 0; !ran && i < lanes; i++) lane_run(i, &run);
   for (int i = 0; i < lanes; i++) {
     const Backend *v = &run.view[i];
     backend->alloc_count += v->alloc_count;

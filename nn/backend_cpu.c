@@ -143,7 +143,9 @@ static size_t cpu_workspace_bytes(const Backend *backend) {
 // Lanes (backend_lanes) on two threads, one each, where every op in them runs on one thread anyway
 // and touches no backend state: fp32 products that cpu_gemm_on_caller says run on the calling
 // thread, element-wise ops below their parallel thresholds or nested inside the lane's thread
-// (OpenMP's default: nested regions get one thread), the same loops then, so the same bits. The
+// (OpenMP's default: nested regions get one thread; with nesting turned on, OMP_MAX_ACTIVE_LEVELS,
+// they would start teams of their own: the same bits, more threads than cores), the same loops
+// then, so the same bits. The
 // lanes then overlap where each op alone is too small to split: CartPole's update (64-row
 // minibatches, [64, 64] networks) runs the actor's and the critic's passes side by side. Below
 // CPU_LANES_MIN_MACS the fork costs more than the overlap saves (one env's rollout step).
@@ -156,14 +158,17 @@ static int cpu_run_lanes(Backend *backend, int lanes, void (*run)(int lane, void
   if (ctx->strict || largest_gemm_macs < CPU_LANES_MIN_MACS || !cpu_gemm_on_caller(dtype, largest_gemm_macs) ||
       omp_in_parallel() || omp_get_max_threads() < lanes)
     return 0;
+  int together = 0;
 #pragma omp parallel num_threads(lanes)
   {
-    if (omp_get_num_threads() == lanes)
+    if (omp_get_num_threads() == lanes) {
+      if (omp_get_thread_num() == 0) together = 1;
       run(omp_get_thread_num(), arg);
-    else if (omp_get_thread_num() == 0)  // a smaller team than asked for: lane after lane
+    } else if (omp_get_thread_num() == 0) {  // a smaller team than asked for: lane after lane
       for (int i = 0; i < lanes; i++) run(i, arg);
+    }
   }
-  return 1;
+  return together ? 2 : 1;
 }
 
 // --- element-wise -------------------------------------------------------------------------------------------
@@ -488,7 +493,7 @@ static void cpu_gather_rows(Backend *backend, void *out, const void *src, const 
   for (int b = 0; b < B; b++) CHECK(index[b] >= 0 && index[b] < rows, "backend_gather_rows: index out of range");
   const char *s = src;
   CPU_FOR((size_t)B * row_bytes >= CPU_PARALLEL_MIN * sizeof(float), (int b = 0; b < B; b++), {
-    if (b + GATHER_AHEAD < B) prefetch_row(s + (size_t)index[b + GATHER_AHEAD] * row_bytes, row_bytes);
+    if (b + GATHER_AHEAD < B && row_bytes) prefetch_row(s + (size_t)index[b + GATHER_AHEAD] * row_bytes, row_bytes);
     memcpy((char *)out + (size_t)b * row_bytes, s + (size_t)index[b] * row_bytes, row_bytes);
   });
 }

@@ -606,10 +606,15 @@ static const float *wide_weights(CpuGemm *g, const void *B, int trans_b, int K, 
   return p->wide;
 }
 
-// Every fp32 product up to SMALL_GEMM_MACS takes a path below that keeps its scratch on the stack
-// and runs on the calling thread: sgemv_row and gemm_thin in cpu_gemm, small_sgemm here (OpenBLAS
-// set to one thread with oneDNN, or below its own threading size without). Lanes rely on it.
-int cpu_gemm_on_caller(NnDtype dtype, double macs) { return dtype == NN_F32 && macs <= SMALL_GEMM_MACS; }
+// Every fp32 product up to SMALL_GEMM_MACS takes a path that holds no backend state (no workspace,
+// no oneDNN primitive): sgemv_row and gemm_thin in cpu_gemm, small_sgemm here (their scratch on the
+// stack, OpenBLAS's in its own locked pool). They run on the calling thread when OpenBLAS has one
+// thread (as with oneDNN): with more (PPO_CPU_GEMM=openblas, builds without oneDNN), its sgemv
+// splits matrices of 9,216 elements and up over its own threads, which two lanes then contend for
+// (1 x 256 x 256 products took 15x longer in lanes together). Lanes rely on both.
+int cpu_gemm_on_caller(NnDtype dtype, double macs) {
+  return dtype == NN_F32 && macs <= SMALL_GEMM_MACS && openblas_get_num_threads() == 1;
+}
 
 // c_dtype: fp32, or dtype (F16 / BF16) with beta 0.
 static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,

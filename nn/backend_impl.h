@@ -25,8 +25,9 @@ typedef struct {
   size_t (*workspace_bytes)(const Backend *backend);  // the scratch held now
   void (*set_tf32)(Backend *backend, int allow);      // optional: NULL where fp32 GEMMs have no faster mode
   // optional (NULL: lanes run one after the other): runs run(lane, arg) for lane 0 .. lanes - 1 on
-  // threads of its own and returns 1, or returns 0, having run nothing, where lanes of this work
-  // would not run faster or not give the same results (backend_lanes)
+  // threads of their own and returns 2; or returns 0, having run nothing, where lanes of this work
+  // would not run faster or not give the same results (backend_lanes); 1: it ran them all, one
+  // after the other (fewer threads than lanes came)
   int (*run_lanes)(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg, NnDtype dtype,
                    double largest_gemm_macs);
 

@@ -5,6 +5,7 @@
 // error ~1e-4, rounding ~1e-5, so 2e-3 relative tolerance catches any wrong term. GEMM against a
 // naive double triple loop on the same (rounded) inputs. Casts against the compiler's _Float16.
 // Distributions against closed forms. Optimiser pieces against torch's formulas written out.
+#include <cblas.h>
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
@@ -154,7 +155,7 @@ typedef struct {
   float *y[2];          // each lane's output
   int thread[2];        // omp_get_thread_num() inside each lane
   int order[2], ran;    // the lanes in the order they started
-  float scale;          // lane 1's scalar argument
+  float scale[2];       // each lane's scalar argument
   NnDtype dtype;        // the hint's
   double macs;
 } LaneArg;
@@ -166,11 +167,11 @@ static void lane_body(Backend *b, void *p, int lane) {
   backend_gemm(b, NN_F32, 0, 1, LANE_M, LANE_N, LANE_K, 1.0f, a->x, a->w, 0.0f, a->y[lane]);
   backend_bias_act_forward(b, a->y[lane], NN_F32, a->y[lane], a->bias, LANE_M, LANE_N,
                            lane ? NN_ACT_RELU : NN_ACT_TANH);
-  if (lane == 1) backend_scale(b, a->y[1], a->scale, (size_t)LANE_M * LANE_N);
+  backend_scale(b, a->y[lane], a->scale[lane], (size_t)LANE_M * LANE_N);
 }
 
 static LaneArg lane_arg(Backend *b) {
-  LaneArg a = {.scale = 0.5f, .dtype = NN_F32, .macs = (double)LANE_M * LANE_N * LANE_K};
+  LaneArg a = {.scale = {1.5f, 0.5f}, .dtype = NN_F32, .macs = (double)LANE_M * LANE_N * LANE_K};
   size_t nx = (size_t)LANE_M * LANE_K, nw = (size_t)LANE_N * LANE_K;
   float *host = malloc((nx + nw + LANE_N) * sizeof(float));
   Rng rng;
@@ -251,17 +252,33 @@ Test(nn_backend, lanes_run_in_order_in_strict_mode) {
   backend_close(b);
 }
 
+// OpenBLAS on more than one thread (PPO_CPU_GEMM=openblas, or a build without oneDNN) splits a
+// one-row product over its own threads: lanes would contend for them.
+Test(nn_backend, lanes_run_in_order_when_openblas_has_threads) {
+  cr_assert_eq(setenv("PPO_CPU_GEMM", "openblas", 1), 0);
+  omp_set_num_threads(2);
+  Backend *b = cpu();
+  openblas_set_num_threads(2);
+  LaneArg a = lane_arg(b);
+  free(lanes_output(b, &a));
+  cr_assert_eq(backend_lanes_together(b), 0);
+  openblas_set_num_threads(1);
+  free(lanes_output(b, &a));
+  cr_assert_eq(backend_lanes_together(b), 1, "OpenBLAS on one thread: the lanes ran in order");
+  backend_close(b);
+}
+
 typedef struct {
   Backend *b;
   LaneArg *lanes;
   int calls;
-  int change;  // 1: lane 1's scalar changes at every call
+  int change;  // 1 + l: lane l's scalar changes at every call
 } LaneGraphArg;
 
 static void lane_graph_body(void *p) {
   LaneGraphArg *g = p;
   g->calls++;
-  if (g->change) g->lanes->scale = (float)g->calls;
+  if (g->change) g->lanes->scale[g->change - 1] = (float)g->calls;
   omp_set_num_threads(g->calls % 2 ? 2 : 1);  // together at odd calls, in order at even ones
   backend_lanes(g->b, 2, lane_body, g->lanes, NN_F32, g->lanes->macs);
 }
@@ -280,14 +297,17 @@ Test(nn_backend, lanes_sign_the_same_together_or_in_order) {
   backend_close(b);
 }
 
-Test(nn_backend, lanes_refuse_a_changed_argument_inside_a_lane, .exit_code = 1) {
+static void run_lanes_with_a_changed_argument(int lane) {
   Backend *b = cpu();
   LaneArg a = lane_arg(b);
-  LaneGraphArg g = {b, &a, 0, 1};
+  LaneGraphArg g = {b, &a, 0, 1 + lane};
   BackendGraph graph = {0};
   backend_graph_run(b, &graph, lane_graph_body, &g);
   backend_graph_run(b, &graph, lane_graph_body, &g);
 }
+
+Test(nn_backend, lanes_refuse_a_changed_argument_in_lane_0, .exit_code = 1) { run_lanes_with_a_changed_argument(0); }
+Test(nn_backend, lanes_refuse_a_changed_argument_in_lane_1, .exit_code = 1) { run_lanes_with_a_changed_argument(1); }
 
 static void nested_lane(Backend *b, void *p, int lane) { backend_lanes(b, 2, lane_body, p, NN_F32, 0.0); }
 
