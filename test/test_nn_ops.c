@@ -279,6 +279,7 @@ static void lane_graph_body(void *p) {
   LaneGraphArg *g = p;
   g->calls++;
   if (g->change) g->lanes->scale[g->change - 1] = (float)g->calls;
+  g->lanes->ran = 0;
   omp_set_num_threads(g->calls % 2 ? 2 : 1);  // together at odd calls, in order at even ones
   backend_lanes(g->b, 2, lane_body, g->lanes, NN_F32, g->lanes->macs);
 }
