@@ -47,6 +47,39 @@ static void hand_context(TradingContext *c, Features **f, MarketData *d, Trading
   cr_assert_eq(c->eval_start, 10);
 }
 
+// An env on a hand-made market, started: hand_context's context on d (the HandEnv owns d from here),
+// the features, an observation buffer, and the env at its first step.
+typedef struct {
+  MarketData *d;
+  Features *f;
+  TradingContext c;
+  float *obs;
+  TradingEnv e;
+} HandEnv;
+
+static void hand_env_open(HandEnv *h, MarketData *d, TradingParams *p) {
+  h->d = d;
+  hand_context(&h->c, &h->f, d, p);
+  h->obs = obs_new(&h->c);
+  env_start(&h->e, &h->c, h->obs);
+}
+
+// The same market and features under other params: a new context and observation buffer (returned),
+// the env started again.
+static float *hand_env_restart(HandEnv *h, const TradingParams *p) {
+  context_for(&h->c, h->d, h->f, p);
+  free(h->obs);
+  h->obs = obs_new(&h->c);
+  env_start(&h->e, &h->c, h->obs);
+  return h->obs;
+}
+
+static void hand_env_close(HandEnv *h) {
+  free(h->obs);
+  features_free(h->f);
+  market_data_free(h->d);
+}
+
 // --- timing -----------------------------------------------------------------------------------------
 
 // Bars after t_k replaced by noise: the observation and every reward up to t_k are unchanged.
@@ -104,27 +137,23 @@ Test(trading_timing, spike_fills_at_next_open) {
     TradingParams p = trading_params_default();
     p.exec = mode == 0 ? TRADING_EXEC_NEXT_OPEN : TRADING_EXEC_CLOSE;
     p.commission_bps = 0.35, p.slippage_bps = 0;
-    TradingContext c;
-    Features *f;
-    hand_context(&c, &f, d, &p);
-    float *obs = obs_new(&c);
-    TradingEnv e;
-    env_start(&e, &c, obs);
-    step_level(&e, 1, obs), step_level(&e, 1, obs);  // flat at t = 10, 11
-    cr_assert_eq(e.t, 12);
+    HandEnv h;
+    hand_env_open(&h, d, &p);
+    TradingEnv *e = &h.e;
+    float *obs = h.obs;
+    step_level(e, 1, obs), step_level(e, 1, obs);  // flat at t = 10, 11
+    cr_assert_eq(e->t, 12);
     const double q = 1.0 / 110.0, com = 0.35e-4;
-    step_level(&e, 2, obs);  // long, decided after the spike
+    step_level(e, 2, obs);  // long, decided after the spike
     if (mode == 0) {
-      cr_assert_eq(e.fill_price, 112.01, "NEXT_OPEN: the ask at bar 13's open");
-      cr_assert_float_eq(e.equity, 1 - q * 112.01 * (1 + com) + q * 112.5, 1e-14);
+      cr_assert_eq(e->fill_price, 112.01, "NEXT_OPEN: the ask at bar 13's open");
+      cr_assert_float_eq(e->equity, 1 - q * 112.01 * (1 + com) + q * 112.5, 1e-14);
     } else {
-      cr_assert_eq(e.fill_price, 110.01, "CLOSE: the ask at bar 12's close");
-      cr_assert_float_eq(e.equity, 1 - q * 110.01 * (1 + com) + q * 112.5, 1e-14);
+      cr_assert_eq(e->fill_price, 110.01, "CLOSE: the ask at bar 12's close");
+      cr_assert_float_eq(e->equity, 1 - q * 110.01 * (1 + com) + q * 112.5, 1e-14);
     }
-    cr_assert_float_eq(e.fill_units, q, 1e-18);
-    free(obs);
-    features_free(f);
-    market_data_free(d);
+    cr_assert_float_eq(e->fill_units, q, 1e-18);
+    hand_env_close(&h);
   }
 }
 
@@ -268,23 +297,19 @@ Test(trading_accounting, round_trip_at_unchanged_mid) {
     cr_assert_eq(market_data_validate(d, "range"), 0, "%s", error_message());
     TradingParams p = trading_params_default();
     p.cost_mult = mults[k], p.fee_fixed = 1e-4, p.commission_bps = 0.35, p.slippage_bps = 0;
-    TradingContext c;
-    Features *f;
-    hand_context(&c, &f, d, &p);
-    float *obs = obs_new(&c);
-    TradingEnv e;
-    env_start(&e, &c, obs);
-    step_level(&e, 2, obs);
-    StepOut o = step_level(&e, 1, obs);
+    HandEnv h;
+    hand_env_open(&h, d, &p);
+    TradingEnv *e = &h.e;
+    float *obs = h.obs;
+    step_level(e, 2, obs);
+    StepOut o = step_level(e, 1, obs);
     const double m = mults[k], q = 1.0 / 100.0, ask = 100 + 0.01 * m, bid = 100 - 0.01 * m, com = 0.35e-4 * m;
     double expect = 1 - q * (ask - bid) - com * q * (ask + bid) - 2 * 1e-4 * m;
-    cr_assert_float_eq(e.equity, expect, 1e-15, "cost_mult %g: E %.17g, expected %.17g", m, e.equity, expect);
+    cr_assert_float_eq(e->equity, expect, 1e-15, "cost_mult %g: E %.17g, expected %.17g", m, e->equity, expect);
     cr_assert_float_eq(1 - expect, m * (2e-4 + 2 * 0.35e-4 + 2e-4), 1e-15, "spread 2 bp + 2 x 0.35 bp + fees");
-    cr_assert_eq(e.q, 0.0);
+    cr_assert_eq(e->q, 0.0);
     (void)o;
-    free(obs);
-    features_free(f);
-    market_data_free(d);
+    hand_env_close(&h);
   }
 }
 
@@ -296,25 +321,21 @@ Test(trading_accounting, financing_charges_weekends) {
   TradingParams p = trading_params_default();
   params_zero_cost(&p);
   p.financing_long_apr = 0.10, p.financing_short_apr = 0.04;
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
-  step_level(&e, 2, obs);  // t = 10 -> 11
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
+  step_level(e, 2, obs);  // t = 10 -> 11
   const double year = 365.25 * 86400;
-  cr_assert_float_eq(e.fill_financing, 0.01 * 100 * 0.10 * 3600 / year, 1e-18);
-  step_level(&e, 2, obs);  // 11 -> 12
-  step_level(&e, 2, obs);  // 12 -> 13: the weekend
+  cr_assert_float_eq(e->fill_financing, 0.01 * 100 * 0.10 * 3600 / year, 1e-18);
+  step_level(e, 2, obs);  // 11 -> 12
+  step_level(e, 2, obs);  // 12 -> 13: the weekend
   double q = 0.01;
-  cr_assert_float_eq(e.fill_financing, q * 100 * 0.10 * 49 * 3600 / year, 1e-18);
-  cr_assert_float_eq(e.equity, 1 - q * 100 * 0.10 * (1 + 1 + 49) * 3600 / year, 1e-15);
-  step_level(&e, 0, obs);  // short: the short rate on the new position
-  cr_assert_float_eq(e.fill_financing, fabs(e.q) * 100 * 0.04 * 3600 / year, 1e-18);
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  cr_assert_float_eq(e->fill_financing, q * 100 * 0.10 * 49 * 3600 / year, 1e-18);
+  cr_assert_float_eq(e->equity, 1 - q * 100 * 0.10 * (1 + 1 + 49) * 3600 / year, 1e-15);
+  step_level(e, 0, obs);  // short: the short rate on the new position
+  cr_assert_float_eq(e->fill_financing, fabs(e->q) * 100 * 0.04 * 3600 / year, 1e-18);
+  hand_env_close(&h);
 }
 
 // A crash terminates at E <= (1 - max_loss) E_0; the forced close at the next open is in the log.
@@ -327,29 +348,25 @@ Test(trading_accounting, max_loss_terminates) {
   cr_assert_eq(market_data_validate(d, "crash"), 0, "%s", error_message());
   TradingParams p = trading_params_default();
   params_zero_cost(&p);
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
   StepOut o;
   int steps = 0;
-  do o = step_level(&e, 2, obs), steps++;
+  do o = step_level(e, 2, obs), steps++;
   while (!(o.terminated | o.truncated));
   cr_assert_eq(o.terminated, 1);
   cr_assert_eq(o.truncated, 0);
   // E after k falling bars = 0.9^k (gapless): 0.9^7 = 0.478 is the first at or below 0.5.
   cr_assert_eq(steps, 7);
-  cr_assert_float_eq(e.equity, pow(0.9, 7), 1e-12);
-  cr_assert_float_eq(e.exit_equity, pow(0.9, 7), 1e-12, "next open = this close on this market");
+  cr_assert_float_eq(e->equity, pow(0.9, 7), 1e-12);
+  cr_assert_float_eq(e->exit_equity, pow(0.9, 7), 1e-12, "next open = this close on this market");
   cr_assert_float_eq(o.log[2], (float)(pow(0.9, 7) - 1), 1e-6);
   cr_assert_float_eq(o.log[5], (float)(1 - pow(0.9, 7)), 1e-6, "max drawdown");
   cr_assert_eq(o.log[8], 0.0f, "the one trade lost");
   cr_assert_eq(o.log[9], 7.0f, "held 7 bars");
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  hand_env_close(&h);
 }
 
 // An episode without a closed trade has no hit rate and no holding time: NaN (as the backtest
@@ -358,21 +375,17 @@ Test(trading_accounting, an_episode_without_trades_has_no_hit_rate) {
   MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
   TradingParams p = trading_params_default();
   params_zero_cost(&p);
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
   StepOut o;
-  do o = step_level(&e, 1, obs);  // flat to the end
+  do o = step_level(e, 1, obs);  // flat to the end
   while (!(o.terminated | o.truncated));
   cr_expect_eq(o.log[6], 0.0f, "no trade");
   cr_expect(isnan(o.log[8]) && isnan(o.log[9]), "hit rate %g, holding time %g", o.log[8], o.log[9]);
   cr_expect_eq(o.log[2], 0.0f, "flat: equity unchanged");
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  hand_env_close(&h);
 }
 
 // Trade statistics on a scripted sequence: long 3 bars on a rise, flat, short 2 bars on the rise.
@@ -385,24 +398,22 @@ Test(trading_accounting, episode_log_fields) {
   cr_assert_eq(market_data_validate(d, "rise"), 0, "%s", error_message());
   TradingParams p = trading_params_default();
   params_zero_cost(&p);
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
   const int32_t script[] = {2, 2, 2, 1, 0, 0, 1, 1};
   double dw = 0;
   for (int k = 0; k < 8; k++) {
-    double w_before = trading_env_position(&e);
+    double w_before = trading_env_position(e);
     double target = script[k] == 2 ? 1 : script[k] == 0 ? -1 : 0;
-    if (script[k] != e.level) dw += fabs(target - w_before);
-    step_level(&e, script[k], obs);
+    if (script[k] != e->level) dw += fabs(target - w_before);
+    step_level(e, script[k], obs);
   }
   // Force the end: the pass ends at eval_end; step flat until then.
   StepOut o;
   int n = 8;
-  do o = step_level(&e, 1, obs), n++;
+  do o = step_level(e, 1, obs), n++;
   while (!(o.terminated | o.truncated));
   cr_assert_eq(o.log[6], 2.0f, "two trades");
   cr_assert_float_eq(o.log[8], 0.5f, 1e-7, "the long won, the short lost");
@@ -411,9 +422,7 @@ Test(trading_accounting, episode_log_fields) {
   cr_assert_eq(o.log[11], (float)n);
   cr_assert_eq(o.log[ENV_LOG_EPISODE_LENGTH], (float)n);
   cr_assert_eq(o.log[10], 0.0f, "no costs");
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  hand_env_close(&h);
 }
 
 // --- observation, actions, rewards -----------------------------------------------------------------
@@ -455,66 +464,53 @@ Test(trading_actions, levels_band_and_long_only) {
   TradingParams p = trading_params_default();
   params_zero_cost(&p);
   p.action_mode = TRADING_ACTION_DISCRETE_K, p.n_levels = 5;
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  cr_assert_eq(c.action_count, 5);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
+  cr_assert_eq(h.c.action_count, 5);
   const double expect[5] = {-1, -0.5, 0, 0.5, 1};
-  for (int i = 0; i < 5; i++) cr_assert_eq(c.levels[i], expect[i]);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
-  step_level(&e, 3, obs);
-  cr_assert_float_eq(trading_env_position(&e), 0.5, 1e-15);
-  free(obs);
+  for (int i = 0; i < 5; i++) cr_assert_eq(h.c.levels[i], expect[i]);
+  step_level(e, 3, obs);
+  cr_assert_float_eq(trading_env_position(e), 0.5, 1e-15);
 
   // Continuous: w* = L a, no trade inside the band.
   p.action_mode = TRADING_ACTION_CONTINUOUS;
-  context_for(&c, d, f, &p);
-  obs = obs_new(&c);
-  env_start(&e, &c, obs);
-  step_cont(&e, 0.3f, obs);
-  cr_assert_float_eq(trading_env_position(&e), 0.3, 1e-7);
-  step_cont(&e, 0.31f, obs);
-  cr_assert_eq(e.fill_units, 0.0, "|0.31 - 0.3| < band 0.02: no trade");
-  step_cont(&e, 0.35f, obs);
-  cr_assert_float_eq(trading_env_position(&e), 0.35, 1e-7);
-  step_cont(&e, 7.0f, obs);
-  cr_assert_float_eq(trading_env_position(&e), 1.0, 1e-12, "clipped to L");
-  step_cont(&e, NAN, obs);
-  cr_assert_eq(e.q, 0.0, "a NaN action goes flat");
-  free(obs);
+  obs = hand_env_restart(&h, &p);
+  step_cont(e, 0.3f, obs);
+  cr_assert_float_eq(trading_env_position(e), 0.3, 1e-7);
+  step_cont(e, 0.31f, obs);
+  cr_assert_eq(e->fill_units, 0.0, "|0.31 - 0.3| < band 0.02: no trade");
+  step_cont(e, 0.35f, obs);
+  cr_assert_float_eq(trading_env_position(e), 0.35, 1e-7);
+  step_cont(e, 7.0f, obs);
+  cr_assert_float_eq(trading_env_position(e), 1.0, 1e-12, "clipped to L");
+  step_cont(e, NAN, obs);
+  cr_assert_eq(e->q, 0.0, "a NaN action goes flat");
 
   // long_only: continuous -1 is flat; discrete3 levels are {0, L/2, L}.
   p.long_only = true;
-  context_for(&c, d, f, &p);
-  obs = obs_new(&c);
-  env_start(&e, &c, obs);
-  step_cont(&e, -1.0f, obs);
-  cr_assert_eq(e.q, 0.0);
-  step_cont(&e, 0.0f, obs);  // a = 0 is half of L
-  cr_assert_float_eq(trading_env_position(&e), 0.5, 1e-7);
-  step_cont(&e, NAN, obs);  // a NaN action goes flat here too (it gave a = 0: the half position)
-  cr_assert_eq(e.q, 0.0);
-  free(obs);
+  obs = hand_env_restart(&h, &p);
+  step_cont(e, -1.0f, obs);
+  cr_assert_eq(e->q, 0.0);
+  step_cont(e, 0.0f, obs);  // a = 0 is half of L
+  cr_assert_float_eq(trading_env_position(e), 0.5, 1e-7);
+  step_cont(e, NAN, obs);  // a NaN action goes flat here too (it gave a = 0: the half position)
+  cr_assert_eq(e->q, 0.0);
   p.action_mode = TRADING_ACTION_DISCRETE3;
-  context_for(&c, d, f, &p);
-  cr_assert(c.levels[0] == 0 && c.levels[1] == 0.5 && c.levels[2] == 1 && c.flat_level == 0);
+  context_for(&h.c, h.d, h.f, &p);
+  cr_assert(h.c.levels[0] == 0 && h.c.levels[1] == 0.5 && h.c.levels[2] == 1 && h.c.flat_level == 0);
 
   // TOGGLE2: {Sell, Buy} = {-L, L}; starts flat, so the first action trades either way.
   p.long_only = false, p.action_mode = TRADING_ACTION_TOGGLE2;
-  context_for(&c, d, f, &p);
-  obs = obs_new(&c);
-  env_start(&e, &c, obs);
-  step_level(&e, 0, obs);
-  cr_assert_float_eq(trading_env_position(&e), -1.0, 1e-12);
-  step_level(&e, 0, obs);
-  cr_assert_eq(e.fill_units, 0.0, "same action: hold");
-  step_level(&e, 1, obs);
-  cr_assert_float_eq(trading_env_position(&e), 1.0, 1e-12, "flip");
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  obs = hand_env_restart(&h, &p);
+  step_level(e, 0, obs);
+  cr_assert_float_eq(trading_env_position(e), -1.0, 1e-12);
+  step_level(e, 0, obs);
+  cr_assert_eq(e->fill_units, 0.0, "same action: hold");
+  step_level(e, 1, obs);
+  cr_assert_float_eq(trading_env_position(e), 1.0, 1e-12, "flip");
+  hand_env_close(&h);
 }
 
 // PNL sums to E_N - E_0; DSR equals Moody-Saffell on the same returns from the warm state; VOL_TARGET
@@ -636,24 +632,19 @@ Test(trading_timing, fill_capped_to_the_bar_range) {
   cr_assert_eq(market_data_validate(d, "cap"), 0, "%s", error_message());
   TradingParams p = trading_params_default();
   p.commission_bps = 0, p.slippage_bps = 50;
-  TradingContext c;
-  Features *f;
-  hand_context(&c, &f, d, &p);
-  float *obs = obs_new(&c);
-  TradingEnv e;
-  env_start(&e, &c, obs);
-  step_level(&e, 2, obs);
-  cr_assert_eq(e.fill_price, d->ask_high[11]);
-  step_level(&e, 0, obs);
-  cr_assert_eq(e.fill_price, d->bid_low[12]);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
+  step_level(e, 2, obs);
+  cr_assert_eq(e->fill_price, d->ask_high[11]);
+  step_level(e, 0, obs);
+  cr_assert_eq(e->fill_price, d->bid_low[12]);
   p.slippage_bps = 0.5;  // uncapped: ask_open (1 + s)
-  context_for(&c, d, f, &p);
-  env_start(&e, &c, obs);
-  step_level(&e, 2, obs);
-  cr_assert_float_eq(e.fill_price, d->ask_open[11] * (1 + 0.5e-4), 1e-12);
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  obs = hand_env_restart(&h, &p);
+  step_level(e, 2, obs);
+  cr_assert_float_eq(e->fill_price, d->ask_open[11] * (1 + 0.5e-4), 1e-12);
+  hand_env_close(&h);
 }
 
 // The slippage amounts (TRADING_ENV.md section 5): a fill at bar t+1's open is open (1 +- (half
