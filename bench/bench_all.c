@@ -3,7 +3,8 @@
 //
 //   ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]
 //   groups: backend, envs, train, scaling, memory, sb3 (sb3: full mode only, when $PPO_SB3_PYTHON
-//   names a Python with torch and stable-baselines3; it runs bench/sb3_compare.py on configs/cartpole.ini)
+//   names a Python with torch and stable-baselines3; it runs bench/sb3_compare.py on configs/cartpole.ini,
+//   the engine at the config's threads, then at 2 threads against the same SB3 numbers)
 //
 // What it runs, on every backend that opens ("cuda" is reported as "none: <why>" when it does not)
 // and every precision:
@@ -27,7 +28,8 @@
 // has bench/results, else under the source tree): the JSON
 //   {"machine": {...}, "commit", "date", "command", "mode", "omp": {...},
 //    "results": [{"group", "name", "backend", "precision", "params": {...}, "median", "min", "max",
-//                 "unit", "repeats"}, ...], "plots": [...], "sb3_compare": {...} (full mode only)}
+//                 "unit", "repeats"}, ...], "plots": [...], "sb3_compare": {...} and
+//                 "sb3_compare_more": [{...}] (full mode only)}
 // the Markdown tables next to it (same name, .md), and the scaling plots <prefix>-scaling-*.png,
 // each with the gnuplot script that draws it (.gp, data inline). Without gnuplot the .gp files stay
 // and a warning says so. bench_all_report.c writes these files.
@@ -188,6 +190,14 @@ static const char *shell_quoted(const char *text, char *out, size_t capacity) {
   out[n++] = '\'';
   out[n] = '\0';
   return out;
+}
+
+// `text` as a shell word: as it is when it holds only characters no shell reads specially, else
+// shell_quoted.
+static const char *shell_word(const char *text, char *out, size_t capacity) {
+  if (*text && strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./,=-") == strlen(text))
+    return text;
+  return shell_quoted(text, out, capacity);
 }
 
 // Runs argv[0] with argv (its output to ours) and waits: its exit status, or 1 when it cannot be
@@ -759,37 +769,43 @@ int bench_all_main(int argc, char **argv) {
   bench_set_sink(NULL, NULL, NULL);
 
   Report rep = {.m = &m, .list = &list, .command = command, .mode = o.quick ? "quick" : "full"};
-  char sb3_json[PATH_CAP_ALL], sb3_command[4096];
+  char sb3_json[2][PATH_CAP_ALL], sb3_command[2][4096];
   if (o.groups & GROUP_SB3) {
     char exe[PATH_CAP_ALL];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
-    snprintf(sb3_json, sizeof sb3_json, "%s-sb3-cartpole.json", prefix);
-    char q_python[PATH_CAP_ALL * 2], q_exe[PATH_CAP_ALL * 2], q_json[PATH_CAP_ALL * 2];
-    snprintf(
-        sb3_command, sizeof sb3_command,
-        "%s bench/sb3_compare.py --config configs/cartpole.ini --timesteps 50000 --threads 1 --engine %s --json %s",
-        shell_quoted(sb3_python(), q_python, sizeof q_python), shell_quoted(exe, q_exe, sizeof q_exe),
-        shell_quoted(sb3_json, q_json, sizeof q_json));
-    printf("\nsb3: %s\n", sb3_command);
-    fflush(stdout);
-    // fork and exec, not system(): no shell reads the paths (the command above is for the reader)
-    char *const sb3_argv[] = {(char *)sb3_python(),
-                              "bench/sb3_compare.py",
-                              "--config",
-                              "configs/cartpole.ini",
-                              "--timesteps",
-                              "50000",
-                              "--threads",
-                              "1",
-                              "--engine",
-                              exe,
-                              "--json",
-                              sb3_json,
-                              NULL};
-    rep.sb3_status = run_and_wait(sb3_argv);
-    rep.sb3_command = sb3_command, rep.sb3_json = sb3_json;
-    rc |= rep.sb3_status != 0;
+    snprintf(sb3_json[0], sizeof sb3_json[0], "%s-sb3-cartpole.json", prefix);
+    snprintf(sb3_json[1], sizeof sb3_json[1], "%s-sb3-cartpole-threads2.json", prefix);
+    // SB3 at its fastest of 1 and 2 torch threads against the engine at the config's thread count
+    // (1), then the engine again at 2 threads (the actor's and the critic's passes side by side:
+    // docs/ARCHITECTURE.md, lanes) against the same SB3 measurement.
+    char *const first[] = {"--threads", "1,2", NULL, NULL};
+    char *const second[] = {"--sb3-from", sb3_json[0], "--set", "run.threads=2"};
+    for (int i = 0; i < 2 && (i == 0 || rep.sb3_status[0] == 0); i++) {
+      char *const *extra = i ? second : first;
+      char *sb3_argv[16] = {(char *)sb3_python(),   "bench/sb3_compare.py", "--config",
+                            "configs/cartpole.ini", "--timesteps",          "50000"};
+      int sb3_argc = 6;
+      for (int k = 0; k < 4 && extra[k]; k++) sb3_argv[sb3_argc++] = extra[k];
+      char *const tail[] = {"--engine", exe, "--json", sb3_json[i], NULL};
+      for (int k = 0; k < 5; k++) sb3_argv[sb3_argc + k] = tail[k];
+      sb3_argc += 4;
+      // the command as a reader would type it; the program itself starts without a shell (below)
+      size_t len = 0;
+      sb3_command[i][0] = '\0';
+      for (int k = 0; k < sb3_argc && len < sizeof sb3_command[i]; k++) {
+        char quoted[PATH_CAP_ALL * 2];
+        len += (size_t)snprintf(sb3_command[i] + len, sizeof sb3_command[i] - len, "%s%s", k ? " " : "",
+                                shell_word(sb3_argv[k], quoted, sizeof quoted));
+      }
+      printf("\nsb3: %s\n", sb3_command[i]);
+      fflush(stdout);
+      // fork and exec, not system(): no shell reads the paths (the command above is for the reader)
+      rep.sb3_status[i] = run_and_wait(sb3_argv);
+      rep.sb3_command[i] = sb3_command[i], rep.sb3_json[i] = sb3_json[i];
+      rep.n_sb3 = i + 1;
+      rc |= rep.sb3_status[i] != 0;
+    }
   }
 
   PlotList plots = {0};

@@ -47,8 +47,11 @@ typedef struct {
   const Machine *m;
   const ResultList *list;
   const PlotList *plots;
-  const char *command, *mode, *sb3_json, *sb3_command;
-  int sb3_status;
+  const char *command, *mode;
+  // The SB3 side by side (bench/sb3_compare.py on CartPole): the engine at its config's thread
+  // count, then at 2 threads against the same SB3 measurement; n_sb3 of them ran.
+  const char *sb3_json[2], *sb3_command[2];
+  int sb3_status[2], n_sb3;
   double load_after[3];
   double seconds;
 } Report;

@@ -318,14 +318,19 @@ int bench_all_write_json(const char *path, const Report *rep) {
     json_object_end(&w);
   }
   json_array_end(&w);
-  if (rep->sb3_command) {
-    json_key(&w, "sb3_compare");
+  for (int i = 0; i < rep->n_sb3; i++) {  // sb3_compare: the first; sb3_compare_more: the others
+    if (i == 0) json_key(&w, "sb3_compare");
+    if (i == 1) {
+      json_key(&w, "sb3_compare_more");
+      json_array_begin(&w);
+    }
     json_object_begin(&w);
-    json_kv_string(&w, "command", rep->sb3_command);
-    json_kv_string(&w, "json", bench_base_name(rep->sb3_json));
-    json_kv_int(&w, "status", rep->sb3_status);
+    json_kv_string(&w, "command", rep->sb3_command[i]);
+    json_kv_string(&w, "json", bench_base_name(rep->sb3_json[i]));
+    json_kv_int(&w, "status", rep->sb3_status[i]);
     json_object_end(&w);
   }
+  if (rep->n_sb3 > 1) json_array_end(&w);
   json_object_end(&w);
   json_finish(&w);
   return atomic_file_commit(&af);
@@ -383,8 +388,9 @@ int bench_all_write_markdown(const char *path, const Report *rep) {
       fprintf(out, "- %s: ![%s](%s)\n", rep->plots->items[i].title, rep->plots->items[i].title,
               bench_base_name(rep->plots->items[i].path));
   }
-  if (rep->sb3_command)
-    fprintf(out, "\n## SB3 side by side\n\n`%s` exited %d; raw numbers in %s\n", rep->sb3_command, rep->sb3_status,
-            bench_base_name(rep->sb3_json));
+  if (rep->n_sb3) fprintf(out, "\n## SB3 side by side\n\n");
+  for (int i = 0; i < rep->n_sb3; i++)
+    fprintf(out, "- `%s` exited %d; raw numbers in %s\n", rep->sb3_command[i], rep->sb3_status[i],
+            bench_base_name(rep->sb3_json[i]));
   return atomic_file_commit(&af);
 }

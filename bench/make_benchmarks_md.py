@@ -411,8 +411,10 @@ def sb3_section(out, d, json_dir, docs_dir, extra=()):
     out.append("## Stable-Baselines3 side by side (bench/sb3_compare.py)\n")
     files = []
     if d.get("sb3_compare"):
-        files = [os.path.join(json_dir, d["sb3_compare"]["json"])]
-        out.append(f"This run: `{d['sb3_compare']['command']}` (exit status {d['sb3_compare']['status']}).\n")
+        runs = [d["sb3_compare"]] + list(d.get("sb3_compare_more") or [])
+        files = [os.path.join(json_dir, r["json"]) for r in runs if r.get("status") == 0 or r is runs[0]]
+        for r in runs:
+            out.append(f"This run: `{r['command']}` (exit status {r['status']}).\n")
     else:
         files = sorted(glob.glob(os.path.join(json_dir, "*-sb3-*.json")), reverse=True)
         out.append(f"Not part of this run ({d.get('mode')} mode: the SB3 side by side runs only without `--quick`, "

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test/bench_all_sb3_launch.sh BIN_DIR SOURCE_DIR: `ppo-bench all --only sb3` starts $PPO_SB3_PYTHON
-# on bench/sb3_compare.py with its arguments intact and reports its exit status (1 when it fails).
+# on bench/sb3_compare.py with its arguments intact and reports its exit status (1 when it fails):
+# twice (the engine at the config's threads, then at 2 against the first's SB3 numbers) when the
+# first succeeds, once when it fails.
 # The interpreter, ppo-bench's --json and so the SB3 JSON path all sit in a directory whose name
 # holds a quote and a space: the old launch went through a shell and split or mangled them. A fake
 # interpreter records its arguments one per line: no Python or SB3 needed, well under a second.
@@ -13,7 +15,8 @@ dir="$root/it's here"
 mkdir "$dir"
 cat > "$dir/fake python" <<'FAKE'
 #!/bin/sh
-printf '%s\n' "$@" > "$FAKE_ARGS"
+printf '%s\n' "$@" >> "$FAKE_ARGS"
+echo ---- >> "$FAKE_ARGS"
 exit "$FAKE_STATUS"
 FAKE
 chmod +x "$dir/fake python"
@@ -34,11 +37,27 @@ configs/cartpole.ini
 --timesteps
 50000
 --threads
-1
+1,2
 --engine
 $(readlink -f "$bench")
 --json
-$dir/all-sb3-cartpole.json"
+$dir/all-sb3-cartpole.json
+----"
+  [ $status -eq 0 ] && expected="$expected
+bench/sb3_compare.py
+--config
+configs/cartpole.ini
+--timesteps
+50000
+--sb3-from
+$dir/all-sb3-cartpole.json
+--set
+run.threads=2
+--engine
+$(readlink -f "$bench")
+--json
+$dir/all-sb3-cartpole-threads2.json
+----"
   if [ "$(cat "$root/args" 2>/dev/null)" != "$expected" ]; then
     echo "FAIL: the SB3 side got the arguments"
     sed 's/^/    [/; s/$/]/' "$root/args" 2>/dev/null
