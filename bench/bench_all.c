@@ -28,8 +28,8 @@
 // has bench/results, else under the source tree): the JSON
 //   {"machine": {...}, "commit", "date", "command", "mode", "omp": {...},
 //    "results": [{"group", "name", "backend", "precision", "params": {...}, "median", "min", "max",
-//                 "unit", "repeats"}, ...], "plots": [...], "sb3_compare": {...} and
-//                 "sb3_compare_more": [{...}] (full mode only)}
+//                 "unit", "repeats"}, ...], "plots": [...], "sb3_compare": {...} and, when that
+//                 run succeeded, "sb3_compare_more": [{...}] (full mode only)}
 // the Markdown tables next to it (same name, .md), and the scaling plots <prefix>-scaling-*.png,
 // each with the gnuplot script that draws it (.gp, data inline). Without gnuplot the .gp files stay
 // and a warning says so. bench_all_report.c writes these files.
@@ -796,7 +796,8 @@ int bench_all_main(int argc, char **argv) {
       for (int k = 0; k < sb3_argc && len < sizeof sb3_command[i]; k++) {
         char quoted[PATH_CAP_ALL * 2];
         len += (size_t)snprintf(sb3_command[i] + len, sizeof sb3_command[i] - len, "%s%s", k ? " " : "",
-                                shell_word(sb3_argv[k], quoted, sizeof quoted));
+                                k == 0 ? shell_quoted(sb3_argv[0], quoted, sizeof quoted)  // never read as an assignment
+                                       : shell_word(sb3_argv[k], quoted, sizeof quoted));
       }
       printf("\nsb3: %s\n", sb3_command[i]);
       fflush(stdout);

@@ -413,8 +413,7 @@ def sb3_section(out, d, json_dir, docs_dir, extra=()):
     if d.get("sb3_compare"):
         runs = [d["sb3_compare"]] + list(d.get("sb3_compare_more") or [])
         files = [os.path.join(json_dir, r["json"]) for r in runs if r.get("status") == 0 or r is runs[0]]
-        for r in runs:
-            out.append(f"This run: `{r['command']}` (exit status {r['status']}).\n")
+        out.append("This run: " + "; then ".join(f"`{r['command']}` (exit status {r['status']})" for r in runs) + ".\n")
     else:
         files = sorted(glob.glob(os.path.join(json_dir, "*-sb3-*.json")), reverse=True)
         out.append(f"Not part of this run ({d.get('mode')} mode: the SB3 side by side runs only without `--quick`, "

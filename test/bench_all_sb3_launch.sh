@@ -15,19 +15,23 @@ dir="$root/it's here"
 mkdir "$dir"
 cat > "$dir/fake python" <<'FAKE'
 #!/bin/sh
+[ -e "$FAKE_ARGS" ] && status=$FAKE_STATUS2 || status=$FAKE_STATUS  # the second call: FAKE_STATUS2
 printf '%s\n' "$@" >> "$FAKE_ARGS"
 echo ---- >> "$FAKE_ARGS"
-exit "$FAKE_STATUS"
+exit "$status"
 FAKE
 chmod +x "$dir/fake python"
 fail=0
-for status in 0 3; do
-  FAKE_ARGS="$root/args" FAKE_STATUS=$status PPO_SB3_PYTHON="$dir/fake python" \
+# first call's status, second call's status
+for statuses in "0 0" "3 0" "0 4"; do
+  set -- $statuses
+  status=$1 status2=$2
+  FAKE_ARGS="$root/args" FAKE_STATUS=$status FAKE_STATUS2=$status2 PPO_SB3_PYTHON="$dir/fake python" \
     "$bench" all --only sb3 --json "$dir/all.json" > "$root/stdout" 2>&1
   rc=$?
-  want=$((status == 0 ? 0 : 1))
+  want=$((status == 0 && status2 == 0 ? 0 : 1))
   if [ $rc -ne $want ]; then
-    echo "FAIL: SB3 side exits $status: ppo-bench all exits $rc, not $want"
+    echo "FAIL: SB3 side exits $status then $status2: ppo-bench all exits $rc, not $want"
     sed 's/^/    /' "$root/stdout"
     fail=1
   fi
@@ -63,6 +67,15 @@ $dir/all-sb3-cartpole-threads2.json
     sed 's/^/    [/; s/$/]/' "$root/args" 2>/dev/null
     echo "  expected"
     printf '%s\n' "$expected" | sed 's/^/    [/; s/$/]/'
+    fail=1
+  fi
+  # the JSON names each run with its status: the second under sb3_compare_more
+  more=$(grep -c '"sb3_compare_more"' "$dir/all.json" 2>/dev/null)
+  if [ "$more" != "$((status == 0 ? 1 : 0))" ] ||
+     ! grep -q "\"json\": *\"all-sb3-cartpole.json\"" "$dir/all.json" ||
+     { [ $status -eq 0 ] && ! grep -q "\"status\": *$status2" "$dir/all.json"; }; then
+    echo "FAIL: all.json does not list the runs (first $status, second $status2)"
+    sed 's/^/    /' "$dir/all.json" | tail -20
     fail=1
   fi
   rm -f "$root/args"

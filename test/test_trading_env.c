@@ -35,7 +35,6 @@ static StepOut step_cont(TradingEnv *e, float a, float *obs) {
   return o;
 }
 
-// An env on context c, reset; seeded 1.
 // A hand-made hourly market for execution tests: `rows` bars of mid 100, half spread 0.01, evaluated
 // from row 10 with a window of 4 and no warm-up; costs as the caller set them in *p.
 static void hand_context(TradingContext *c, Features **f, MarketData *d, TradingParams *p) {
@@ -498,7 +497,7 @@ Test(trading_actions, levels_band_and_long_only) {
   step_cont(e, NAN, obs);  // a NaN action goes flat here too (it gave a = 0: the half position)
   cr_assert_eq(e->q, 0.0);
   p.action_mode = TRADING_ACTION_DISCRETE3;
-  context_for(&h.c, h.d, h.f, &p);
+  context_for(&h.c, h.d, h.f, &p);  // the levels only: the env (pointing at h.c) takes no step before the restart
   cr_assert(h.c.levels[0] == 0 && h.c.levels[1] == 0.5 && h.c.levels[2] == 1 && h.c.flat_level == 0);
 
   // TOGGLE2: {Sell, Buy} = {-L, L}; starts flat, so the first action trades either way.
