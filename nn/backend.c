@@ -552,6 +552,7 @@ static void record_signed(Backend *backend, BackendGraph *graph, void (*fn)(void
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg) {
   CHECK(backend && graph && fn, "backend_graph_run: NULL argument");
   CHECK_NOT_RECORDING(backend, "backend_graph_run");
+  CHECK(!backend->lane_view, "backend_graph_run inside a lane (backend_lanes): a lane only queues ops");
   const BackendOps *ops = backend->ops;
   if (!ops->graph_record || backend->profile) {  // the CPU: every call is a recording, so every call
                                                  // checks the contract (and PPO_PROFILE times each op)
@@ -626,6 +627,7 @@ size_t backend_lanes_together(const Backend *backend) { return backend->lanes_to
 
 void backend_graph_reset(Backend *backend, BackendGraph *graph) {
   CHECK(backend && graph, "backend_graph_reset: NULL argument");
+  CHECK(!backend->lane_view, "backend_graph_reset inside a lane (backend_lanes): a lane only queues ops");
   if (graph->exec) {
     backend->ops->graph_destroy(backend, graph->exec);
     backend->graphs--;

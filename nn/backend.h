@@ -118,7 +118,8 @@ void backend_graph_reset(Backend *backend, BackendGraph *graph);
 // on one thread anyway (fp32 products small enough for OpenBLAS's single-threaded path): the same
 // code then, so the same bits as lane after lane. Other backends, and the CPU under PPO_PROFILE or
 // PPO_CPU_STRICT, run the lanes one after the other. Allowed inside backend_graph_run: each lane's
-// ops are signed on their own and the lanes' signatures joined in lane order. Lanes do not nest.
+// ops are signed on their own and the lanes' signatures joined in lane order. Lanes do not nest, and
+// a lane does not run or reset graphs.
 #define BACKEND_LANES_MAX 2
 typedef void (*BackendLaneFn)(Backend *lane_backend, void *arg, int lane);
 void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnDtype dtype, double largest_gemm_macs);

@@ -312,6 +312,18 @@ Test(nn_backend, lanes_refuse_a_changed_argument_in_lane_1, .exit_code = 1) { ru
 
 static void nested_lane(Backend *b, void *p, int lane) { backend_lanes(b, 2, lane_body, p, NN_F32, 0.0); }
 
+static void no_op(void *arg) { (void)arg; }
+
+static void graph_in_lane(Backend *b, void *p, int lane) {
+  BackendGraph graph = {0};
+  backend_graph_run(b, &graph, no_op, p);
+}
+
+Test(nn_backend, lanes_run_no_graph, .exit_code = 1) {
+  Backend *b = cpu();
+  backend_lanes(b, 1, graph_in_lane, NULL, NN_F32, 0.0);
+}
+
 Test(nn_backend, lanes_do_not_nest, .exit_code = 1) {
   Backend *b = cpu();
   LaneArg a = lane_arg(b);
