@@ -580,10 +580,12 @@ void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *a
 
 // --- lanes ----------------------------------------------------------------------------------------------------
 //
-// Each lane gets a copy of the Backend struct (same table, same ctx) whose counters and signature
-// are its own, so that concurrent lanes write no common field here; after the lanes the copies'
-// counts are added to the backend's and their signatures signed into it in lane order, which gives
-// a recorded function the same signature whether the lanes ran one after the other or together.
+// Lanes that may run together, or that are being signed, each get a copy of the Backend struct
+// (same table, same ctx) whose counters and signature are its own, so that concurrent lanes write no
+// common field here; after the lanes the copies' counts are added to the backend's and their
+// signatures signed into it in lane order, which gives a recorded function the same signature
+// whether the lanes ran one after the other or together. Otherwise (most calls: large networks,
+// CUDA, one env's rollout step) the lanes run on the backend itself, one after the other.
 
 typedef struct {
   Backend view[BACKEND_LANES_MAX];
@@ -600,6 +602,15 @@ void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnD
   CHECK(backend && fn, "backend_lanes: NULL argument");
   CHECK(lanes >= 1 && lanes <= BACKEND_LANES_MAX, "backend_lanes: lanes must be in 1..BACKEND_LANES_MAX");
   CHECK(!backend->lane_view, "backend_lanes inside a lane: lanes do not nest");
+  const BackendOps *ops = backend->ops;
+  int together = lanes > 1 && !backend->profile && ops->lanes_together &&
+                 ops->lanes_together(backend, lanes, dtype, largest_gemm_macs);
+  if (!together && !backend->signing) {
+    backend->lane_view = 1;  // (what a lane may not do is refused here too)
+    for (int i = 0; i < lanes; i++) fn(backend, arg, i);
+    backend->lane_view = 0;
+    return;
+  }
   LaneRun run = {.fn = fn, .arg = arg};
   for (int i = 0; i < lanes; i++) {
     Backend *v = &run.view[i];
@@ -608,11 +619,10 @@ void backend_lanes(Backend *backend, int lanes, BackendLaneFn fn, void *arg, NnD
     v->alloc_count = 0, v->sync_count = 0;
     v->signature = FNV_OFFSET, v->signed_ops = 0;
   }
-  int ran = lanes > 1 && !backend->profile && backend->ops->run_lanes
-                ? backend->ops->run_lanes(backend, lanes, lane_run, &run, dtype, largest_gemm_macs)
-                : 0;
-  backend->lanes_together += ran == 2;
-  for (int i = 0; !ran && i < lanes; i++) lane_run(i, &run);
+  if (together)
+    backend->lanes_together += (size_t)ops->run_lanes(backend, lanes, lane_run, &run);
+  else
+    for (int i = 0; i < lanes; i++) lane_run(i, &run);
   for (int i = 0; i < lanes; i++) {
     const Backend *v = &run.view[i];
     backend->alloc_count += v->alloc_count;

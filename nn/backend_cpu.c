@@ -153,12 +153,14 @@ static size_t cpu_workspace_bytes(const Backend *backend) {
 // using).
 #define CPU_LANES_MIN_MACS 16384.0  // 2^14: a 64 x 64 layer at 4 rows
 
-static int cpu_run_lanes(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg, NnDtype dtype,
-                         double largest_gemm_macs) {
+static int cpu_lanes_together(const Backend *backend, int lanes, NnDtype dtype, double largest_gemm_macs) {
   const CpuContext *ctx = backend->ctx;
-  if (ctx->strict || largest_gemm_macs < CPU_LANES_MIN_MACS || !cpu_gemm_on_caller(dtype, largest_gemm_macs) ||
-      omp_in_parallel() || omp_get_max_threads() < lanes)
-    return 0;
+  return !ctx->strict && largest_gemm_macs >= CPU_LANES_MIN_MACS && cpu_gemm_on_caller(dtype, largest_gemm_macs) &&
+         !omp_in_parallel() && omp_get_max_threads() >= lanes;
+}
+
+static int cpu_run_lanes(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg) {
+  (void)backend;
   int together = 0;
 #pragma omp parallel num_threads(lanes)
   {
@@ -169,7 +171,7 @@ static int cpu_run_lanes(Backend *backend, int lanes, void (*run)(int lane, void
       for (int i = 0; i < lanes; i++) run(i, arg);
     }
   }
-  return together ? 2 : 1;
+  return together;
 }
 
 // --- element-wise -------------------------------------------------------------------------------------------
@@ -678,6 +680,7 @@ static const BackendOps cpu_ops = {
     .memory_info = cpu_memory_info,
     .reserve_workspace = cpu_reserve_workspace,
     .workspace_bytes = cpu_workspace_bytes,
+    .lanes_together = cpu_lanes_together,
     .run_lanes = cpu_run_lanes,
     .guard = cpu_guard,
     .gemm = cpu_gemm,

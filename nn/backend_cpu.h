@@ -81,7 +81,7 @@ void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, 
               const void *A, const void *B, float beta, void *C, NnDtype c_dtype);
 // Whether a product of this dtype and size runs on the calling thread without backend state (no
 // workspace, no oneDNN primitive): fp32 products of at most 2^18 multiply-adds, OpenBLAS on one
-// thread (cpu_run_lanes).
+// thread (cpu_lanes_together).
 int cpu_gemm_on_caller(NnDtype dtype, double macs);
 // dst[0 .. n) = src (fp16 or bf16) widened to fp32 (exact), vectorised (CPU_VECTOR_CLONES).
 void cpu_widen_row(float *dst, const uint16_t *src, NnDtype dtype, int n);

@@ -24,12 +24,12 @@ typedef struct {
   void (*reserve_workspace)(Backend *backend, size_t bytes);
   size_t (*workspace_bytes)(const Backend *backend);  // the scratch held now
   void (*set_tf32)(Backend *backend, int allow);      // optional: NULL where fp32 GEMMs have no faster mode
-  // optional (NULL: lanes run one after the other): runs run(lane, arg) for lane 0 .. lanes - 1 on
-  // threads of their own and returns 2; or returns 0, having run nothing, where lanes of this work
-  // would not run faster or not give the same results (backend_lanes); 1: it ran them all, one
-  // after the other (fewer threads than lanes came)
-  int (*run_lanes)(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg, NnDtype dtype,
-                   double largest_gemm_macs);
+  // optional, both or neither (NULL: lanes run one after the other; backend_lanes): whether lanes
+  // of this work would run at the same time, faster and with the same results; and running
+  // run(lane, arg) for lane 0 .. lanes - 1 on threads of their own, which returns 1, or 0 when
+  // fewer threads came and it ran them one after the other
+  int (*lanes_together)(const Backend *backend, int lanes, NnDtype dtype, double largest_gemm_macs);
+  int (*run_lanes)(Backend *backend, int lanes, void (*run)(int lane, void *arg), void *arg);
 
   void (*gemm)(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
                const void *A, const void *B, float beta, void *C, NnDtype c_dtype);

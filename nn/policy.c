@@ -191,6 +191,20 @@ static void table_point(const SlabEntry *e, int n, void *base) {
 // The first layer's input width: the observations, padded in fp16 and bf16 (policy_padded_obs_dim).
 static int first_in_dim(const PolicySpec *spec) { return padded(spec) ? policy_padded_obs_dim(spec) : spec->obs_dim; }
 
+// Policy.largest_layer: the largest in x out of a layer of either network, the first layer's input as
+// its forward GEMM reads it.
+static double largest_layer(const PolicySpec *spec, const MlpShape *pi, const MlpShape *vf) {
+  double largest = 0.0;
+  const MlpShape *shapes[2] = {pi, vf};
+  for (int net = 0; net < 2; net++)
+    for (int l = 0; l < shapes[net]->n_linear; l++) {
+      double in = l == 0 ? first_in_dim(spec) : shapes[net]->dims[l];
+      double macs = in * shapes[net]->dims[l + 1];
+      if (macs > largest) largest = macs;
+    }
+  return largest;
+}
+
 // GEMM scratch (nn/backend.h: backend_reserve_workspace): operands widened from fp16 / bf16, and
 // a (B, O) output the CPU backend transposes for few-row products; the largest call of any batch
 static size_t workspace_bytes(const PolicySpec *spec, const MlpShape *pi, const MlpShape *vf) {
@@ -347,6 +361,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
   policy->spec = *spec;
   policy->pi_shape = net_shape(spec, 0);
   policy->vf_shape = net_shape(spec, 1);
+  policy->largest_layer = largest_layer(spec, &policy->pi_shape, &policy->vf_shape);
   policy->plan = policy_plan(spec);
   policy->parameters = policy_parameter_count(spec);
 
@@ -484,20 +499,8 @@ static const void *forward_input(Policy *policy, const void *obs, NnDtype obs_dt
 
 // The actor and the critic are separate networks: their passes are two lanes (backend_lanes), lane 0
 // the actor's, lane 1 the critic's, which the backend may run side by side. The hint is the
-// largest product either lane makes at batch B: B x the largest in x out of a layer (the first
-// layer's input as the forward GEMM reads it); the backward's products have the same sizes.
-static double largest_gemm_macs(const Policy *policy, int B) {
-  double largest = 0.0;
-  const MlpShape *shapes[2] = {&policy->pi_shape, &policy->vf_shape};
-  for (int net = 0; net < 2; net++)
-    for (int l = 0; l < shapes[net]->n_linear; l++) {
-      double in = l == 0 ? first_in_dim(&policy->spec) : shapes[net]->dims[l];
-      double macs = (double)B * in * shapes[net]->dims[l + 1];
-      if (macs > largest) largest = macs;
-    }
-  return largest;
-}
-
+// largest product either lane makes at batch B: B x Policy.largest_layer (the backward's products
+// have the forward's sizes).
 typedef struct {
   Policy *policy;
   const void *in;  // the first layer's input: forward_input's in the forward, net_input's in the backward
@@ -518,7 +521,7 @@ static void forward_lane(Backend *b, void *arg, int lane) {
 static void forward_of(Policy *policy, const void *obs, NnDtype obs_dtype, int B) {
   CHECK(B >= 1 && B <= policy->spec.max_batch, "policy_forward: batch must be in 1..max_batch");
   PassArgs args = {.policy = policy, .in = forward_input(policy, obs, obs_dtype, B), .B = B};
-  backend_lanes(policy->backend, 2, forward_lane, &args, policy->spec.dtype, largest_gemm_macs(policy, B));
+  backend_lanes(policy->backend, 2, forward_lane, &args, policy->spec.dtype, B * policy->largest_layer);
 }
 
 void policy_forward(Policy *policy, const float *obs, int B) { forward_of(policy, obs, NN_F32, B); }
@@ -594,7 +597,7 @@ static void backward_of(Policy *policy, const void *obs, NnDtype obs_dtype, cons
                    .dentropy = dentropy,
                    .dvalues = dvalues,
                    .accumulate = accumulate};
-  backend_lanes(policy->backend, 2, backward_lane, &args, policy->spec.dtype, largest_gemm_macs(policy, B));
+  backend_lanes(policy->backend, 2, backward_lane, &args, policy->spec.dtype, B * policy->largest_layer);
 }
 
 void policy_backward(Policy *policy, const float *obs, const float *actions, const float *dlogp, const float *dentropy,

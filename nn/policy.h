@@ -83,6 +83,8 @@ typedef struct {
   Backend *backend;  // not owned
   PolicySpec spec;
   MlpShape pi_shape, vf_shape;
+  double largest_layer;  // the largest in x out of a layer of either network (the first layer's input as
+                         // its forward GEMM reads it): B times it bounds a GEMM's multiply-adds at batch B
   size_t param_count;  // floats in each of params, grads, adam_m, adam_v (the padding included)
   size_t parameters;   // the networks' parameters (param_count less the padding between tensors)
   PolicyMemoryPlan plan;
