@@ -13,13 +13,13 @@
 
 // The fixed columns, in order; then trade/<field> per env metric, then eval/<metric>.
 static const char *const fixed_columns[] = {
-    "time/iterations",          "time/total_timesteps",  "time/fps",           "time/time_elapsed",
-    "time/rollout_s",           "time/gae_s",            "time/update_s",      "rollout/ep_rew_mean",
-    "rollout/ep_len_mean",      "rollout/episodes",      "train/policy_gradient_loss", "train/value_loss",
-    "train/entropy_loss",       "train/approx_kl",       "train/clip_fraction", "train/loss",
-    "train/explained_variance", "train/learning_rate",   "train/clip_range",   "train/n_updates",
-    "train/std",                "train/loss_scale",      "train/skipped_steps", "train/grad_norm",
-    "train/early_stopped",      "memory/host_mib",       "memory/device_mib",
+    "time/iterations",           "time/total_timesteps",   "time/fps",                   "time/time_elapsed",
+    "time/rollout_s",            "time/gae_s",             "time/update_s",              "rollout/ep_rew_mean",
+    "rollout/ep_len_mean",       "rollout/episodes",       "train/policy_gradient_loss", "train/value_loss",
+    "train/entropy_loss",        "train/approx_kl",        "train/clip_fraction",        "train/loss",
+    "train/explained_variance",  "train/learning_rate",    "train/clip_range",           "train/clip_range_vf",
+    "train/n_updates",           "train/std",              "train/loss_scale",           "train/skipped_steps",
+    "train/grad_norm",           "train/early_stopped",    "memory/host_mib",            "memory/device_mib",
 };
 #define N_FIXED ((int)(sizeof fixed_columns / sizeof fixed_columns[0]))
 
@@ -33,12 +33,13 @@ static double eval_value(const Metrics *m, int k) {
 
 static void row_values(const MetricsLog *log, const TrainStats *s, const MetricsExtra *x, double *out) {
   double fixed[N_FIXED] = {
-      (double)s->iteration,  (double)s->timesteps, x->fps,         x->time_elapsed,  s->rollout_s,
-      s->gae_s,              s->update_s,          s->ep_rew_mean, s->ep_len_mean,   (double)s->episodes,
-      s->policy_gradient_loss, s->value_loss,      s->entropy_loss, s->approx_kl,    s->clip_fraction,
-      s->loss,               s->explained_variance, s->learning_rate, s->clip_range, (double)s->n_updates,
-      s->std,                s->loss_scale,        (double)s->skipped_steps, s->grad_norm, (double)s->early_stopped,
-      x->host_mib,           x->dev_mib,
+      (double)s->iteration,    (double)s->timesteps,  x->fps,           x->time_elapsed,
+      s->rollout_s,            s->gae_s,              s->update_s,      s->ep_rew_mean,
+      s->ep_len_mean,          (double)s->episodes,   s->policy_gradient_loss, s->value_loss,
+      s->entropy_loss,         s->approx_kl,          s->clip_fraction, s->loss,
+      s->explained_variance,   s->learning_rate,      s->clip_range,    s->clip_range_vf,
+      (double)s->n_updates,    s->std,                s->loss_scale,    (double)s->skipped_steps,
+      s->grad_norm,            (double)s->early_stopped, x->host_mib,   x->dev_mib,
   };
   memcpy(out, fixed, sizeof fixed);
   int c = N_FIXED;

@@ -887,6 +887,7 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   s->explained_variance = explained_variance(tr);
   s->learning_rate = optim_lr(tr->optim, progress_remaining);
   s->clip_range = cfg->ppo.clip_range;
+  s->clip_range_vf = cfg->ppo.clip_range_vf.is_none ? NAN : cfg->ppo.clip_range_vf.value;
   s->std = NAN;
   if (tr->policy->params.log_std) {
     backend_download(tr->backend, h->log_std, tr->policy->params.log_std, (size_t)tr->A * sizeof(float));

@@ -83,6 +83,7 @@ typedef struct {
   int episodes;                                      // episodes behind those means
   double policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss, explained_variance;
   double learning_rate, clip_range, std;             // std: mean exp(log_std) (Gaussian), NaN otherwise
+  double clip_range_vf;                              // [ppo] clip_range_vf; NaN when off (SB3 omits the key)
   double loss_scale, grad_norm;                      // after the last step; grad_norm mean over steps
   int64_t skipped_steps;                             // this iteration
   int minibatches;                                   // optimiser steps attempted (incl. the early-stopped one)

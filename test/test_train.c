@@ -1170,6 +1170,23 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
 }
 
+// metrics.csv logs the clip ranges under SB3's keys: train/clip_range always, train/clip_range_vf
+// with value clipping on (NaN when it is off: SB3 leaves the key out).
+Test(train, metrics_log_both_clip_ranges) {
+  const char *cfg = config_file("clip_ranges");
+  char off[512], on[512];
+  snprintf(off, sizeof off, "%s/clip_off", tmp_root);
+  snprintf(on, sizeof on, "%s/clip_on", tmp_root);
+  const char *sets_off[] = {"eval.every=0", "ppo.clip_range=0.3"};
+  const char *sets_on[] = {"eval.every=0", "ppo.clip_range=0.3", "ppo.clip_range_vf=0.25"};
+  cr_assert_eq(run(cfg, NULL, off, 1, 2, sets_off), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, on, 1, 3, sets_on), 0, "%s", error_message());
+  cr_expect_eq(metrics_value(off, 1, "train/clip_range"), 0.3);
+  cr_expect(isnan(metrics_value(off, 1, "train/clip_range_vf")), "value clipping off: NaN");
+  cr_expect_eq(metrics_value(on, 1, "train/clip_range"), 0.3);
+  cr_expect_eq(metrics_value(on, 1, "train/clip_range_vf"), 0.25);
+}
+
 // An fp16 iteration whose first minibatches overflow (init_scale 1e6: the scaler skips them and backs
 // off) logs a finite train/grad_norm: the mean over the steps taken, not over the skipped ones'
 // non-finite norms.
