@@ -64,6 +64,8 @@ Test(philox, fill_is_independent_of_thread_count_and_split) {
   cr_assert(memcmp(one, two, n * sizeof *one) == 0, "1 and 2 threads differ");
   rng_fill_uniform(tail, n - 1000, 42, 7, 1003);  // a later offset continues the same stream
   cr_assert(memcmp(one + 1000, tail, (n - 1000) * sizeof *one) == 0, "offset does not continue the stream");
+  rng_fill_uniform(tail, 1000, 42, 7, 3);  // a small fill (no OpenMP region) is the same stream
+  cr_assert(memcmp(one, tail, 1000 * sizeof *one) == 0, "the serial fill differs from the parallel one");
   rng_fill_uniform(tail, 1000, 42, 8, 3);  // another subsequence is another stream
   cr_assert(memcmp(one, tail, 1000 * sizeof *one) != 0);
   free(one);
