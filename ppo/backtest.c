@@ -301,14 +301,16 @@ static void agent_batch_act(AgentBatch *ab, const BacktestSetup *setup, const Ba
   backend_download(ab->be, ab->head_host, policy_head_out(ab->pol), (size_t)R * A * sizeof(float));
 }
 
+// A step's bytes in a pass's record: ts, price and the 8 per-step doubles, two fills and two trades.
+static const size_t pass_step_bytes =
+    sizeof(int64_t) + 9 * sizeof(double) + 2 * sizeof(BacktestFill) + 2 * sizeof(ReportTrade);
+
 // Every pass keeps its per-step arrays (equity, costs, fills, trades) for the report: refused up
 // front when they (and `extra` bytes) could not fit this machine's memory (ppo-eval --random-seeds
 // 1000000).
 static int memory_check(int n, const TradingContext *c, double extra) {
   size_t available, total;
-  const double step_bytes =
-                   (double)(sizeof(int64_t) + 9 * sizeof(double) + 2 * sizeof(BacktestFill) + 2 * sizeof(ReportTrade)),
-               need = (double)n * (double)(c->eval_end - c->eval_start + 1) * step_bytes + extra;
+  const double need = (double)n * (double)(c->eval_end - c->eval_start + 1) * (double)pass_step_bytes + extra;
   if (host_memory_info(&available, &total) == 0 && need > (double)available) {
     error_set(
         "backtest: %d passes of %lld steps would need %.1f GiB, more than the %.1f GiB of memory available "
@@ -329,35 +331,95 @@ int backtest_check_memory(const BacktestSetup *setup, int n, double extra) {
   return memory_check(n, &c, extra);
 }
 
-int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes) {
-  TradingContext *ctxs = calloc(BACKTEST_CONTEXTS_MAX, sizeof *ctxs);
+// --- the workspace ---------------------------------------------------------------------------------
+
+struct BacktestWorkspace {
+  BacktestSetup setup;  // as built: a run must name the same market, split and policy
+  int n, agents;
+  BacktestPassSpec *specs;
+  int64_t steps;  // the split's: every pass's arrays hold steps + 1 entries
+  int n_ctx;
+  TradingContext ctxs[BACKTEST_CONTEXTS_MAX];  // one per distinct cost multiplier
   double mults[BACKTEST_CONTEXTS_MAX];
-  int n_ctx = 0, agents = 0;
-  int *ctx_of = calloc((size_t)n, sizeof(int));
-  PassState *st = calloc((size_t)n, sizeof *st);
-  const BacktestPassSpec **agent_specs = calloc((size_t)n, sizeof *agent_specs);
-  CHECK(ctxs && ctx_of && st && agent_specs, "out of host memory (backtest)");
-  int rc = -1;
-  AgentBatch ab = {0};
+  int *ctx_of, *agent_row;  // per pass: its context; its row in the agent batch (-1: a baseline)
+  PassState *st;
+  const BacktestPassSpec **agent_specs;  // the agent passes' specs, by row
+  float *baseline_obs;                   // (O): the baselines' observations (not read)
+  AgentBatch ab;                         // the agent rows' buffers (none without agent passes)
+  BacktestPass *passes;
+};
+
+// Host bytes of a workspace besides the passes' records, and the agent batch's bytes on the backend.
+static size_t workspace_fixed_bytes(int n, int agents, int O, int A, size_t *backend) {
+  *backend = (size_t)agents * (size_t)(O + 3 * A) * sizeof(float);
+  return sizeof(BacktestWorkspace) +
+         (size_t)n * (sizeof(BacktestPassSpec) + 2 * sizeof(int) + sizeof(PassState) + sizeof(BacktestPassSpec *) +
+                      sizeof(BacktestPass)) +
+         ((size_t)agents * (size_t)(O + 2 * A) + (size_t)O) * sizeof(float);
+}
+
+int backtest_workspace_bytes(const BacktestSetup *setup, int n, int agents, int action_dim, size_t *host,
+                             size_t *backend) {
+  TradingContext c;
+  TradingParams p = eval_params(setup, setup->base->params.cost_mult);
+  if (trading_context_init(&c, setup->base->data, setup->base->features, &p) != 0) {
+    error_prepend("split %s: ", trading_split_name(setup->split));
+    return -1;
+  }
+  const int64_t steps = c.eval_end - c.eval_start;
+  *host = workspace_fixed_bytes(n, agents, c.obs_dim, action_dim, backend) +
+          (size_t)n * (size_t)(steps + 1) * pass_step_bytes;
+  return 0;
+}
+
+void backtest_workspace_free(BacktestWorkspace *ws) {
+  if (!ws) return;
+  for (int k = 0; ws->passes && k < ws->n; k++) backtest_pass_free(&ws->passes[k]);
+  if (ws->ab.obs_dev) backend_free(ws->ab.be, ws->ab.obs_dev);
+  free(ws->ab.obs_host);
+  free(ws->baseline_obs);
+  free(ws->passes);
+  free(ws->agent_specs);
+  free(ws->st);
+  free(ws->agent_row);
+  free(ws->ctx_of);
+  free(ws->specs);
+  free(ws);
+}
+
+BacktestWorkspace *backtest_workspace_new(const BacktestSetup *setup, const BacktestPassSpec *specs, int n) {
+  BacktestWorkspace *ws = calloc(1, sizeof *ws);
+  CHECK(ws, "out of host memory (backtest)");
+  ws->setup = *setup;
+  ws->n = n;
+  ws->specs = malloc((size_t)n * sizeof *ws->specs);
+  ws->ctx_of = calloc((size_t)n, sizeof(int));
+  ws->agent_row = calloc((size_t)n, sizeof(int));
+  ws->st = calloc((size_t)n, sizeof *ws->st);
+  ws->agent_specs = calloc((size_t)n, sizeof *ws->agent_specs);
+  ws->passes = calloc((size_t)n, sizeof *ws->passes);
+  CHECK(ws->specs && ws->ctx_of && ws->agent_row && ws->st && ws->agent_specs && ws->passes,
+        "out of host memory (backtest)");
+  memcpy(ws->specs, specs, (size_t)n * sizeof *specs);
   for (int k = 0; k < n; k++) {
     double m = specs[k].strategy == BT_ORACLE ? 0.0 : specs[k].cost_mult;
     if (!(m >= 0 && isfinite(m))) {
       error_set("backtest: cost multiplier %g, a finite number >= 0 allowed", m);
-      goto done;
+      goto fail;
     }
-    if ((ctx_of[k] = context_for(ctxs, mults, &n_ctx, setup, m)) < 0) goto done;
+    if ((ws->ctx_of[k] = context_for(ws->ctxs, ws->mults, &ws->n_ctx, setup, m)) < 0) goto fail;
     if (is_agent(specs[k].strategy)) {
       if (!setup->policy) {
         error_set("backtest: an %s pass needs a policy", backtest_strategy_name(specs[k].strategy));
-        goto done;
+        goto fail;
       }
-      st[k].agent_row = agents;
-      agent_specs[agents++] = &specs[k];
+      ws->agent_row[k] = ws->agents;
+      ws->agent_specs[ws->agents++] = &ws->specs[k];
     } else {
-      st[k].agent_row = -1;
+      ws->agent_row[k] = -1;
     }
   }
-  const TradingContext *c0 = &ctxs[0];
+  const TradingContext *c0 = &ws->ctxs[0];
   const int O = c0->obs_dim;
   for (int k = 0; k < n && c0->flat_level < 0; k++)  // target 0 would go to the level -L: a short, not flat
     if (specs[k].strategy == BT_FLAT || specs[k].strategy == BT_MA_RULE) {
@@ -365,76 +427,113 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
           "backtest: [env] action_mode = toggle2 without long_only has no flat action, so the %s pass cannot "
           "be traded through the env (allowed: long_only = true, or discrete3, discrete_k or continuous)",
           backtest_strategy_name(specs[k].strategy));
-      goto done;
+      goto fail;
     }
-  if (memory_check(n, c0, 0.0) != 0) goto done;
-  if (agents > 0) {
+  if (memory_check(n, c0, 0.0) != 0) goto fail;
+  if (ws->agents > 0) {
     Policy *pol = setup->policy;
     if (pol->spec.obs_dim != O) {
       error_set("backtest: the policy takes %d observations, the env gives %d (window %d)", pol->spec.obs_dim, O,
                 c0->window);
-      goto done;
+      goto fail;
     }
-    if (agents > pol->spec.max_batch) {
-      error_set("backtest: %d agent passes, the policy's batch holds %d", agents, pol->spec.max_batch);
-      goto done;
+    if (ws->agents > pol->spec.max_batch) {
+      error_set("backtest: %d agent passes, the policy's batch holds %d", ws->agents, pol->spec.max_batch);
+      goto fail;
     }
-    const int A = pol->spec.action_dim;
+    const int A = pol->spec.action_dim, agents = ws->agents;
     bool categorical = pol->spec.head == POLICY_HEAD_CATEGORICAL;
-    ab = (AgentBatch){.pol = pol,
-                      .be = pol->backend,
-                      .rows = agents,
-                      .O = O,
-                      .A = A,
-                      .words = categorical ? 1 : 2 * A,
-                      .action_floats = categorical ? 1 : A};
-    ab.obs_host = malloc((size_t)agents * (O + 2 * A) * sizeof(float));
-    CHECK(ab.obs_host, "out of host memory (backtest)");
-    ab.out_host = ab.obs_host + (size_t)agents * O;
-    ab.head_host = ab.out_host + (size_t)agents * A;
-    ab.obs_dev = backend_alloc(ab.be, (size_t)agents * (O + 3 * A) * sizeof(float));
-    ab.uniforms_dev = ab.obs_dev + (size_t)agents * O;
-    ab.actions_dev = ab.uniforms_dev + (size_t)agents * 2 * A;
+    AgentBatch *ab = &ws->ab;
+    *ab = (AgentBatch){.pol = pol,
+                       .be = pol->backend,
+                       .rows = agents,
+                       .O = O,
+                       .A = A,
+                       .words = categorical ? 1 : 2 * A,
+                       .action_floats = categorical ? 1 : A};
+    ab->obs_host = malloc((size_t)agents * (O + 2 * A) * sizeof(float));
+    CHECK(ab->obs_host, "out of host memory (backtest)");
+    ab->out_host = ab->obs_host + (size_t)agents * O;
+    ab->head_host = ab->out_host + (size_t)agents * A;
+    ab->obs_dev = backend_alloc(ab->be, (size_t)agents * (O + 3 * A) * sizeof(float));
+    ab->uniforms_dev = ab->obs_dev + (size_t)agents * O;
+    ab->actions_dev = ab->uniforms_dev + (size_t)agents * 2 * A;
   }
-  const int64_t steps = c0->eval_end - c0->eval_start;
-  float *baseline_obs = malloc((size_t)O * sizeof(float));
-  CHECK(baseline_obs, "out of host memory (backtest)");
+  ws->steps = c0->eval_end - c0->eval_start;
+  ws->baseline_obs = malloc((size_t)O * sizeof(float));
+  CHECK(ws->baseline_obs, "out of host memory (backtest)");
+  for (int k = 0; k < n; k++) pass_alloc(&ws->passes[k], &specs[k], ws->steps);
+  return ws;
+fail:
+  backtest_workspace_free(ws);
+  return NULL;
+}
+
+// Pass p ready for a new run: its arrays kept, everything recorded forgotten (entry 0 of the
+// per-step values is 0, as pass_alloc left it: a run writes entries 1..n and, below, 0's ts, price
+// and equity).
+static void pass_restart(BacktestPass *p) {
+  BacktestPass arrays = *p;
+  memset(p, 0, sizeof *p);
+  p->spec = arrays.spec;
+  p->capacity = arrays.capacity;
+  p->ts = arrays.ts;
+  p->price = arrays.price;
+  p->equity = arrays.equity;
+  p->position = arrays.position;
+  p->turnover = arrays.turnover;
+  p->notional = arrays.notional;
+  p->cost_spread = arrays.cost_spread;
+  p->cost_slippage = arrays.cost_slippage;
+  p->cost_commission = arrays.cost_commission;
+  p->cost_financing = arrays.cost_financing;
+  p->fills = arrays.fills;
+  p->trades = arrays.trades;
+}
+
+BacktestPass *backtest_workspace_passes(BacktestWorkspace *ws) { return ws->passes; }
+
+int backtest_workspace_run(BacktestWorkspace *ws, const BacktestSetup *setup) {
+  if (setup->base != ws->setup.base || setup->split != ws->setup.split || setup->policy != ws->setup.policy) {
+    error_set("backtest: a workspace runs on the market, split and policy it was made for");
+    return -1;
+  }
+  const int n = ws->n;
+  const int64_t steps = ws->steps;
+  const TradingContext *c0 = &ws->ctxs[0];
+  const int O = c0->obs_dim;
+  AgentBatch *ab = &ws->ab;
   for (int k = 0; k < n; k++) {
-    pass_alloc(&passes[k], &specs[k], steps);
-    Rng rng;
-    rng_seed(&rng, specs[k].seed);
-    st[k].rng = rng;
-    st[k].obs = st[k].agent_row >= 0 ? ab.obs_host + (size_t)st[k].agent_row * O : baseline_obs;
-    trading_env_init(&st[k].env, &ctxs[ctx_of[k]], 0, 1, rng);
-    trading_env_reset(&st[k].env, st[k].obs);
-    BacktestPass *p = &passes[k];
-    p->ts[0] = c0->data->ts[st[k].env.t];
-    p->price[0] = c0->data->close[st[k].env.t];
-    p->equity[0] = st[k].env.equity;
+    PassState *st = &ws->st[k];
+    *st = (PassState){.agent_row = ws->agent_row[k]};
+    rng_seed(&st->rng, ws->specs[k].seed);
+    st->obs = st->agent_row >= 0 ? ab->obs_host + (size_t)st->agent_row * O : ws->baseline_obs;
+    trading_env_init(&st->env, &ws->ctxs[ws->ctx_of[k]], 0, 1, st->rng);
+    trading_env_reset(&st->env, st->obs);
+    BacktestPass *p = &ws->passes[k];
+    pass_restart(p);
+    p->ts[0] = c0->data->ts[st->env.t];
+    p->price[0] = c0->data->close[st->env.t];
+    p->equity[0] = st->env.equity;
   }
   int live = n;
   for (int64_t i = 1; live > 0; i++) {
-    if (setup->stop && i % BACKTEST_STOP_EVERY == 0 && setup->stop()) {
-      for (int k = 0; k < n; k++) backtest_pass_free(&passes[k]);
-      free(baseline_obs);
-      rc = 1;
-      goto done;
-    }
-    if (agents > 0) agent_batch_act(&ab, setup, agent_specs, i - 1);
+    if (setup->stop && i % BACKTEST_STOP_EVERY == 0 && setup->stop()) return 1;
+    if (ws->agents > 0) agent_batch_act(ab, setup, ws->agent_specs, i - 1);
     for (int k = 0; k < n; k++) {
-      PassState *s = &st[k];
+      PassState *s = &ws->st[k];
       if (s->done) continue;
       TradingEnv *e = &s->env;
       const TradingContext *c = e->ctx;
       int32_t level = 0;
       float cont = 0.0f;
-      const BacktestStrategy strat = specs[k].strategy;
+      const BacktestStrategy strat = ws->specs[k].strategy;
       if (s->agent_row >= 0) {
-        const float *row = strat == BT_AGENT_GREEDY ? ab.head_host + (size_t)s->agent_row * ab.A
-                                                    : ab.out_host + (size_t)s->agent_row * ab.action_floats;
+        const float *row = strat == BT_AGENT_GREEDY ? ab->head_host + (size_t)s->agent_row * ab->A
+                                                    : ab->out_host + (size_t)s->agent_row * ab->action_floats;
         if (c->n_levels > 0) {
           if (strat == BT_AGENT_GREEDY) {
-            for (int a = 1; a < ab.A; a++)
+            for (int a = 1; a < ab->A; a++)
               if (row[a] > row[level]) level = a;
           } else {
             level = (int32_t)row[0];
@@ -461,16 +560,15 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
       const double q0 = e->q, cash0 = e->cash, E0 = e->equity, M0 = c->data->close[e->t];
       float reward, log[ENV_LOG_MAX];
       uint8_t terminated = 0, truncated = 0;
-      float *obs = s->obs;
-      trading_env_step(e, c->n_levels > 0 ? (const void *)&level : (const void *)&cont, obs, &reward, &terminated,
+      trading_env_step(e, c->n_levels > 0 ? (const void *)&level : (const void *)&cont, s->obs, &reward, &terminated,
                        &truncated, log);
       const bool end = terminated || truncated;
       CHECK(i <= steps, "backtest: a pass longer than its split");
-      record_step(&passes[k], s, i, q0, cash0, E0, M0, end);
+      BacktestPass *p = &ws->passes[k];
+      record_step(p, s, i, q0, cash0, E0, M0, end);
       if (end) {
         s->done = true;
         live--;
-        BacktestPass *p = &passes[k];
         p->terminated = terminated;
         p->stop_step = i;
         if (terminated) pad_flat(p, c, e->t, steps);
@@ -481,15 +579,19 @@ int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int 
       }
     }
   }
-  free(baseline_obs);
-  rc = 0;
-done:
-  if (ab.obs_dev) backend_free(ab.be, ab.obs_dev);
-  free(ab.obs_host);
-  free(agent_specs);
-  free(st);
-  free(ctx_of);
-  free(ctxs);
+  return 0;
+}
+
+int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes) {
+  BacktestWorkspace *ws = backtest_workspace_new(setup, specs, n);
+  if (!ws) return -1;
+  int rc = backtest_workspace_run(ws, setup);
+  if (rc == 0)
+    for (int k = 0; k < n; k++) {  // the records move to the caller; the workspace frees the rest
+      passes[k] = ws->passes[k];
+      memset(&ws->passes[k], 0, sizeof ws->passes[k]);
+    }
+  backtest_workspace_free(ws);
   return rc;
 }
 

@@ -101,6 +101,25 @@ typedef struct {
 // evaluation pass, which a preemption's grace period may not outlast).
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes);
 void backtest_pass_free(BacktestPass *pass);  // NULL-safe, idempotent
+
+// The same passes run again and again without allocating (ppo-train's evaluation every K iterations):
+// a workspace holds everything backtest_run allocates (the passes' records over the whole split, the
+// agent batch on the policy's backend), made once for these specs; backtest_workspace_run runs them
+// again from the split's start. The run's setup must name the workspace's market, split and policy;
+// its normalisation statistics, sample_subsequence and stop may differ. backtest_workspace_new: NULL
+// and the error message on the errors backtest_run reports. backtest_workspace_run: 0 (the records
+// in backtest_workspace_passes, the workspace's own, valid until its next run), -1 and the error
+// message, or 1 on a stop (the records are partial).
+typedef struct BacktestWorkspace BacktestWorkspace;
+BacktestWorkspace *backtest_workspace_new(const BacktestSetup *setup, const BacktestPassSpec *specs, int n);
+int backtest_workspace_run(BacktestWorkspace *ws, const BacktestSetup *setup);
+BacktestPass *backtest_workspace_passes(BacktestWorkspace *ws);
+void backtest_workspace_free(BacktestWorkspace *ws);  // NULL is fine
+// The host bytes and the backend bytes a workspace of n passes over setup's split takes, `agents` of
+// them through a policy with `action_dim` outputs (for a memory plan, before the policy exists).
+// 0, or -1 and the error message (an unusable split).
+int backtest_workspace_bytes(const BacktestSetup *setup, int n, int agents, int action_dim, size_t *host,
+                             size_t *backend);
 // Whether n passes over setup's split, with their per-step arrays, plus `extra` bytes (the policy the
 // caller is about to allocate for them) fit this machine's available memory: 0, or -1 and the error
 // message (fewer passes: ppo-eval --seeds, --random-seeds). backtest_run checks the passes again.

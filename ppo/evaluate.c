@@ -20,20 +20,29 @@ struct Evaluator {
   bool deterministic;
   double rf, mar;
   uint64_t seed;
+  BacktestWorkspace *ws;  // the pass's memory, made once: an evaluation allocates nothing
 };
 
-static const char *metric_names[] = {"sharpe", "sortino", "total_return", "calmar"};
+// The evaluation's one pass; its sampled actions' subsequence is set per run.
+static BacktestSetup eval_setup(Trainer *tr, TradingSplit split) {
+  return (BacktestSetup){.base = &trainer_market(tr)->context,
+                         .split = split,
+                         .policy = trainer_policy(tr),
+                         .norm = trainer_state(tr).norm,
+                         .sample_subsequence = (uint64_t)trainer_counters(tr)->iterations,
+                         .stop = trainer_stop_requested};
+}
 
-Evaluator *evaluator_init(Trainer *tr) {
+// The [eval] split's parameters, checked: an unusable split is reported at the start of the run.
+static int eval_split(Trainer *tr, TradingSplit *split) {
   const EnvMarket *market = trainer_market(tr);
   const Config *cfg = trainer_config(tr);
   if (!market) {
     error_set("[eval] every = %lld: the %s env has no validation split (evaluation needs [env] type = trading or "
               "synthetic)",
               (long long)cfg->eval.every, "cartpole");
-    return NULL;
+    return -1;
   }
-  // The split is checked now, so an unusable one is reported at the start of the run.
   TradingParams p = market->context.params;
   p.eval = true;
   p.eval_split = cfg->eval.split == CONFIG_SPLIT_TEST ? TRADING_SPLIT_TEST : TRADING_SPLIT_VAL;
@@ -41,38 +50,63 @@ Evaluator *evaluator_init(Trainer *tr) {
   TradingContext check;
   if (trading_context_init(&check, market->data, market->features, &p) != 0) {
     error_prepend("[eval] split = %s: ", trading_split_name(p.eval_split));
-    return NULL;
+    return -1;
   }
+  *split = p.eval_split;
+  return 0;
+}
+
+int evaluator_plan(Trainer *tr, size_t *host, size_t *backend) {
+  TradingSplit split;
+  if (eval_split(tr, &split) != 0) return -1;
+  BacktestSetup setup = {.base = &trainer_market(tr)->context, .split = split};  // no policy yet
+  const PolicySpec ps = trainer_policy_spec(trainer_config(tr), trainer_env_spec(tr));
+  if (backtest_workspace_bytes(&setup, 1, 1, ps.action_dim, host, backend) != 0) return -1;
+  *host += sizeof(Evaluator);
+  return 0;
+}
+
+static const char *metric_names[] = {"sharpe", "sortino", "total_return", "calmar"};
+
+Evaluator *evaluator_init(Trainer *tr) {
+  TradingSplit split;
+  if (eval_split(tr, &split) != 0) return NULL;
+  const Config *cfg = trainer_config(tr);
   Evaluator *ev = calloc(1, sizeof *ev);
   CHECK(ev, "out of host memory (evaluator)");
-  ev->split = p.eval_split;
+  ev->split = split;
   ev->metric = cfg->eval.metric;
   ev->deterministic = cfg->eval.deterministic;
   ev->rf = cfg->eval.risk_free_rate;
   ev->mar = cfg->eval.min_acceptable_return;
   ev->seed = rng_stream_seed((uint64_t)cfg->run.seed, EVAL_STREAM);
+  BacktestSetup setup = eval_setup(tr, split);
+  BacktestPassSpec spec = {.strategy = ev->deterministic ? BT_AGENT_GREEDY : BT_AGENT_SAMPLED,
+                           .seed = ev->seed,
+                           .cost_mult = trainer_market(tr)->context.params.cost_mult};
+  if (!(ev->ws = backtest_workspace_new(&setup, &spec, 1))) {
+    free(ev);
+    return NULL;
+  }
   return ev;
 }
 
-void evaluator_free(Evaluator *ev) { free(ev); }
+void evaluator_free(Evaluator *ev) {
+  if (!ev) return;
+  backtest_workspace_free(ev->ws);
+  free(ev);
+}
 
 const char *evaluator_metric_name(const Evaluator *ev) { return metric_names[ev->metric]; }
 
 int evaluator_run(Evaluator *ev, Trainer *tr, EvalResult *out) {
-  TrainerState st = trainer_state(tr);
   // Sampled actions: Philox(seed) at subsequence = the training iteration, a fresh stream per evaluation.
-  BacktestSetup setup = {.base = &trainer_market(tr)->context, .split = ev->split, .policy = trainer_policy(tr),
-                         .norm = st.norm, .sample_subsequence = (uint64_t)trainer_counters(tr)->iterations,
-                         .stop = trainer_stop_requested};
-  BacktestPassSpec spec = {.strategy = ev->deterministic ? BT_AGENT_GREEDY : BT_AGENT_SAMPLED,
-                           .seed = ev->seed,
-                           .cost_mult = trainer_market(tr)->context.params.cost_mult};
-  BacktestPass pass;
-  int rc = backtest_run(&setup, &spec, 1, &pass);
+  BacktestSetup setup = eval_setup(tr, ev->split);
+  int rc = backtest_workspace_run(ev->ws, &setup);
   if (rc != 0) return rc;
-  metrics_compute(&out->metrics, pass.equity, pass.ts, pass.n, ev->rf, ev->mar);
-  out->steps = pass.n;
-  backtest_pass_free(&pass);
+  const BacktestPass *pass = backtest_workspace_passes(ev->ws);
+  metrics_compute(&out->metrics, pass->equity, pass->ts, pass->n, ev->rf, ev->mar);
+  out->steps = pass->n;
   const Metrics *m = &out->metrics;
   out->metric = ev->metric == CONFIG_METRIC_SHARPE    ? m->sharpe
                 : ev->metric == CONFIG_METRIC_SORTINO ? m->sortino

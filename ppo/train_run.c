@@ -665,6 +665,12 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     return EXIT_BAD_INPUT;
   }
   if (!opt->quiet) print_market(&cfg, trainer_market(tr), stderr);
+  // The evaluation pass's memory (rank 0 evaluates) is made before the first step, so it is planned.
+  size_t eval_host = 0, eval_backend = 0;
+  if (root && cfg.eval.every > 0 && evaluator_plan(tr, &eval_host, &eval_backend) == 0) {
+    trainer_plan_add(tr, "evaluation pass (records)", eval_host, false);
+    trainer_plan_add(tr, "evaluation pass (observations)", eval_backend, true);
+  }
   const TrainerPlan *plan = trainer_memory_plan(tr);
   if (opt->plan_only && root)
     print_plan(plan, stdout);

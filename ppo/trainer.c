@@ -405,6 +405,9 @@ Trainer *trainer_init(const Config *cfg) {
 }
 
 const TrainerPlan *trainer_memory_plan(const Trainer *tr) { return &tr->plan; }
+void trainer_plan_add(Trainer *tr, const char *name, size_t bytes, bool on_backend) {
+  plan_add(&tr->plan, name, bytes, on_backend);
+}
 const Config *trainer_config(const Trainer *tr) { return &tr->cfg; }
 const EnvMarket *trainer_market(const Trainer *tr) { return tr->has_market ? &tr->market : NULL; }
 const TrainCounters *trainer_counters(const Trainer *tr) { return &tr->counters; }

@@ -96,7 +96,7 @@ typedef struct {
 } TrainStats;
 
 // Memory plan (DESIGN.md section 5): bytes per slab, before anything is allocated.
-#define TRAINER_PLAN_MAX 16
+#define TRAINER_PLAN_MAX 24
 typedef struct {
   int count;
   const char *name[TRAINER_PLAN_MAX];
@@ -123,6 +123,9 @@ Trainer *trainer_init(const Config *cfg);
 void trainer_free(Trainer *trainer);  // NULL is fine
 
 const TrainerPlan *trainer_memory_plan(const Trainer *trainer);  // valid after trainer_open
+// A row of the caller's own in the plan (ppo-train's evaluation pass), before trainer_allocate:
+// counted in the totals; a backend row in free-memory checks.
+void trainer_plan_add(Trainer *trainer, const char *name, size_t bytes, bool on_backend);
 // The policy a configuration trains on an env spec (layers, activation, precision, head, init seed;
 // max_batch = max(batch_size, n_envs)). ppo-eval builds the same policy to load a checkpoint into.
 PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec);

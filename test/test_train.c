@@ -1114,15 +1114,56 @@ Test(train, a_repeated_sigterm_at_once_is_one_request) {
   cr_expect_eq(access(ckpt, F_OK), 0);
 }
 
+// ppo-train's loop: an iteration, then (small_config's [eval] every = 1) the evaluation pass.
 Test(train, no_allocation_inside_the_training_loop) {
   Trainer *tr = small_trainer(NULL, 0);
+  Evaluator *ev = evaluator_init(tr);
+  cr_assert_not_null(ev, "%s", error_message());
   TrainStats s;
+  EvalResult r;
   trainer_iteration(tr, &s);  // warm: oneDNN builds its kernels for each shape on first use
+  cr_assert_eq(evaluator_run(ev, tr, &r), 0, "%s", error_message());
   long mallocs = alloc_counter_read();
   size_t backend_allocs = backend_alloc_count(trainer_backend(tr));
-  for (int i = 0; i < 3; i++) cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
-  cr_expect_eq(alloc_counter_read(), mallocs, "malloc calls inside trainer_iteration");
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+    cr_assert_eq(evaluator_run(ev, tr, &r), 0, "%s", error_message());
+  }
+  cr_expect_eq(alloc_counter_read(), mallocs, "malloc calls inside trainer_iteration or evaluator_run");
   cr_expect_eq(backend_alloc_count(trainer_backend(tr)), backend_allocs, "backend allocations inside the loop");
+  evaluator_free(ev);
+  trainer_free(tr);
+}
+
+// The evaluation pass run again in its workspace gives what a pass allocated for the call gives
+// (ppo-eval's backtest_run): the same policy and statistics, the same record.
+Test(train, an_evaluation_run_again_is_a_fresh_pass) {
+  Trainer *tr = small_trainer(NULL, 0);
+  TrainStats s;
+  cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+  Evaluator *ev = evaluator_init(tr);
+  cr_assert_not_null(ev, "%s", error_message());
+  EvalResult first, again;
+  memset(&first, 0, sizeof first);  // padding too: the records are compared bytewise
+  memset(&again, 0, sizeof again);
+  cr_assert_eq(evaluator_run(ev, tr, &first), 0, "%s", error_message());
+  cr_assert_eq(evaluator_run(ev, tr, &again), 0, "%s", error_message());
+  cr_expect_eq(memcmp(&first, &again, sizeof first), 0, "a second run in the workspace differs from the first");
+  BacktestSetup setup = {.base = &trainer_market(tr)->context,
+                         .split = TRADING_SPLIT_VAL,
+                         .policy = trainer_policy(tr),
+                         .norm = trainer_state(tr).norm};
+  BacktestPassSpec spec = {.strategy = BT_AGENT_GREEDY, .cost_mult = trainer_market(tr)->context.params.cost_mult};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, &spec, 1, &pass), 0, "%s", error_message());
+  cr_expect_eq(pass.n, again.steps);
+  Metrics m;
+  memset(&m, 0, sizeof m);
+  metrics_compute(&m, pass.equity, pass.ts, pass.n, trainer_config(tr)->eval.risk_free_rate,
+                  trainer_config(tr)->eval.min_acceptable_return);
+  cr_expect_eq(memcmp(&m, &again.metrics, sizeof m), 0, "the workspace's pass differs from backtest_run's");
+  backtest_pass_free(&pass);
+  evaluator_free(ev);
   trainer_free(tr);
 }
 
