@@ -835,8 +835,13 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     MetricsExtra x = {
         .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
     x.fps = (double)(s.timesteps - timesteps_at_start) / x.time_elapsed;
+    // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
+    // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). The row is
+    // logged, then the run stops: no evaluation (best.h5) and no checkpoint holds them. The norm is
+    // the all-reduced one, the same on every rank.
+    const bool diverged = cfg.run.precision != CONFIG_PRECISION_FP16 && !isfinite(s.grad_norm);
     EvalResult er;  // x.eval points here until the row is logged
-    if (cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) {
+    if (!diverged && cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) {
       if (stop_before_eval == s.iteration) trainer_request_stop();  // fault injection for the tests
       int evaluated = evaluate_iteration(tr, ev, root, run_dir, s.iteration, &best, &er);
       if (evaluated > 0) x.eval_metric = er.metric, x.eval = &er.metrics;
@@ -863,10 +868,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
         fprintf(stderr, "%s\n", line);
     }
     result->ep_rew_mean = s.ep_rew_mean;
-    // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
-    // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). Stop
-    // before a checkpoint holds it; the norm is the all-reduced one, the same on every rank.
-    if (cfg.run.precision != CONFIG_PRECISION_FP16 && !isfinite(s.grad_norm)) {
+    if (diverged) {
       fprintf(stderr,
               "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "
               "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "

@@ -670,9 +670,14 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   H5Sclose(space), H5Dclose(ds), H5Fclose(f);
   char diverged[600];
   snprintf(diverged, sizeof diverged, "%s/diverged", tmp_root);
-  cr_expect_eq(run(NULL, path, diverged, 1, 1, more), 1);
+  const char *with_eval[] = {"run.total_timesteps=512", "eval.every=1"};
+  cr_expect_eq(run(NULL, path, diverged, 1, 2, with_eval), 1);
   snprintf(file, sizeof file, "%s/checkpoints/last.h5", diverged);
   cr_expect_neq(access(file, F_OK), 0, "no checkpoint after the diverged iteration");
+  // nor an evaluation: NaN logits still trade (the greedy argmax keeps action 0) and scored a
+  // finite Sharpe, which wrote best.h5 of the NaN parameters
+  snprintf(file, sizeof file, "%s/best.h5", diverged);
+  cr_expect_neq(access(file, F_OK), 0, "no best.h5 of the diverged parameters");
 
   Config resolved;
   TrainRunOptions resume = {.resume = ckpt, .n_overrides = 1, .overrides = more};
