@@ -30,6 +30,22 @@ static inline const char *cli_option_value(int argc, char **argv, int *i, const 
   return v && *v ? v : NULL;
 }
 
+// The options a command line has given so far: a repeated option is refused, where the last one
+// silently winning hid mistakes (two --resume files, two --checkpoint files).
+#define CLI_SEEN_MAX 16
+typedef struct {
+  char names[CLI_SEEN_MAX][32];
+  int count;
+} CliSeen;
+
+// Whether `option` ("--resume") was seen before; notes it otherwise.
+static inline bool cli_repeated(CliSeen *seen, const char *option) {
+  for (int k = 0; k < seen->count; k++)
+    if (strcmp(seen->names[k], option) == 0) return true;
+  if (seen->count < CLI_SEEN_MAX) snprintf(seen->names[seen->count++], sizeof seen->names[0], "%s", option);
+  return false;
+}
+
 // text as a whole decimal number in [lo, hi] into *out; false (and *out untouched) for anything
 // else: empty, trailing characters, out of range, or past long long. Callers name the option, the
 // text and the range in their message.

@@ -117,6 +117,7 @@ static int command_import(int argc, char **argv) {
   const char *positional[2] = {NULL, NULL};
   int n_positional = 0;
   const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
+  CliSeen seen = {.count = 0};
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     const char **target = NULL, *name = NULL;
@@ -127,6 +128,7 @@ static int command_import(int argc, char **argv) {
     else if (cli_is_option(arg, "--timezone"))
       target = &timezone, name = "--timezone";
     if (target) {
+      if (cli_repeated(&seen, name)) return usage_error("%s is given twice; give it once", name);
       if (!(*target = cli_option_value(argc, argv, &i, name))) return usage_error("%s needs a value", name);
     } else if (strncmp(arg, "--", 2) == 0) {
       return usage_error("unknown option '%s'", arg);
@@ -220,6 +222,7 @@ static int command_features(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   for (int i = 0; i < argc; i++) {
     if (cli_is_option(argv[i], "--out")) {
+      if (output) return usage_error("%s", "--out is given twice; give it once");
       if (!(output = cli_option_value(argc, argv, &i, "--out"))) return usage_error("%s", "--out needs a value");
     } else if (strncmp(argv[i], "--", 2) == 0) {
       return usage_error("unknown option '%s'", argv[i]);

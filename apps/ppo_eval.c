@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
   eval_run_options_default(&o);
   const char *overrides[MAX_OVERRIDES];
   int n_overrides = 0;
+  CliSeen seen = {.count = 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -77,6 +78,8 @@ int main(int argc, char **argv) {
       const char *name = a;
       char opt[32];
       snprintf(opt, sizeof opt, "%.*s", (int)strcspn(name, "="), name);
+      if (strcmp(opt, "--set") != 0 && cli_repeated(&seen, opt))
+        return usage_error("%s is given twice; give it once", opt);
       if (!(v = cli_option_value(argc, argv, &i, opt))) return usage_error("%s needs a value", opt);
       if (strcmp(opt, "--checkpoint") == 0)
         o.checkpoint = v;

@@ -79,8 +79,14 @@ static int train_main(int argc, char **argv) {
     return EXIT_RUNTIME;
   }
   int status = EXIT_OK;
+  CliSeen seen = {.count = 0};
   for (int i = 1; i < argc && status == EXIT_OK; i++) {
     const char *arg = argv[i];
+    static const char *const once[] = {"--resume", "--run-dir", "--iterations"};
+    for (int k = 0; k < 3 && status == EXIT_OK; k++)
+      if (cli_is_option(arg, once[k]) && cli_repeated(&seen, once[k]))
+        status = usage_error("%s is given twice; give it once", once[k]);
+    if (status != EXIT_OK) break;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout);
       free(overrides);

@@ -57,6 +57,15 @@ expect "--json '/nonexistent/e.json': cannot open it for appending" "$bin/ppo-be
 expect "--data 'none.h5': none.h5: cannot open" timeout 20 "$bin/ppo-bench" envs --data none.h5 --steps 1000000000000
 expect "--json '/nonexistent/t.json': cannot create a file there" timeout 20 "$bin/ppo-bench" train --config configs/cartpole.ini --set run.total_timesteps=100000000 --json /nonexistent/t.json
 expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone /etc/passwd
+# A repeated option is refused, not silently replaced by its last value (a second --resume resumed
+# another run).
+expect "--resume is given twice; give it once" "$bin/ppo-train" --resume a.h5 --resume b.h5
+expect "--run-dir is given twice" "$bin/ppo-train" configs/cartpole.ini --run-dir=/tmp/a --run-dir /tmp/b
+expect "--iterations is given twice" "$bin/ppo-train" configs/cartpole.ini --iterations 1 --iterations 5
+expect "--checkpoint is given twice; give it once" "$bin/ppo-eval" --checkpoint none.h5 --checkpoint other.h5
+expect "--split is given twice" "$bin/ppo-eval" --checkpoint none.h5 --split val --split=test
+expect "--symbol is given twice" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --symbol A --symbol B
+expect "--out is given twice" "$bin/ppo-data" features data/SPY_1D.h5 --out /tmp/a.csv --out /tmp/b.csv
 # Outputs that cannot be written are refused before the input is read (they exited 1 after it).
 expect "OUTPUT.h5 'data' is a directory" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data
 expect "data/: not a file name (it ends with '/') (OUTPUT.h5)" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data/
