@@ -176,8 +176,12 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   p.window = auto_int(p.window, c->daily ? 30 : 32);
   p.warmup = auto_int(p.warmup, 3 * features->lookback);
 
+  // The configuration's ranges (ppo/config_schema.c) are these, so a bad value is refused there,
+  // naming its own file and line. reward_scale stops at 1e6: a log-return reward of at most 1 per
+  // bar then keeps returns near 1e8 and the squared value loss far inside fp32. cost_mult stops at
+  // 200: the configuration allows 100 and ppo-eval's cost stress doubles it.
   if (check_range("max_leverage", p.max_leverage, 1e-9, 100) || check_range("no_trade_band", p.no_trade_band, 0, 1) ||
-      check_range("reward_scale", p.reward_scale, 1e-12, HUGE_VAL) || check_range("dsr_eta", p.dsr_eta, 1e-9, 1) ||
+      check_range("reward_scale", p.reward_scale, 1e-12, 1e6) || check_range("dsr_eta", p.dsr_eta, 1e-9, 1) ||
       check_range("vol_target_annual", p.vol_target_annual, 1e-9, 10) ||
       check_range("shaping_turnover", p.shaping_turnover, 0, HUGE_VAL) ||
       check_range("shaping_drawdown", p.shaping_drawdown, 0, HUGE_VAL) ||
@@ -191,7 +195,7 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
       check_range("slippage_random_max_bps", p.slippage_random_max_bps, 0, 10000) ||
       check_range("financing_long_apr", p.financing_long_apr, -1, 1) ||
       check_range("financing_short_apr", p.financing_short_apr, -1, 1) ||
-      check_range("cost_mult", p.cost_mult, 0, 100) || check_range("max_loss", p.max_loss, 1e-12, 1) ||
+      check_range("cost_mult", p.cost_mult, 0, 200) || check_range("max_loss", p.max_loss, 1e-12, 1) ||
       check_range("window", (double)p.window, 1, 10000) || check_range("warmup", (double)p.warmup, 0, 1e9) ||
       check_range("episode_length", (double)p.episode_length, 1, 1e9))
     return -1;

@@ -302,7 +302,12 @@ Test(config_types, dates_auto_and_none) {
                "t.ini:2: [env] val_start = 2015-1-1: not a date (allowed: YYYY-MM-DD or auto)");
   expect_error("[env]\nval_start = 2015-01-01 10:00\n", "not a date");
   expect_error("[env]\nreward_scale = big\n",
-               "t.ini:2: [env] reward_scale = big: not a number or auto (allowed: auto or value > 0)");
+               "t.ini:2: [env] reward_scale = big: not a number or auto (allowed: auto or 1e-12 <= value <= 1000000)");
+  // The env's own limits are the configuration's: refused here, naming the key's line.
+  expect_error("[env]\nreward_scale = 1e30\n",
+               "t.ini:2: [env] reward_scale = 1e30: out of range (allowed: auto or 1e-12 <= value <= 1000000)");
+  expect_error("[env]\nmax_leverage = 1e-10\n",
+               "t.ini:2: [env] max_leverage = 1e-10: out of range (allowed: 1e-9 <= value <= 100)");
   expect_error("[env]\nwindow = 0\n", "t.ini:2: [env] window = 0: out of range (allowed: auto or 1 <= value <= 10000)");
   expect_error("[ppo]\ntarget_kl = off\n", "not a number or none (allowed: none or value > 0)");
   expect_error("[ppo]\ntarget_kl = 0\n", "t.ini:2: [ppo] target_kl = 0: out of range (allowed: none or value > 0)");

@@ -619,6 +619,17 @@ Test(trading_params, auto_resolution_per_instrument) {
   bad = p, bad.action_mode = TRADING_ACTION_DISCRETE_K, bad.n_levels = 4;
   cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
   cr_assert_not_null(strstr(error_message(), "n_levels"), "%s", error_message());
+  // ppo-eval's cost stress doubles the configuration's cost_mult (at most 100): 200 is a context's
+  // limit, past it and past reward_scale's 1e6 (the fp32 value loss) it refuses.
+  bad = p, bad.cost_mult = 200;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), 0, "%s", error_message());
+  bad = p, bad.cost_mult = 201;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "cost_mult = 201: must lie in [0, 200]"), "%s", error_message());
+  bad = p, bad.reward_scale = 1e7;
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "reward_scale = 1e+07: must lie in [1e-12, 1e+06]"), "%s",
+                     error_message());
   features_free(fx), features_free(fs), features_free(fg);
   market_data_free(x), market_data_free(s), market_data_free(g);
 }
