@@ -686,6 +686,18 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     return EXIT_OK;
   }
 
+  // The slabs, and the checkpoint read into them, before the run directory is made or locked: a
+  // refused --resume (a damaged or mismatched checkpoint) leaves no directory behind.
+  if (trainer_allocate(tr) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
+  if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
+    fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
+    trainer_free(tr);
+    return EXIT_BAD_INPUT;
+  }
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
   snprintf(path, sizeof path, "%s/config.ini", run_dir);
@@ -706,16 +718,6 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     }
     remove_dead_writers_files(run_dir);
     remove_dead_writers_files(ckpt_dir);
-  }
-  if (trainer_allocate(tr) != 0) {
-    fprintf(stderr, "ppo-train: %s\n", error_message());
-    trainer_free(tr);
-    return EXIT_BAD_INPUT;
-  }
-  if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
-    fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
-    trainer_free(tr);
-    return EXIT_BAD_INPUT;
   }
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
   // it before the first step, and after every iteration below.

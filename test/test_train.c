@@ -546,6 +546,11 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
   cr_expect(strstr(error_message(), "but this run's market ([env] synthetic_* keys) has 6000 bars"), "%s",
             error_message());
+  // refused into a new run directory: it is not made (the checkpoint is read before it, and its lock)
+  char fresh[600];
+  snprintf(fresh, sizeof fresh, "%s/refused_resume", tmp_root);
+  cr_expect_eq(run(NULL, path, fresh, 1, 1, more), 2);
+  cr_expect_neq(access(fresh, F_OK), 0, "a refused --resume made %s", fresh);
 
   f = damaged_copy(ckpt, "zero_states", path, sizeof path);
   hid_t ds = H5Dopen2(f, "envs/state", H5P_DEFAULT);
