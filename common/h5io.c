@@ -153,7 +153,13 @@ hid_t h5io_open_read(const char *path) {
     return H5I_INVALID_HID;
   }
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) error_set("%s: cannot open HDF5 file", path);
+  // The signature is there but the file does not open: most often it was cut short (a partial copy,
+  // an interrupted transfer, a full disk), which HDF5 finds as an end of file before the one its
+  // superblock records.
+  if (file < 0)
+    error_set("%s: an HDF5 file that cannot be opened: damaged or cut short (a partial copy, an interrupted "
+              "transfer or a full disk); use another copy of it",
+              path);
   return file;
 }
 

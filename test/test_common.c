@@ -390,6 +390,11 @@ Test(h5io, reader_errors_name_file_and_dataset) {
   fclose(f);
   cr_assert_lt(h5io_open_read(text_path), 0);
   cr_assert(strstr(error_message(), "not an HDF5 file"), "%s", error_message());
+  // cut short (a partial copy): the signature is there, the file does not open
+  cr_assert_eq(truncate(path, 1000), 0);
+  cr_assert_lt(h5io_open_read(path), 0);
+  cr_assert(strstr(error_message(), "e.h5: an HDF5 file that cannot be opened: damaged or cut short"), "%s",
+            error_message());
   remove_tree(dir);
 }
 
