@@ -186,6 +186,9 @@ static int train_main(int argc, char **argv) {
 // waiting in the next collective: any failure ends every rank (MPI_Abort) with its status.
 int main(int argc, char **argv) {
   dist_init(&argc, &argv);
+  // SIGINT and SIGTERM are caught from here to the exit, not only inside train_run: one that came
+  // after the last checkpoint, while the process was ending, killed it with 143 instead of 0.
+  train_signals_begin();
   int status = train_main(argc, argv);
   if (status != EXIT_OK && dist_size() > 1)
     dist_abort(status, "ppo-train: failed with exit status %d; ending every rank", status);
