@@ -424,6 +424,8 @@ static void write_report_json(FILE *out, const Evaluation *ev, const char *check
   json_kv_number(&w, "half_spread_bps", c->params.half_spread_bps);
   json_kv_number(&w, "commission_bps", c->params.commission_bps);
   json_kv_number(&w, "slippage_bps", c->params.slippage_bps);
+  json_kv_number(&w, "slippage_vol_k", c->params.slippage_vol_k);
+  json_kv_number(&w, "slippage_random_max_bps", c->params.slippage_random_max_bps);
   json_kv_number(&w, "fee_fixed", c->params.fee_fixed);
   json_kv_number(&w, "financing_long_apr", c->params.financing_long_apr);
   json_kv_number(&w, "financing_short_apr", c->params.financing_short_apr);

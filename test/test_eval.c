@@ -509,8 +509,8 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   const char *at = strstr(train_config, "commission_bps = 0.5\n");
   cr_assert_not_null(at);
   char text[2048];
-  snprintf(text, sizeof text, "%.*scommission_bps = 3\n%s", (int)(at - train_config), train_config,
-           at + strlen("commission_bps = 0.5\n"));
+  snprintf(text, sizeof text, "%.*scommission_bps = 3\nslippage_vol_k = 0.25\nslippage_random_max_bps = 2\n%s",
+           (int)(at - train_config), train_config, at + strlen("commission_bps = 0.5\n"));
   write_text(other, text);
   snprintf(dir3, sizeof dir3, "%s/eval3", tmp_root);
   snprintf(args, sizeof args,
@@ -522,6 +522,8 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   char *third = read_text(path, NULL);
   cr_assert_not_null(third);
   cr_expect_eq(json_number_after(third, "\"execution\"", "commission_bps"), 3.0);
+  cr_expect_eq(json_number_after(third, "\"execution\"", "slippage_vol_k"), 0.25);  // every cost key is recorded
+  cr_expect_eq(json_number_after(third, "\"execution\"", "slippage_random_max_bps"), 2.0);
   // Buy-and-hold takes the same two fills: 3 bp instead of 0.5 bp of commission on them.
   double ratio = json_number_after(third, "\"buy_and_hold\"", "cost_commission_pct") / bh_commission;
   cr_expect(ratio > 5.9 && ratio < 6.1, "commission 3 bp / 0.5 bp: %g", ratio);
