@@ -141,11 +141,11 @@ static int command_import(int argc, char **argv) {
   if (n_positional < 2) return usage_error("%s", "import needs INPUT.csv and OUTPUT.h5");
   MarketFormat format;
   if (market_format_parse(format_name, &format) != 0) return usage_error("%s", error_message());
-  if (symbol && !name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"))
+  if (symbol && !market_symbol_ok(symbol))
     return usage_error("--symbol '%s': 1 to 63 letters, digits or . _ - /", symbol);
   char derived[MARKET_SYMBOL_MAX];  // the loader's symbol from the file name, held to the same rule
   market_symbol_from_path(positional[0], derived, sizeof derived);
-  if (!symbol && derived[0] && !name_ok(derived, MARKET_SYMBOL_MAX, "._-/")) {
+  if (!symbol && derived[0] && !market_symbol_ok(derived)) {
     fprintf(stderr,
             "ppo-data: the symbol '%s' taken from the name '%s' is not 1 to 63 letters, digits or . _ - /: pass "
             "--symbol\n",

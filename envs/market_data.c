@@ -337,6 +337,16 @@ double market_data_median_spread_bp(const MarketData *data) {
   return median;
 }
 
+bool market_symbol_ok(const char *symbol) {
+  size_t len = strlen(symbol);
+  if (len == 0 || len >= MARKET_SYMBOL_MAX) return false;
+  for (const char *c = symbol; *c; c++) {
+    bool alnum = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9');
+    if (!alnum && !strchr("._-/", *c)) return false;
+  }
+  return true;
+}
+
 void market_symbol_from_path(const char *path, char *out, size_t capacity) {
   static const char *const category_words[] = {"FOREX", "FX",  "STOCKS", "STOCK", "EQUITY", "CFD", "CRYPTO",
                                                "INDEX", "CSV", "GZ",     "H5",    "HDF5",   "TXT"};

@@ -155,6 +155,13 @@ static int read_all(hid_t file, const char *path, MarketData **out) {
       h5io_attr_read_string(file, "bars", "source", data->source, sizeof data->source) ||
       h5io_attr_read_string(file, "bars", "source_format", data->source_format, sizeof data->source_format))
     return -1;
+  if (!market_symbol_ok(data->symbol)) {
+    error_set(
+        "%s: /bars attribute symbol = '%s': must be 1 to %d letters, digits or . _ - / (re-import the data "
+        "with ppo-data import --symbol)",
+        path, data->symbol, MARKET_SYMBOL_MAX - 1);
+    return -1;
+  }
   if (market_data_validate(data, path) != 0) return -1;
   if (data->bar_seconds != bar_seconds) {
     error_set("%s: /bars attribute bar_seconds = %lld, but the timestamps give %lld", path, (long long)bar_seconds,

@@ -564,7 +564,15 @@ static MarketData *small_data(void) {
 }
 
 // Writes `d` like market_data_save_h5 but lets the test break one thing.
-typedef enum { BREAK_NONE, BREAK_VERSION, BREAK_MISSING_CLOSE, BREAK_SHORT_LOW, BREAK_ROWS_ATTR } H5Break;
+typedef enum {
+  BREAK_NONE,
+  BREAK_VERSION,
+  BREAK_MISSING_CLOSE,
+  BREAK_SHORT_LOW,
+  BREAK_ROWS_ATTR,
+  BREAK_SYMBOL,
+  BREAK_EMPTY_SYMBOL
+} H5Break;
 
 static void write_broken_h5(const MarketData *d, const char *path, H5Break how) {
   H5ioWriter w;
@@ -586,7 +594,8 @@ static void write_broken_h5(const MarketData *d, const char *path, H5Break how) 
   cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "has_bid_ask", 0), 0);
   cr_assert_eq(h5io_attr_write_int64(w.file, "bars", "has_volume", 1), 0);
   const char *attrs[] = {"symbol", "timezone", "source", "source_format"};
-  for (int a = 0; a < 4; a++) cr_assert_eq(h5io_attr_write_string(w.file, "bars", attrs[a], "x"), 0);
+  const char *symbol = how == BREAK_SYMBOL ? "S P/Y\n;x" : how == BREAK_EMPTY_SYMBOL ? "" : "x";
+  for (int a = 0; a < 4; a++) cr_assert_eq(h5io_attr_write_string(w.file, "bars", attrs[a], a ? "x" : symbol), 0);
   cr_assert_eq(h5io_commit(&w), 0, "%s", error_message());
 }
 
@@ -603,6 +612,8 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
       {BREAK_MISSING_CLOSE, "dataset /bars/close is missing"},
       {BREAK_SHORT_LOW, "dataset /bars/low has 2 elements, but the rows attribute says 3"},
       {BREAK_ROWS_ATTR, "attribute rows = 0"},
+      {BREAK_SYMBOL, "/bars attribute symbol = 'S P/Y\n;x': must be 1 to 63 letters, digits or . _ - /"},
+      {BREAK_EMPTY_SYMBOL, "/bars attribute symbol = '': must be 1 to 63"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     snprintf(path, sizeof path, "%s/case%zu.h5", dir, k);
@@ -647,7 +658,7 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
   cr_expect(strstr(error_message(), "text.h5: not an HDF5 file") && !strstr(error_message(), "column"), "%s",
             error_message());
   market_data_free(d);
-  cr_expect_eq(count_entries(dir), 8, "5 cases + 2 bad rows + text.h5, no temporary files");
+  cr_expect_eq(count_entries(dir), 10, "7 cases + 2 bad rows + text.h5, no temporary files");
   remove_tree(dir);
   free(dir);
 }
