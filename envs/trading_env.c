@@ -114,8 +114,8 @@ static int check_range(const char *name, double value, double lo, double hi) {
   return -1;
 }
 
-static int resolve_splits(TradingContext *c, TradingParams *p, const Instrument *inst) {
-  const MarketData *d = c->data;
+// The split dates of p over d, autos resolved in p: 0, or -1 and the message when they do not increase.
+static int resolve_split_dates(const MarketData *d, TradingParams *p, const Instrument *inst) {
   const int64_t T = d->rows;
   if (p->train_start == TRADING_DATE_AUTO) p->train_start = day_floor(d->ts[0]);
   if (p->test_end == TRADING_DATE_AUTO) p->test_end = day_floor(d->ts[T - 1]);
@@ -136,6 +136,24 @@ static int resolve_splits(TradingContext *c, TradingParams *p, const Instrument 
         utc_format(p->test_start, true, e, sizeof e), utc_format(p->test_end, true, f, sizeof f));
     return -1;
   }
+  return 0;
+}
+
+int trading_split_dates(const MarketData *data, const TradingParams *params, int64_t dates[4]) {
+  if (!data || data->rows < 1) {
+    error_set("trading: split dates need market data");
+    return -1;
+  }
+  TradingParams p = *params;
+  if (resolve_split_dates(data, &p, instrument_find(data->symbol)) != 0) return -1;
+  dates[0] = p.train_start, dates[1] = p.val_start, dates[2] = p.test_start, dates[3] = p.test_end;
+  return 0;
+}
+
+static int resolve_splits(TradingContext *c, TradingParams *p, const Instrument *inst) {
+  const MarketData *d = c->data;
+  const int64_t T = d->rows;
+  if (resolve_split_dates(d, p, inst) != 0) return -1;
   const int64_t bounds[4] = {p->train_start, p->val_start, p->test_start, p->test_end + SECONDS_PER_DAY};
   for (int s = 0; s < 3; s++) {
     c->split_lo[s] = lower_bound(d->ts, T, bounds[s]);

@@ -165,7 +165,23 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
              config_describe_key(cfg, "env", "test_end", where, sizeof where),
              market_time_format(d->ts[d->rows - 1], last, sizeof last));
   }
-  if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the split dates, window, ...
+  int64_t dates[4];
+  if (cfg->env.type != CONFIG_ENV_SYNTHETIC && trading_split_dates(m->data, &tp, dates) != 0) {
+    // The dates the configuration set are the ones to change; the others come from the data.
+    static const char *const keys[4] = {"train_start", "val_start", "test_start", "test_end"};
+    const ConfigDate *set[4] = {&cfg->env.train_start, &cfg->env.val_start, &cfg->env.test_start, &cfg->env.test_end};
+    char named[4 * 520] = "";
+    for (int k = 0; k < 4; k++)
+      if (!set[k]->is_auto) {
+        size_t used = strlen(named);
+        snprintf(named + used, sizeof named - used, "%s%s", used ? "; " : "",
+                 config_describe_key(cfg, "env", keys[k], where, sizeof where));
+      }
+    error_prepend("%s: ", named[0] ? named : config_describe_key(cfg, "env", "data", where, sizeof where));
+    env_market_close(m);
+    return -1;
+  }
+  if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the window, ...
     if (cfg->env.type == CONFIG_ENV_SYNTHETIC)
       error_prepend("[env] with the synthetic market (%lld bars): ", (long long)m->data->rows);
     else

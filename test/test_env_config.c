@@ -88,6 +88,15 @@ Test(env_config, markets_open_for_trading_and_synthetic) {
   cr_assert_not_null(strstr(error_message(), "[env] data = /nonexistent/bars.h5: cannot open"), "%s",
                      error_message());  // the path once
   cr_assert_null(m.data);
+
+  // Split dates out of order name the dates the configuration set, not the data file.
+  const char *late[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5", "env.test_start=2030-01-01"};
+  c = load(2, late);
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  cr_expect(strstr(error_message(), "--set #2: [env] test_start = 2030-01-01: trading: split dates") &&
+                !strstr(error_message(), "[env] data ="),
+            "%s", error_message());
+  cr_assert_null(m.data);
 }
 
 // A generated market is built before the memory plan: one that cannot fit is refused by name
