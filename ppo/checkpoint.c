@@ -741,9 +741,11 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
     memset(info, 0, sizeof *info);
     rc = h5io_attr_read_int64(f, "/", "format_version", &info->format_version) ||
          h5io_attr_read_int64(f, "/", "iteration", &info->iteration) ||
-         h5io_attr_read_int64(f, "/", "timesteps", &info->timesteps) ||
-         h5io_attr_read_string(f, "/", "build", info->build, sizeof info->build);
+         h5io_attr_read_int64(f, "/", "timesteps", &info->timesteps);
     rc = rc ? -1 : 0;
+    // The build is provenance for the report, not state: --resume does not need it, nor does this.
+    if (rc == 0 && h5io_attr_read_string(f, "/", "build", info->build, sizeof info->build) != 0)
+      snprintf(info->build, sizeof info->build, "unknown (no build attribute)");
   }
   if (rc == 0) policy_refresh_lowp(policy);
   if (rc != 0) name_the_file(path);

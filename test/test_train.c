@@ -684,6 +684,19 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   snprintf(file, sizeof file, "%s/best.h5", diverged);
   cr_expect_neq(access(file, F_OK), 0, "no best.h5 of the diverged parameters");
 
+  // The build attribute is provenance, not state: a checkpoint without it resumes (above, the
+  // damaged cases refuse for their own reasons) and loads for ppo-eval, its build "unknown".
+  f = damaged_copy(ckpt, "no_build", path, sizeof path);
+  cr_assert_geq(H5Adelete(f, "build"), 0);
+  H5Fclose(f);
+  Trainer *tr = small_trainer(NULL, 0);
+  CheckpointInfo info;
+  cr_expect_eq(checkpoint_load_policy(path, trainer_policy(tr), trainer_state(tr).norm, &info), 0, "%s",
+               error_message());
+  cr_expect_str_eq(info.build, "unknown (no build attribute)");
+  trainer_free(tr);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 0, "%s", error_message());
+
   Config resolved;
   TrainRunOptions resume = {.resume = ckpt, .n_overrides = 1, .overrides = more};
   cr_assert_eq(train_run_resolve_config(&resume, &resolved), 0, "%s", error_message());
