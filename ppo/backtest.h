@@ -97,8 +97,8 @@ typedef struct {
 // Runs the passes (specs, n of them) in lockstep and fills passes[0..n) (allocated here; free each
 // with backtest_pass_free). 0, or -1 and the error message (a split too short, an agent pass
 // without a policy, a policy batch too small: the policy's max_batch must cover the agent passes),
-// or 1 when setup->stop said so (the passes are freed: a stop requested during ppo-train's
-// evaluation pass, which a preemption's grace period may not outlast).
+// or 1 when setup->stop said so (a stop requested during ppo-train's evaluation pass, which a
+// preemption's grace period may not outlast). Unless 0, passes[] is left untouched: nothing to free.
 int backtest_run(const BacktestSetup *setup, const BacktestPassSpec *specs, int n, BacktestPass *passes);
 void backtest_pass_free(BacktestPass *pass);  // NULL-safe, idempotent
 

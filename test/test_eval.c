@@ -306,6 +306,75 @@ Test(backtest, refuses_an_agent_pass_without_a_policy) {
   market_close(&m);
 }
 
+// Two passes hold the same record: every per-step array, the fills, the trades and the counts.
+static void expect_same_pass(const BacktestPass *a, const BacktestPass *b, const char *when, int k) {
+  cr_assert_eq(a->n, b->n, "%s, pass %d: steps", when, k);
+  cr_assert(a->n_fills == b->n_fills && a->n_trades == b->n_trades,
+            "%s, pass %d: fills %lld / %lld, trades %lld / %lld", when, k, (long long)a->n_fills, (long long)b->n_fills,
+            (long long)a->n_trades, (long long)b->n_trades);
+  cr_assert(a->terminated == b->terminated && a->stop_step == b->stop_step, "%s, pass %d: stop", when, k);
+  cr_assert(a->env_trades_opened == b->env_trades_opened && a->env_trades_closed == b->env_trades_closed &&
+                a->env_trades_won == b->env_trades_won,
+            "%s, pass %d: the env's trade counts", when, k);
+  const size_t n = (size_t)a->n + 1;
+  cr_assert(memcmp(a->ts, b->ts, n * sizeof *a->ts) == 0, "%s, pass %d: ts", when, k);
+  const double *da[] = {a->price,       a->equity,        a->position,        a->turnover,      a->notional,
+                        a->cost_spread, a->cost_slippage, a->cost_commission, a->cost_financing};
+  const double *db[] = {b->price,       b->equity,        b->position,        b->turnover,      b->notional,
+                        b->cost_spread, b->cost_slippage, b->cost_commission, b->cost_financing};
+  for (int j = 0; j < 9; j++)
+    cr_assert(memcmp(da[j], db[j], n * sizeof(double)) == 0, "%s, pass %d: array %d", when, k, j);
+  cr_assert(memcmp(a->fills, b->fills, (size_t)a->n_fills * sizeof *a->fills) == 0, "%s, pass %d: fills", when, k);
+  cr_assert(memcmp(a->trades, b->trades, (size_t)a->n_trades * sizeof *a->trades) == 0, "%s, pass %d: trades", when, k);
+  cr_assert(a->input.n == b->input.n && a->input.n_trades == b->input.n_trades, "%s, pass %d: report view", when, k);
+}
+
+static int stop_calls = 0;
+static bool stop_at_the_second_poll(void) { return ++stop_calls >= 2; }
+
+// A workspace run again (ppo-train's evaluation every K iterations), also after a run a stop
+// abandoned half-way, records what a fresh backtest_run records: nothing of the last run is left
+// (a fill or trade count carried over would also run past the arrays). Costs of every kind, random
+// slippage, and max_loss 3 % so that most passes end early and pad to the split's end.
+Test(backtest, a_workspace_run_again_records_what_a_fresh_run_records) {
+  TradingParams p = trading_params_default();
+  p.slippage_random_max_bps = 2.0;
+  p.fee_fixed = 1e-5;
+  p.financing_long_apr = 0.05;
+  p.action_mode = TRADING_ACTION_DISCRETE_K;
+  p.n_levels = 5;
+  p.max_loss = 0.03;
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL};
+  enum { K = 7 };
+  const BacktestPassSpec specs[K] = {{BT_RANDOM, 11, 2.0},      {BT_RANDOM, 12, 1.0}, {BT_MA_RULE, 0, 2.0},
+                                     {BT_BUY_AND_HOLD, 0, 2.0}, {BT_FLAT, 0, 1.0},    {BT_ORACLE, 0, 0.0},
+                                     {BT_RANDOM, 13, 5.0}};
+  BacktestPass fresh[K];
+  cr_assert_eq(backtest_run(&setup, specs, K, fresh), 0, "%s", error_message());
+  int ended_early = 0;
+  for (int k = 0; k < K; k++) ended_early += fresh[k].terminated;
+  cr_assert_geq(ended_early, 2, "max_loss ends some passes early (%d did)", ended_early);
+  BacktestWorkspace *ws = backtest_workspace_new(&setup, specs, K);
+  cr_assert_not_null(ws, "%s", error_message());
+  const char *runs[] = {"first run", "stopped", "after the stop", "again"};
+  for (int r = 0; r < 4; r++) {
+    BacktestSetup run = setup;
+    if (r == 1) run.stop = stop_at_the_second_poll;
+    int rc = backtest_workspace_run(ws, &run);
+    if (r == 1) {
+      cr_assert_eq(rc, 1, "the stop abandons the run");
+      continue;
+    }
+    cr_assert_eq(rc, 0, "%s", error_message());
+    for (int k = 0; k < K; k++) expect_same_pass(&fresh[k], &backtest_workspace_passes(ws)[k], runs[r], k);
+  }
+  backtest_workspace_free(ws);
+  for (int k = 0; k < K; k++) backtest_pass_free(&fresh[k]);
+  market_close(&m);
+}
+
 // A sampled agent pass depends on its seed only, not on the passes batched with it: a pass's
 // uniforms and actions are its own row's (categorical: one of each per row; Gaussian: 2 A and A).
 static void sampled_pass_is_independent_of_its_batch(PolicyHead head, TradingParams p) {
