@@ -141,6 +141,13 @@ void h5io_abort(H5ioWriter *writer) {
   if (writer->tmp_path[0]) unlink(writer->tmp_path);
 }
 
+// H5Ewalk2's visitor: notes whether the failure is a file shorter than its superblock says.
+static herr_t note_truncated(unsigned n, const H5E_error2_t *e, void *truncated) {
+  (void)n;
+  if (e->desc && strstr(e->desc, "truncated file")) *(int *)truncated = 1;
+  return 0;
+}
+
 hid_t h5io_open_read(const char *path) {
   h5io_quiet();
   if (access(path, R_OK) != 0) {
@@ -153,13 +160,21 @@ hid_t h5io_open_read(const char *path) {
     return H5I_INVALID_HID;
   }
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  // The signature is there but the file does not open: most often it was cut short (a partial copy,
-  // an interrupted transfer, a full disk), which HDF5 finds as an end of file before the one its
-  // superblock records.
-  if (file < 0)
-    error_set("%s: an HDF5 file that cannot be opened: damaged or cut short (a partial copy, an interrupted "
-              "transfer or a full disk); use another copy of it",
-              path);
+  // The signature is there but the file does not open. Most often it was cut short (a partial copy,
+  // an interrupted transfer, a full disk): HDF5 finds an end of file before the one its superblock
+  // records, and says "truncated file" on its error stack.
+  if (file < 0) {
+    int truncated = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, note_truncated, &truncated);
+    if (truncated)
+      error_set(
+          "%s: the HDF5 file is cut short (a partial copy, an interrupted transfer or a full disk); use "
+          "another copy of it",
+          path);
+    else
+      error_set("%s: cannot open this HDF5 file (damaged, written by a newer HDF5, or held by a process writing it)",
+                path);
+  }
   return file;
 }
 
