@@ -574,8 +574,9 @@ static bool holds_checkpoint(const char *run_dir) {
 // The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
 // PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another
 // run (one with a checkpoint: a run killed before its first is started again).
+// *existed: whether the directory was there (a new one is made and locked only after the slabs).
 static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool moved, bool root, char *run_dir,
-                          size_t capacity, int *lock_fd) {
+                          size_t capacity, int *lock_fd, bool *existed) {
   char path[PATH_CAP];
   if (opt->run_dir)
     snprintf(run_dir, capacity, "%s", opt->run_dir);
@@ -590,6 +591,7 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
                                     : "[run] run_dir and name");
     return EXIT_BAD_INPUT;
   }
+  *existed = path_exists(run_dir);
   if (root) {  // before anything in it is read: another run may be writing it
     int status = lock_run_dir(run_dir, lock_fd);
     if (status != EXIT_OK) {
@@ -651,8 +653,9 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     return EXIT_BAD_INPUT;
   }
   char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
+  bool dir_existed = true;
   if (!opt->plan_only) {  // an unusable run directory is said before the market loads
-    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir, lock_fd);
+    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir, lock_fd, &dir_existed);
     if (status != EXIT_OK) return status;
   }
   if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
@@ -700,7 +703,6 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   }
   snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
   snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
-  snprintf(path, sizeof path, "%s/config.ini", run_dir);
   if (root && make_directories(ckpt_dir) != 0) {  // the directory given is unusable: bad input
     fprintf(stderr, "ppo-train: %s (%s)\n", error_message(),
             opt->run_dir  ? "--run-dir"
@@ -715,6 +717,17 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
       fprintf(stderr, "ppo-train: %s\n", error_message());
       trainer_free(tr);
       return status;
+    }
+    // Absent when chosen, and now holding a run: another ppo-train started there in between (it
+    // made the directory first, ran and let go of the lock).
+    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+    if (!dir_existed && path_exists(path)) {
+      fprintf(stderr,
+              "ppo-train: run directory %s was started by another ppo-train while this one was starting; choose "
+              "another [run] name (--set run.name=...) or --run-dir\n",
+              run_dir);
+      trainer_free(tr);
+      return EXIT_BAD_INPUT;
     }
     remove_dead_writers_files(run_dir);
     remove_dead_writers_files(ckpt_dir);
