@@ -273,7 +273,11 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   const double pass_records =
       (double)passes * (double)(sizeof(BacktestPassSpec) + sizeof(BacktestPass) + sizeof(Report));
   BacktestSetup probe = {.base = &ev->market.context, .split = split};
-  if (backtest_check_memory(&probe, passes, (double)policy_plan(&ps).total + pass_records) != 0) return EXIT_BAD_INPUT;
+  // The policy's slabs are host memory on the CPU backend only (on CUDA, policy_init's device
+  // allocation says when they do not fit).
+  const bool policy_on_host = strcmp(backend_name(ev->backend), "cpu") == 0;
+  const double policy_host = policy_on_host ? (double)policy_plan(&ps).total : 0.0;
+  if (backtest_check_memory(&probe, passes, policy_host + pass_records) != 0) return EXIT_BAD_INPUT;
   ev->policy = policy_init(ev->backend, &ps);
   if (!ev->policy) return EXIT_BAD_INPUT;
   const ConfigNormalize *nz = &ev->stored.normalize;
