@@ -209,9 +209,11 @@ static bool fold_file_matches(const char *text, const Config *cfg, const MarketD
   return same;
 }
 
-// Makes the run directory and writes RUN/folds.csv, or checks the one a first run wrote. 0, or an exit status.
+// Makes the run directory and checks the RUN/folds.csv a first run wrote. *pending: the folds.csv
+// to write (NULL: the file already holds this plan or a longer one), written by the caller once the
+// command is known to go ahead. 0, or an exit status.
 static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const MarketData *data, bool daily,
-                           char *run_dir, size_t run_dir_cap, const WalkForwardFold *folds, int count) {
+                           char *run_dir, size_t run_dir_cap, const WalkForwardFold *folds, int count, char **pending) {
   if (opt->run_dir)
     snprintf(run_dir, run_dir_cap, "%s", opt->run_dir);
   else
@@ -249,19 +251,17 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
     free(csv);
     return EXIT_BAD_INPUT;
   }
-  int rc = existing && existing_length >= length ? 0 : atomic_file_write_text(path, csv);
+  if (existing && existing_length >= length)
+    free(csv);
+  else
+    *pending = csv;
   free(existing);
-  free(csv);
-  if (rc != 0) {
-    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
-    return EXIT_RUNTIME;
-  }
   return EXIT_OK;
 }
 
-// Checks the command and the data, plans the folds and writes RUN/folds.csv. 0, or an exit status.
+// Checks the command and the data and plans the folds (*pending: prepare_run_dir's). 0, or an exit status.
 static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_t run_dir_cap, WalkForwardFold *folds,
-                   int *count) {
+                   int *count, char **pending) {
   char where[512];
   if (config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) {
     fprintf(stderr, "%s\n", error_message());
@@ -297,7 +297,7 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
   }
   WalkForwardLengths l = walk_forward_lengths(cfg, daily);
   print_table(stderr, data, daily, &l, folds, *count);
-  int status = prepare_run_dir(opt, cfg, data, daily, run_dir, run_dir_cap, folds, *count);
+  int status = prepare_run_dir(opt, cfg, data, daily, run_dir, run_dir_cap, folds, *count, pending);
   market_data_free(data);
   return status;
 }
@@ -350,8 +350,18 @@ static int walk_forward_body(const TrainRunOptions *opt) {
   Config cfg;
   char run_dir[1024];
   int count = 0;
-  int status = prepare(opt, &cfg, run_dir, sizeof run_dir, folds, &count);
+  char *pending = NULL;
+  int status = prepare(opt, &cfg, run_dir, sizeof run_dir, folds, &count, &pending);
   if (status == EXIT_OK) status = check_fold_configs(&cfg, run_dir, folds, count);
+  if (status == EXIT_OK && pending) {  // only now: a refused re-run leaves the plan file as it was
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/folds.csv", run_dir);
+    if (atomic_file_write_text(path, pending) != 0) {
+      fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
+      status = EXIT_RUNTIME;
+    }
+  }
+  free(pending);
   if (status != EXIT_OK) return status;
 
   const char **sets = calloc((size_t)opt->n_overrides + 4, sizeof *sets);

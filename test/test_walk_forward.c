@@ -346,6 +346,21 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
             "%s", out);
   snprintf(path, sizeof path, "%s/fold_03", run);
   cr_expect(!exists(path), "a refused re-run trains no fold");
+  // Nor does it extend the plan file: a run of 1 fold asked again for 2 with another learning rate
+  // keeps folds.csv at 1 fold (the refusal came after the file was rewritten).
+  char run_b[600];
+  snprintf(run_b, sizeof run_b, "%s/run_b", tmp_root);
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --run-dir '%s' --quiet --iterations 1 --set walk_forward.max_folds=1", cfg, run_b);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2 --set ppo.learning_rate=0.01",
+           cfg, run_b);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  snprintf(path, sizeof path, "%s/folds.csv", run_b);
+  csv = read_text(path, NULL);
+  cr_expect_eq(count_of(csv, "\n"), 2, "a refused re-run leaves the plan of 1 fold:\n%s", csv);
+  free(csv);
 
   // 6. Another plan in the same directory is refused.
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=2", cfg, run);
