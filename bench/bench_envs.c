@@ -160,6 +160,7 @@ static double run_serial(void *context, long steps, uint64_t *t) {
 // option (and the value) that was refused.
 static int parse_options(int argc, char **argv, BenchOptions *o) {
   *o = (BenchOptions){.num_envs = 32, .steps = 100000, .repeats = 7, .data_path = PPO_SOURCE_DIR "/data/XAUUSD_1H.h5"};
+  CliSeen seen = {.count = 0};
   for (int a = 1; a < argc; a++) {
     const char *opt = argv[a];
     long long n = 0;
@@ -171,6 +172,10 @@ static int parse_options(int argc, char **argv, BenchOptions *o) {
       return -1;
     }
     const char *name = envs ? "--envs" : steps ? "--steps" : reps ? "--repeats" : data ? "--data" : "--json";
+    if (cli_repeated(&seen, name)) {
+      error_set("%s is given twice; give it once", name);
+      return -1;
+    }
     const char *v = cli_option_value(argc, argv, &a, name);
     if (!v) {
       error_set("%s needs a value", name);

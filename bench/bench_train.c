@@ -99,6 +99,7 @@ int bench_train_main(int argc, char **argv) {
   long long iterations = 0;
   if (!sets) return EXIT_RUNTIME;
   int status = EXIT_OK;
+  CliSeen seen = {.count = 0};
   for (int i = 1; i < argc && status == EXIT_OK; i++) {  // "--opt VALUE" or "--opt=VALUE" (apps/cli.h)
     const char *arg = argv[i], *v;
     if (strcmp(arg, "--keep") == 0) {
@@ -112,6 +113,8 @@ int bench_train_main(int argc, char **argv) {
                                                             : NULL;
     if (!name)
       status = train_usage_error(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
+    else if (strcmp(name, "--set") != 0 && cli_repeated(&seen, name))
+      status = train_usage_error("%s is given twice; give it once", name);
     else if (!(v = cli_option_value(argc, argv, &i, name)))
       status = train_usage_error("%s needs a value", name);
     else if (strcmp(name, "--config") == 0)

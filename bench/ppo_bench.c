@@ -440,11 +440,13 @@ int bench_backend_main(int argc, char **argv) {
   parse_precisions("all", &opt);
   static const char *const options[] = {"--backend", "--precision", "--obs", "--actions",
                                         "--repeats", "--hidden",    "--json"};
+  CliSeen seen = {.count = 0};
   for (int i = 1; i < argc; i++) {
     const char *a = NULL, *v;
     for (size_t k = 0; k < sizeof options / sizeof options[0] && !a; k++)
       if (cli_is_option(argv[i], options[k])) a = options[k];
     if (!a) return backend_usage_error(argv[i][0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", argv[i]);
+    if (cli_repeated(&seen, a)) return backend_usage_error("%s is given twice; give it once", a);
     if (!(v = cli_option_value(argc, argv, &i, a))) return backend_usage_error("%s needs a value", a);
     if (strcmp(a, "--backend") == 0)
       opt.backend = v;

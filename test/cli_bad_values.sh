@@ -66,6 +66,9 @@ expect "--checkpoint is given twice; give it once" "$bin/ppo-eval" --checkpoint 
 expect "--split is given twice" "$bin/ppo-eval" --checkpoint none.h5 --split val --split=test
 expect "--symbol is given twice" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --symbol A --symbol B
 expect "--out is given twice" "$bin/ppo-data" features data/SPY_1D.h5 --out /tmp/a.csv --out /tmp/b.csv
+expect "--obs is given twice" "$bin/ppo-bench" backend --obs 24 --obs=517
+expect "--json is given twice" "$bin/ppo-bench" train --config configs/cartpole.ini --json a.json --json b.json
+expect "--envs is given twice" "$bin/ppo-bench" envs --envs 4 --envs 8
 # Outputs that cannot be written are refused before the input is read (they exited 1 after it).
 expect "OUTPUT.h5 'data' is a directory" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data
 expect "data/: not a file name (it ends with '/') (OUTPUT.h5)" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz data/
