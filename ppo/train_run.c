@@ -592,6 +592,14 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
     return EXIT_BAD_INPUT;
   }
   *existed = path_exists(run_dir);
+  snprintf(path, sizeof path, "%s/folds.csv", run_dir);  // a walk-forward's: this run would mix with its folds
+  if (root && path_exists(path)) {
+    fprintf(stderr,
+            "ppo-train: run directory %s holds a walk-forward (folds.csv); run the walk-forward again with "
+            "--walk-forward, or choose another [run] name (--set run.name=...) or --run-dir\n",
+            run_dir);
+    return EXIT_BAD_INPUT;
+  }
   if (root) {  // before anything in it is read: another run may be writing it
     int status = lock_run_dir(run_dir, lock_fd);
     if (status != EXIT_OK) {

@@ -223,12 +223,20 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
             WALK_RUN_DIR_MAX);
     return EXIT_BAD_INPUT;
   }
+  char path[PATH_CAP];
+  snprintf(path, sizeof path, "%s/metrics.csv", run_dir);  // a plain run's: the folds would mix with it
+  if (access(path, F_OK) == 0) {
+    fprintf(stderr,
+            "ppo-train --walk-forward: run directory %s holds a training run (metrics.csv), not a walk-forward; "
+            "choose another [run] name (--set run.name=...) or --run-dir\n",
+            run_dir);
+    return EXIT_BAD_INPUT;
+  }
   if (make_directories(run_dir) != 0) {
     fprintf(stderr, "ppo-train --walk-forward: %s (%s)\n", error_message(),
             opt->run_dir ? "--run-dir" : "[run] run_dir and name");
     return EXIT_BAD_INPUT;
   }
-  char path[PATH_CAP];
   size_t length = 0;
   char *csv = folds_csv(folds, count, &length);
   if (!csv) {

@@ -474,4 +474,23 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
     cr_expect(strstr(out, "longer than"), "%s", out);
     cr_expect(!exists(long_dir));
   }
+  // A training run and a walk-forward do not share a directory (the README's two commands once
+  // both wrote runs/default): each refuses the other's, writing nothing.
+  char plain[600], file[700];
+  snprintf(plain, sizeof plain, "%s/plain", tmp_root);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --iterations 1", cfg, plain);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, plain);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "plain holds a training run (metrics.csv), not a walk-forward"), "%s", out);
+  snprintf(file, sizeof file, "%s/folds.csv", plain);
+  cr_expect(!exists(file), "the refused walk-forward wrote its plan");
+  snprintf(dir, sizeof dir, "%s/wf", tmp_root);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --iterations 1", cfg, dir);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --iterations 1", cfg, dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "wf holds a walk-forward (folds.csv)"), "%s", out);
+  snprintf(file, sizeof file, "%s/metrics.csv", dir);
+  cr_expect(!exists(file), "the refused training run wrote metrics.csv");
 }
