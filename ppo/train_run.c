@@ -378,11 +378,13 @@ static void format_duration(double s, char *out, size_t capacity) {
     snprintf(out, capacity, "%lldm%02llds", t / 60, t % 60);
 }
 
+// eval_name: the [eval] metric, shown with its value and the best so far on an iteration that
+// evaluated (x->eval set); NULL without [eval].
 static void progress_line(char *out, size_t capacity, const TrainStats *s, int64_t total_iterations, double eta,
-                          const MetricsExtra *x) {
+                          const MetricsExtra *x, const char *eval_name, double best, bool new_best) {
   char eta_text[32];
   format_duration(eta, eta_text, sizeof eta_text);
-  snprintf(
+  int n = snprintf(
       out, capacity,
       "iter %lld/%lld steps %lld %.0f sps ETA %s | ep_rew %.4g (%d ep) | pg %.4f vf %.4g ent %.4f kl %.4f clip %.3f "
       "ev %.3f | scale %g skip %lld | roll %.2fs upd %.2fs | host %.0f MiB dev %.0f MiB",
@@ -390,6 +392,9 @@ static void progress_line(char *out, size_t capacity, const TrainStats *s, int64
       s->episodes, s->policy_gradient_loss, s->value_loss, s->entropy_loss, s->approx_kl, s->clip_fraction,
       s->explained_variance, s->loss_scale, (long long)s->skipped_steps, s->rollout_s, s->update_s, x->host_mib,
       x->dev_mib);
+  if (eval_name && x->eval && n > 0 && (size_t)n < capacity)
+    snprintf(out + n, capacity - (size_t)n, " | val %s %.4g (%s %.4g)", eval_name, x->eval_metric,
+             new_best ? "new best" : "best", best);
 }
 
 static void progress_bar(const TrainStats *s, int64_t total_iterations, double eta) {
@@ -864,9 +869,12 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     // the all-reduced one, the same on every rank.
     const bool diverged = cfg.run.precision != CONFIG_PRECISION_FP16 && !isfinite(s.grad_norm);
     EvalResult er;  // x.eval points here until the row is logged
+    bool new_best = false;
     if (!diverged && cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) {
       if (stop_before_eval == s.iteration) trainer_request_stop();  // fault injection for the tests
+      const double best_before = best;
       int evaluated = evaluate_iteration(tr, ev, root, run_dir, s.iteration, &best, &er);
+      new_best = best > best_before;
       if (evaluated > 0) x.eval_metric = er.metric, x.eval = &er.metrics;
       if (evaluated < 0) eval_pending = s.iteration;
     }
@@ -880,7 +888,8 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
         break;
       }
       char line[1024];
-      progress_line(line, sizeof line, &s, total_iterations, eta, &x);
+      progress_line(line, sizeof line, &s, total_iterations, eta, &x, ev ? evaluator_metric_name(ev) : NULL, best,
+                    new_best);
       if (train_log) {
         fprintf(train_log, "%s\n", line);
         fflush(train_log);

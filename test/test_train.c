@@ -1234,6 +1234,24 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
 }
 
+// The progress line (train.log, and stderr off a terminal) shows the evaluation on the iterations
+// that ran one: the metric, its value and the best so far (new best on the first).
+Test(train, the_progress_line_shows_the_evaluation) {
+  const char *cfg = config_file("progress_eval");
+  char dir[512], log_path[700];
+  snprintf(dir, sizeof dir, "%s/progress_eval", tmp_root);
+  const char *sets[] = {"eval.every=2"};
+  cr_assert_eq(run(cfg, NULL, dir, 2, 1, sets), 0, "%s", error_message());
+  snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+  char *log = read_text(log_path, NULL);
+  cr_assert_not_null(log);
+  char *second = strstr(log, "iter 2/");
+  cr_assert_not_null(second, "%s", log);
+  cr_expect(!strstr(log, "| val ") || strstr(log, "| val ") > second, "iteration 1 did not evaluate:\n%s", log);
+  cr_expect(strstr(second, "| val sharpe ") && strstr(second, "(new best "), "%s", log);
+  free(log);
+}
+
 // metrics.csv logs the clip ranges under SB3's keys: train/clip_range always, train/clip_range_vf
 // with value clipping on (NaN when it is off: SB3 leaves the key out).
 Test(train, metrics_log_both_clip_ranges) {
