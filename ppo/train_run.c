@@ -951,10 +951,10 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
         snprintf(by, sizeof by, "signal %d", (int)last_signal);
       else
         snprintf(by, sizeof by, dist_size() > 1 ? "a signal to another rank" : "a stop request");
-      fprintf(stderr,
-              "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n"
-              "ppo-train: continue with: ppo-train --resume %s\n",
-              by, (long long)trainer_counters(tr)->iterations, result->last_checkpoint, result->last_checkpoint);
+      fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by,
+              (long long)trainer_counters(tr)->iterations, result->last_checkpoint);
+      if (!opt->in_walk_forward)  // the walk-forward says how to go on (the same command again)
+        fprintf(stderr, "ppo-train: continue with: ppo-train --resume %s\n", result->last_checkpoint);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
               (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps, result->seconds,

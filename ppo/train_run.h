@@ -34,6 +34,7 @@ typedef struct {
   bool plan_only;          // --plan: print the memory plan and exit
   int64_t max_iterations;  // > 0: stop after this many iterations of this invocation
   bool quiet;              // no configuration dump and no progress lines on stderr
+  bool in_walk_forward;    // a fold of ppo-train --walk-forward: a stop names the walk-forward's way on
 } TrainRunOptions;
 
 typedef struct {

@@ -411,6 +411,7 @@ static int walk_forward_body(const TrainRunOptions *opt) {
     fold_opt.run_dir = fold_dir;
     fold_opt.resume = resume ? last_path : NULL;
     fold_opt.plan_only = false;
+    fold_opt.in_walk_forward = true;
     TrainRunResult result;
     status = train_run(&fold_opt, &result);
     if (status != EXIT_OK) {

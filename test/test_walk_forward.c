@@ -401,6 +401,7 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
   cr_assert_not_null(err);
   cr_expect(strstr(err, "stopped in fold 0") && strstr(err, "run the same ppo-train --walk-forward command again"),
             "%s", err);
+  cr_expect(!strstr(err, "continue with: ppo-train --resume"), "one way on, the walk-forward's:\n%s", err);
   free(err);
   char path[600];
   snprintf(path, sizeof path, "%s/fold_00/done", run);
