@@ -955,6 +955,11 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
               (long long)trainer_counters(tr)->iterations, result->last_checkpoint);
       if (!opt->in_walk_forward)  // the walk-forward says how to go on (the same command again)
         fprintf(stderr, "ppo-train: continue with: ppo-train --resume %s\n", result->last_checkpoint);
+    } else if (root && done_here == 0 && opt->resume && opt->max_iterations == 0) {
+      fprintf(stderr,
+              "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
+              "with --set run.total_timesteps=N to train on\n",
+              (long long)trainer_counters(tr)->timesteps, (long long)cfg.run.total_timesteps);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
               (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps, result->seconds,

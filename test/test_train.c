@@ -1234,6 +1234,20 @@ static void expect_same_trainers(Trainer *a, Trainer *b, const char *when) {
   cr_expect(sa.norm->ret_rms.var[0] == sb.norm->ret_rms.var[0], "%s: return variance", when);
 }
 
+// Resuming a run that is complete trains nothing and says so (it looked like a new run finishing
+// in 0.0 s), with exit status 0.
+Test(train, resuming_a_complete_run_says_there_is_nothing_to_train) {
+  const char *cfg = config_file("complete");
+  char dir[512], args[1400];
+  static char out[1 << 16];
+  snprintf(dir, sizeof dir, "%s/complete", tmp_root);
+  const char *sets[] = {"run.total_timesteps=256", "eval.every=0"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());
+  snprintf(args, sizeof args, "--resume '%s/checkpoints/last.h5' --quiet", dir);
+  cr_expect_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "nothing to train: the run is complete (256 steps, [run] total_timesteps = 256)"), "%s", out);
+}
+
 // The progress line (train.log, and stderr off a terminal) shows the evaluation on the iterations
 // that ran one: the metric, its value and the best so far (new best on the first).
 Test(train, the_progress_line_shows_the_evaluation) {
