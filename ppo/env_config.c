@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/host_memory.h"
@@ -136,7 +137,15 @@ MarketData *env_config_load_bars(const Config *cfg) {
   size_t n = strlen(cfg->env.data);
   snprintf(message, sizeof message, "%s",
            strncmp(text, cfg->env.data, n) == 0 && text[n] == ':' && text[n + 1] == ' ' ? text + n + 2 : text);
-  error_set("%s: %s", config_describe_key(cfg, "env", "data", where, sizeof where), message);
+  // A relative path is the current directory's: a configuration (or a checkpoint's) written for
+  // another one names a file that is not here.
+  char hint[1400] = "", cwd[1024];
+  if (cfg->env.data[0] != '/' && access(cfg->env.data, F_OK) != 0 && getcwd(cwd, sizeof cwd))
+    snprintf(hint, sizeof hint,
+             " (a relative path is taken from the current directory, %s: run from the directory it was written "
+             "for, or give --set env.data=ABSOLUTE_PATH)",
+             cwd);
+  error_set("%s: %s%s", config_describe_key(cfg, "env", "data", where, sizeof where), message, hint);
   return NULL;
 }
 

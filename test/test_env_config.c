@@ -88,6 +88,14 @@ Test(env_config, markets_open_for_trading_and_synthetic) {
   cr_assert_not_null(strstr(error_message(), "[env] data = /nonexistent/bars.h5: cannot open"), "%s",
                      error_message());  // the path once
   cr_assert_null(m.data);
+  cr_expect(!strstr(error_message(), "relative path"), "%s", error_message());
+  const char *relative[] = {"env.data=no/such/bars.h5"};  // run from another directory than intended
+  c = load(1, relative);
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  cr_expect(strstr(error_message(), "[env] data = no/such/bars.h5: cannot open") &&
+                strstr(error_message(), "(a relative path is taken from the current directory, ") &&
+                strstr(error_message(), "--set env.data=ABSOLUTE_PATH)"),
+            "%s", error_message());
 
   // Split dates out of order name the dates the configuration set, not the data file.
   const char *late[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5", "env.test_start=2030-01-01"};
