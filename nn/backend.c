@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/timer.h"
 #include "nn/backend_impl.h"
 
@@ -117,7 +118,10 @@ static Backend *open_by_name(const char *name) {
   if (strcmp(name, "auto") == 0) {  // CUDA when this build has it and a device answers, else the CPU
     Backend *backend = open_cuda();
     if (backend) return backend;
-    error_clear();  // why CUDA is unavailable is no error here
+    // Why CUDA is unavailable is no error here, but said: a GPU machine whose driver did not answer
+    // would otherwise train on the CPU without a word.
+    log_write(LOG_LEVEL_INFO, "device = auto: the CPU backend (%s)", error_message());
+    error_clear();
     return backend_cpu_open();
   }
   error_set("backend '%s': unknown (allowed: cpu, cuda, auto)", name);
