@@ -431,6 +431,20 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
             market_time_format(data->ts[hi - 1], last, sizeof last));
   }
   fprintf(out, "observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window, ctx->action_count);
+  // The "auto" keys as this market resolved them (--print-config shows them as auto).
+  const TradingParams *p = &ctx->params;
+  char spread[64];
+  if (p->use_data_spread)
+    snprintf(spread, sizeof spread, "the data's bid/ask");
+  else
+    snprintf(spread, sizeof spread, "half %g bp", p->half_spread_bps);
+  fprintf(out,
+          "costs x%g: spread %s, commission %g bp, slippage %g bp (+ %g x bar vol, random up to %g bp), fee %g, "
+          "financing %g / %g APR long / short\n",
+          p->cost_mult, spread, p->commission_bps, p->slippage_bps, p->slippage_vol_k, p->slippage_random_max_bps,
+          p->fee_fixed, p->financing_long_apr, p->financing_short_apr);
+  fprintf(out, "episodes of %lld bars after %lld warm-up bars, reward x %g\n", (long long)ctx->episode_length,
+          (long long)p->warmup, p->reward_scale);
 }
 
 // --- configuration -----------------------------------------------------------------------------------

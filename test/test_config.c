@@ -715,6 +715,11 @@ Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   cr_expect(strstr(out, "train split: 52676 bars 2006-03-20 00:00 .. 2014-12-31 18:00"), "%s", out);
   cr_expect(strstr(out, "val   split: 11387 bars"), "%s", out);
   cr_expect(strstr(out, "test  split: 12436 bars"), "%s", out);
+  // The "auto" costs and lengths as resolved for gold (TRADING_ENV.md sections 4-8): FX-class
+  // commission and slippage, the data's own spread, hourly episodes and reward scale.
+  cr_expect(strstr(out, "costs x1: spread the data's bid/ask, commission 0.35 bp, slippage 0.5 bp"), "%s", out);
+  cr_expect(strstr(out, "episodes of 2048 bars after "), "%s", out);
+  cr_expect(strstr(out, ", reward x 100\n"), "%s", out);
   cr_expect(strstr(out, "[ppo]"), "%s", out);
   cr_expect(strstr(out, "; default"), "%s", out);
   cr_expect(strstr(out, "gamma = 0.98"), "%s", out);
