@@ -815,8 +815,13 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   }
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;
-  if (train_log && opt->resume)  // lines of iterations after it above belong to the abandoned timeline
-    fprintf(train_log, "resumed from %s at iteration %lld\n", opt->resume, (long long)start_iteration);
+  if (train_log && opt->resume) {  // lines of iterations after it above belong to the abandoned timeline
+    char target[PATH_CAP];         // last.h5 moves on: the file it named then is the one read
+    ssize_t n = readlink(opt->resume, target, sizeof target - 1);
+    if (n > 0) target[n] = '\0';
+    fprintf(train_log, "resumed from %s%s%s%s at iteration %lld\n", opt->resume, n > 0 ? " (-> " : "",
+            n > 0 ? target : "", n > 0 ? ")" : "", (long long)start_iteration);
+  }
   const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
 
   bool tty = log_is_tty() && !opt->quiet;

@@ -181,6 +181,14 @@ static void resume_case_on(const char *device, const char *precision) {
   cr_assert_eq(run(cfg, NULL, dir_b, 2, 3, sets), 0, "%s", error_message());  // 2 of 4 iterations
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir_b);
   cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());  // the checkpoint's own config
+  {  // train.log names the file last.h5 pointed at when it was read
+    char log_path[600];
+    snprintf(log_path, sizeof log_path, "%s/train.log", dir_b);
+    char *log = read_text(log_path, NULL);
+    cr_assert_not_null(log);
+    cr_expect(strstr(log, "checkpoints/last.h5 (-> ckpt_000002.h5) at iteration 2"), "%s", log);
+    free(log);
+  }
   snprintf(final_a, sizeof final_a, "%s/checkpoints/ckpt_000004.h5", dir_a);
   snprintf(final_b, sizeof final_b, "%s/checkpoints/ckpt_000004.h5", dir_b);
   expect_same_state(final_a, final_b);
