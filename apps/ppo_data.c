@@ -79,16 +79,6 @@ static bool output_ok(const char *output, const char *what) {
   return false;
 }
 
-static bool name_ok(const char *s, size_t capacity, const char *extra) {
-  size_t len = strlen(s);
-  if (len == 0 || len >= capacity) return false;
-  for (; *s; s++) {
-    bool alnum = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9');
-    if (!alnum && !strchr(extra, *s)) return false;
-  }
-  return true;
-}
-
 // The zone is a label (timestamps are stored as the file gives them), but it ends up in every file
 // and report: a name the system's zone database (TZDIR or /usr/share/zoneinfo) lacks is refused,
 // so "America/NewYork" is caught. Without a database (a minimal image without tzdata) only the
@@ -152,7 +142,7 @@ static int command_import(int argc, char **argv) {
             derived, positional[0]);
     return EXIT_BAD_INPUT;
   }
-  if (!name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/") || !zone_known(timezone))
+  if (!market_name_ok(timezone, MARKET_TIMEZONE_MAX, "_-+/") || !zone_known(timezone))
     return usage_error(
         "--timezone '%s': an IANA zone name such as UTC or America/New_York (the system's zone "
         "database lists them: /usr/share/zoneinfo)",

@@ -337,15 +337,17 @@ double market_data_median_spread_bp(const MarketData *data) {
   return median;
 }
 
-bool market_symbol_ok(const char *symbol) {
-  size_t len = strlen(symbol);
-  if (len == 0 || len >= MARKET_SYMBOL_MAX) return false;
-  for (const char *c = symbol; *c; c++) {
-    bool alnum = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9');
-    if (!alnum && !strchr("._-/", *c)) return false;
+bool market_name_ok(const char *s, size_t capacity, const char *extra) {
+  size_t len = strlen(s);
+  if (len == 0 || len >= capacity) return false;
+  for (; *s; s++) {
+    bool alnum = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9');
+    if (!alnum && !strchr(extra, *s)) return false;
   }
   return true;
 }
+
+bool market_symbol_ok(const char *symbol) { return market_name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"); }
 
 void market_symbol_from_path(const char *path, char *out, size_t capacity) {
   static const char *const category_words[] = {"FOREX", "FX",  "STOCKS", "STOCK", "EQUITY", "CFD", "CRYPTO",

@@ -132,6 +132,9 @@ double market_data_median_spread_bp(
 // category word (FOREX, STOCKS, CFD, ...), upper-cased: "XAUUSD_OANDA_1H_BIDASK.csv" -> "XAUUSD",
 // "STOCKS_GOOGL.csv" -> "GOOGL". Writes "" when nothing fits.
 void market_symbol_from_path(const char *path, char *out, size_t capacity);
+// Whether s is 1 to capacity - 1 letters, digits or characters of `extra` (ppo-data import's rule for
+// a symbol and a time zone).
+bool market_name_ok(const char *s, size_t capacity, const char *extra);
 // A symbol is 1 to MARKET_SYMBOL_MAX - 1 letters, digits or . _ - / (ppo-data import's rule; the
 // HDF5 loader holds a file's symbol to it, so no newline or separator reaches a report line).
 bool market_symbol_ok(const char *symbol);

@@ -139,15 +139,13 @@ static int resolve_split_dates(const MarketData *d, TradingParams *p, const Inst
   return 0;
 }
 
-int trading_split_dates(const MarketData *data, const TradingParams *params, int64_t dates[4]) {
+int trading_check_split_dates(const MarketData *data, const TradingParams *params) {
   if (!data || data->rows < 1) {
     error_set("trading: split dates need market data");
     return -1;
   }
   TradingParams p = *params;
-  if (resolve_split_dates(data, &p, instrument_find(data->symbol)) != 0) return -1;
-  dates[0] = p.train_start, dates[1] = p.val_start, dates[2] = p.test_start, dates[3] = p.test_end;
-  return 0;
+  return resolve_split_dates(data, &p, instrument_find(data->symbol));
 }
 
 static int resolve_splits(TradingContext *c, TradingParams *p, const Instrument *inst) {

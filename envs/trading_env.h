@@ -198,10 +198,10 @@ TradingParams trading_params_default(void);  // the spec's defaults, every per-i
 int trading_context_init(TradingContext *ctx, const MarketData *data, const Features *features,
                          const TradingParams *params);
 const char *trading_split_name(TradingSplit split);  // "train", "val", "test"
-// The split dates params give over data, autos resolved: train_start, val_start, test_start,
-// test_end. 0, or -1 and the message when they do not increase (trading_context_init checks the
-// same; a caller that knows where each date came from calls this first to name it).
-int trading_split_dates(const MarketData *data, const TradingParams *params, int64_t dates[4]);
+// Whether the split dates params give over data (autos resolved) increase: 0, or -1 and the message.
+// trading_context_init checks the same; a caller that knows where each date came from calls this
+// first to name it.
+int trading_check_split_dates(const MarketData *data, const TradingParams *params);
 
 void trading_env_init(TradingEnv *env, const TradingContext *ctx, int env_index, int num_envs, Rng rng);
 void trading_env_reset(TradingEnv *env, float *obs);  // obs (O)

@@ -321,13 +321,19 @@ static int memory_check(int n, const TradingContext *c, double extra) {
   return 0;
 }
 
-int backtest_check_memory(const BacktestSetup *setup, int n, double extra) {
-  TradingContext c;
+// The context of setup's split at the market's own cost multiplier: its span and observation size.
+static int split_context(const BacktestSetup *setup, TradingContext *c) {
   TradingParams p = eval_params(setup, setup->base->params.cost_mult);
-  if (trading_context_init(&c, setup->base->data, setup->base->features, &p) != 0) {
+  if (trading_context_init(c, setup->base->data, setup->base->features, &p) != 0) {
     error_prepend("split %s: ", trading_split_name(setup->split));
     return -1;
   }
+  return 0;
+}
+
+int backtest_check_memory(const BacktestSetup *setup, int n, double extra) {
+  TradingContext c;
+  if (split_context(setup, &c) != 0) return -1;
   return memory_check(n, &c, extra);
 }
 
@@ -341,8 +347,8 @@ struct BacktestWorkspace {
   int n_ctx;
   TradingContext ctxs[BACKTEST_CONTEXTS_MAX];  // one per distinct cost multiplier
   double mults[BACKTEST_CONTEXTS_MAX];
-  int *ctx_of, *agent_row;  // per pass: its context; its row in the agent batch (-1: a baseline)
-  PassState *st;
+  int *ctx_of;                           // per pass: its context
+  PassState *st;                         // per pass; agent_row (its row in the agent batch, -1: a baseline) set once
   const BacktestPassSpec **agent_specs;  // the agent passes' specs, by row
   float *baseline_obs;                   // (O): the baselines' observations (not read)
   AgentBatch ab;                         // the agent rows' buffers (none without agent passes)
@@ -353,7 +359,7 @@ struct BacktestWorkspace {
 static size_t workspace_fixed_bytes(int n, int agents, int O, int A, size_t *backend) {
   *backend = (size_t)agents * (size_t)(O + 3 * A) * sizeof(float);
   return sizeof(BacktestWorkspace) +
-         (size_t)n * (sizeof(BacktestPassSpec) + 2 * sizeof(int) + sizeof(PassState) + sizeof(BacktestPassSpec *) +
+         (size_t)n * (sizeof(BacktestPassSpec) + sizeof(int) + sizeof(PassState) + sizeof(BacktestPassSpec *) +
                       sizeof(BacktestPass)) +
          ((size_t)agents * (size_t)(O + 2 * A) + (size_t)O) * sizeof(float);
 }
@@ -361,11 +367,7 @@ static size_t workspace_fixed_bytes(int n, int agents, int O, int A, size_t *bac
 int backtest_workspace_bytes(const BacktestSetup *setup, int n, int agents, int action_dim, size_t *host,
                              size_t *backend) {
   TradingContext c;
-  TradingParams p = eval_params(setup, setup->base->params.cost_mult);
-  if (trading_context_init(&c, setup->base->data, setup->base->features, &p) != 0) {
-    error_prepend("split %s: ", trading_split_name(setup->split));
-    return -1;
-  }
+  if (split_context(setup, &c) != 0) return -1;
   const int64_t steps = c.eval_end - c.eval_start;
   *host = workspace_fixed_bytes(n, agents, c.obs_dim, action_dim, backend) +
           (size_t)n * (size_t)(steps + 1) * pass_step_bytes;
@@ -381,7 +383,6 @@ void backtest_workspace_free(BacktestWorkspace *ws) {
   free(ws->passes);
   free(ws->agent_specs);
   free(ws->st);
-  free(ws->agent_row);
   free(ws->ctx_of);
   free(ws->specs);
   free(ws);
@@ -394,12 +395,10 @@ BacktestWorkspace *backtest_workspace_new(const BacktestSetup *setup, const Back
   ws->n = n;
   ws->specs = malloc((size_t)n * sizeof *ws->specs);
   ws->ctx_of = calloc((size_t)n, sizeof(int));
-  ws->agent_row = calloc((size_t)n, sizeof(int));
   ws->st = calloc((size_t)n, sizeof *ws->st);
   ws->agent_specs = calloc((size_t)n, sizeof *ws->agent_specs);
   ws->passes = calloc((size_t)n, sizeof *ws->passes);
-  CHECK(ws->specs && ws->ctx_of && ws->agent_row && ws->st && ws->agent_specs && ws->passes,
-        "out of host memory (backtest)");
+  CHECK(ws->specs && ws->ctx_of && ws->st && ws->agent_specs && ws->passes, "out of host memory (backtest)");
   memcpy(ws->specs, specs, (size_t)n * sizeof *specs);
   for (int k = 0; k < n; k++) {
     double m = specs[k].strategy == BT_ORACLE ? 0.0 : specs[k].cost_mult;
@@ -413,10 +412,10 @@ BacktestWorkspace *backtest_workspace_new(const BacktestSetup *setup, const Back
         error_set("backtest: an %s pass needs a policy", backtest_strategy_name(specs[k].strategy));
         goto fail;
       }
-      ws->agent_row[k] = ws->agents;
+      ws->st[k].agent_row = ws->agents;
       ws->agent_specs[ws->agents++] = &ws->specs[k];
     } else {
-      ws->agent_row[k] = -1;
+      ws->st[k].agent_row = -1;
     }
   }
   const TradingContext *c0 = &ws->ctxs[0];
@@ -505,7 +504,8 @@ int backtest_workspace_run(BacktestWorkspace *ws, const BacktestSetup *setup) {
   AgentBatch *ab = &ws->ab;
   for (int k = 0; k < n; k++) {
     PassState *st = &ws->st[k];
-    *st = (PassState){.agent_row = ws->agent_row[k]};
+    const int row = st->agent_row;  // the run's state afresh, its batch row kept
+    *st = (PassState){.agent_row = row};
     rng_seed(&st->rng, ws->specs[k].seed);
     st->obs = st->agent_row >= 0 ? ab->obs_host + (size_t)st->agent_row * O : ws->baseline_obs;
     trading_env_init(&st->env, &ws->ctxs[ws->ctx_of[k]], 0, 1, st->rng);

@@ -174,8 +174,7 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
              config_describe_key(cfg, "env", "test_end", where, sizeof where),
              market_time_format(d->ts[d->rows - 1], last, sizeof last));
   }
-  int64_t dates[4];
-  if (cfg->env.type != CONFIG_ENV_SYNTHETIC && trading_split_dates(m->data, &tp, dates) != 0) {
+  if (cfg->env.type != CONFIG_ENV_SYNTHETIC && trading_check_split_dates(m->data, &tp) != 0) {
     // The dates the configuration set are the ones to change; the others come from the data.
     static const char *const keys[4] = {"train_start", "val_start", "test_start", "test_end"};
     const ConfigDate *set[4] = {&cfg->env.train_start, &cfg->env.val_start, &cfg->env.test_start, &cfg->env.test_end};

@@ -225,7 +225,7 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
   }
   char path[PATH_CAP];
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);  // a plain run's: the folds would mix with it
-  if (access(path, F_OK) == 0) {
+  if (path_exists(path)) {
     fprintf(stderr,
             "ppo-train --walk-forward: run directory %s holds a training run (metrics.csv), not a walk-forward; "
             "choose another [run] name (--set run.name=...) or --run-dir\n",
