@@ -1,6 +1,7 @@
 // apps/ppo_data.c: ppo-data, the market-data tool (thin: parse the command line, call envs/, exit).
 //
-//   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ]
+//   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ] [--raw-prices]
+//                   [--skip-null-rows] [--sort] [--drop-duplicates] [--ignore-columns NAMES]
 //   ppo-data info FILE.h5|FILE.csv[.gz]
 //   ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv
 //
@@ -23,7 +24,8 @@
 
 static const char usage_text[] =
     "usage: ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format auto|lean-quote|lean-equity|csv]\n"
-    "                      [--symbol SYMBOL] [--timezone TZ]\n"
+    "                      [--symbol SYMBOL] [--timezone TZ] [--raw-prices] [--skip-null-rows] [--sort]\n"
+    "                      [--drop-duplicates] [--ignore-columns NAME[,NAME...]]\n"
     "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
     "       ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv\n"
     "       ppo-data --help\n";
@@ -34,10 +36,19 @@ static const char help_text[] =
     "         atomically (on any error nothing is left at OUTPUT). Layouts (--format, default auto):\n"
     "           lean-quote   QuantConnect LEAN quote bars: YYYYMMDD HH:MM, bid OHLC, size, ask OHLC, size\n"
     "           lean-equity  LEAN equity daily bars: YYYYMMDD HH:MM, OHLC in 1/10000 USD, volume\n"
-    "           csv          a header naming the columns (time/date, open..close or bid_/ask_ OHLC, volume)\n"
+    "           csv          a header naming the columns (time/date, open..close or bid_/ask_ OHLC, volume;\n"
+    "                        separated by ',', or by tabs or ';'); docs/GUIDE.md lists names and time formats\n"
+    "         A csv with an adj_close column is adjusted: open..close times adj_close / close, row by row\n"
+    "         (splits and dividends, as yfinance's auto_adjust); --raw-prices keeps the prices as they are.\n"
+    "         What a file needs beyond the strict default is asked for, never guessed:\n"
+    "           --skip-null-rows   drop rows without prices (every field but the time empty, null, nan or n/a)\n"
+    "           --sort             sort the rows by time (newest-first files, concatenated downloads)\n"
+    "           --drop-duplicates  drop a row equal in every field to the one before it (same time)\n"
+    "           --ignore-columns   leave out these header columns (comma-separated names)\n"
     "         --symbol defaults to the file name's first part (XAUUSD_OANDA_1H_BIDASK.csv -> XAUUSD);\n"
     "         --timezone names the source's clock (default UTC; SPY daily: America/New_York).\n"
-    "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread.\n"
+    "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread, the\n"
+    "         close's range and its largest one-bar move (an unadjusted split or a bad price shows there).\n"
     "features writes the trading env's feature matrix (what the agent sees, before the window and the agent\n"
     "         state) as CSV: a time column and one column per feature, default parameters for the bar size;\n"
     "         written atomically (on any error nothing is left at FEATURES.csv).\n"
@@ -103,11 +114,46 @@ static void format_bar_size(int64_t seconds, char *buf, size_t capacity) {
     snprintf(buf, capacity, "%lld s", (long long)seconds);
 }
 
+// What the import's options did, one line each (nothing when they did nothing).
+static void print_import_summary(const MarketCsvSummary *s) {
+  if (s->adjusted)
+    printf("  adjusted open/high/low/close by adj_close / close (factors %.6g .. %.6g; --raw-prices keeps them)\n",
+           s->factor_min, s->factor_max);
+  if (s->null_rows) printf("  skipped %lld rows without prices (--skip-null-rows)\n", (long long)s->null_rows);
+  if (s->moved_rows) printf("  sorted by time: %lld rows moved (--sort)\n", (long long)s->moved_rows);
+  if (s->duplicate_rows) printf("  dropped %lld repeated rows (--drop-duplicates)\n", (long long)s->duplicate_rows);
+  if (s->ignored_columns) printf("  left out %d columns (--ignore-columns)\n", s->ignored_columns);
+}
+
+static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
+  char at[40];
+  snprintf(buf, capacity, "%+.1f %% at %s (close %.6g -> %.6g)", 100.0 * m->largest_move,
+           market_time_format(m->largest_at, at, sizeof at), m->largest_from,
+           m->largest_from * (1.0 + m->largest_move));
+}
+
+// A one-bar move no market makes (past MARKET_SUSPECT_MOVE_LOG) is most often an unadjusted split or a
+// mistyped price, which a backtest would book as a windfall: said, not refused (crashes happen).
+static void warn_suspect_move(const char *input, const MarketData *data) {
+  if (data->rows < 2) return;
+  MarketMoves m = market_data_moves(data);
+  if (!(fabs(log1p(m.largest_move)) > MARKET_SUSPECT_MOVE_LOG)) return;
+  char move[160];
+  format_move(&m, move, sizeof move);
+  fprintf(stderr,
+          "ppo-data: warning: %s: the close moves %s in one bar: an unadjusted split or a bad price? (an "
+          "adj_close column adjusts for splits; check the source)\n",
+          input, move);
+}
+
 static int command_import(int argc, char **argv) {
   const char *positional[2] = {NULL, NULL};
   int n_positional = 0;
   const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
+  MarketCsvOptions options = market_csv_options_default();
   CliSeen seen = {.count = 0};
+  static const char *const flag_names[] = {"--raw-prices", "--skip-null-rows", "--sort", "--drop-duplicates"};
+  bool *flags[] = {&options.raw_prices, &options.skip_null_rows, &options.sort, &options.drop_duplicates};
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     const char **target = NULL, *name = NULL;
@@ -117,7 +163,15 @@ static int command_import(int argc, char **argv) {
       target = &symbol, name = "--symbol";
     else if (cli_is_option(arg, "--timezone"))
       target = &timezone, name = "--timezone";
-    if (target) {
+    else if (cli_is_option(arg, "--ignore-columns"))
+      target = &options.ignore_columns, name = "--ignore-columns";
+    int flag = -1;
+    for (int f = 0; f < 4; f++)
+      if (strcmp(arg, flag_names[f]) == 0) flag = f;
+    if (flag >= 0) {
+      if (cli_repeated(&seen, flag_names[flag])) return usage_error("%s is given twice; give it once", arg);
+      *flags[flag] = true;
+    } else if (target) {
       if (cli_repeated(&seen, name)) return usage_error("%s is given twice; give it once", name);
       if (!(*target = cli_option_value(argc, argv, &i, name))) return usage_error("%s needs a value", name);
     } else if (strncmp(arg, "--", 2) == 0) {
@@ -151,7 +205,9 @@ static int command_import(int argc, char **argv) {
   if (same_file(positional[0], positional[1]))
     return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);
   if (!output_ok(positional[1], "OUTPUT.h5")) return EXIT_BAD_INPUT;
-  MarketData *data = market_data_load_csv(positional[0], format);
+  options.format = format;
+  MarketCsvSummary summary;
+  MarketData *data = market_data_load_csv_with(positional[0], &options, &summary);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
     return EXIT_BAD_INPUT;
@@ -173,6 +229,8 @@ static int command_import(int argc, char **argv) {
          (long long)data->rows, market_time_format(data->ts[0], first, sizeof first),
          market_time_format(data->ts[data->rows - 1], last, sizeof last), data->timezone, bar,
          data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
+  print_import_summary(&summary);
+  warn_suspect_move(positional[0], data);
   market_data_free(data);
   return EXIT_OK;
 }
@@ -204,6 +262,14 @@ static int command_info(int argc, char **argv) {
   printf("bid/ask        %s\n", data->has_bid_ask ? "yes" : "no");
   if (data->has_bid_ask) printf("median spread  %.2f bp (at the close)\n", market_data_median_spread_bp(data));
   printf("volume         %s\n", data->has_volume ? "yes" : "no");
+  MarketMoves moves = market_data_moves(data);
+  printf("close range    %.10g .. %.10g\n", moves.close_min, moves.close_max);
+  if (data->rows > 1) {
+    char move[160];
+    format_move(&moves, move, sizeof move);
+    printf("largest move   %s%s\n", move,
+           fabs(log1p(moves.largest_move)) > MARKET_SUSPECT_MOVE_LOG ? "  <- a split or a bad price?" : "");
+  }
   market_data_free(data);
   return EXIT_OK;
 }

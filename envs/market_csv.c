@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zlib.h>
 
 #include "common/check.h"
@@ -132,9 +133,9 @@ static int reader_next_nonblank(LineReader *r) {
   return got;
 }
 
-static int count_columns(const char *line) {
+static int count_columns(const char *line, char sep) {
   int n = 1;
-  for (; *line; line++) n += *line == ',';
+  for (; *line; line++) n += *line == sep;
   return n;
 }
 
@@ -145,15 +146,31 @@ static char *trim(char *s) {
   return s;
 }
 
-// Splits `line` in place at commas into exactly n fields (the caller counted them).
-static void split_fields(char *line, int n, char **fields) {
+// Splits `line` in place at `sep` into exactly n fields (the caller counted them), each trimmed and
+// without the double quotes some exporters put around every field.
+static void split_fields(char *line, int n, char **fields, char sep) {
   char *p = line;
   for (int i = 0; i < n; i++) {
-    char *comma = strchr(p, ',');
-    if (comma) *comma = '\0';
-    fields[i] = trim(p);
-    p = comma ? comma + 1 : p + strlen(p);
+    char *end = strchr(p, sep);
+    if (end) *end = '\0';
+    char *field = trim(p);
+    size_t len = strlen(field);
+    if (len >= 2 && field[0] == '"' && field[len - 1] == '"') {
+      field[len - 1] = '\0';
+      field = trim(field + 1);
+    }
+    fields[i] = field;
+    p = end ? end + 1 : p + strlen(p);
   }
+}
+
+// The separator of a header line: ',' when it has one, else a tab or ';' (MetaTrader and
+// spreadsheet exports in locales whose decimal mark is the comma).
+static char detect_separator(const char *line) {
+  if (strchr(line, ',')) return ',';
+  if (strchr(line, '\t')) return '\t';
+  if (strchr(line, ';')) return ';';
+  return ',';
 }
 
 // --- fields ----------------------------------------------------------------------------------------
@@ -176,16 +193,22 @@ typedef enum {
   COL_ADJ_CLOSE,
   COL_BID_SIZE,
   COL_ASK_SIZE,
+  COL_TICKVOL,
+  COL_SPREAD,
   COL_KINDS,
+  COL_CLOCK = COL_KINDS,  // the time of day beside a date column (MetaTrader's <DATE>,<TIME>)
+  COL_IGNORED,            // named by ignore_columns: not read
 } ColumnKind;
 
-static const char *const column_names[COL_KINDS] = {
-    "time",     "open",     "high",    "low",       "close",  "bid_open",  "bid_high", "bid_low", "bid_close",
-    "ask_open", "ask_high", "ask_low", "ask_close", "volume", "adj_close", "bid_size", "ask_size"};
+static const char *const column_names[COL_KINDS] = {"time",     "open",     "high",      "low",       "close",
+                                                    "bid_open", "bid_high", "bid_low",   "bid_close", "ask_open",
+                                                    "ask_high", "ask_low",  "ask_close", "volume",    "adj_close",
+                                                    "bid_size", "ask_size", "tickvol",   "spread"};
 
-#define CSV_RECOGNISED                                                                                     \
-  "time|date|datetime|timestamp|gmt_time, open, high, low, close, adj_close, volume, bid_open, bid_high, " \
-  "bid_low, bid_close, ask_open, ask_high, ask_low, ask_close, bid_size, ask_size"
+#define CSV_RECOGNISED                                                                                      \
+  "time|date|datetime|date_time|timestamp|gmt_time|open_time (or date and time), open, high, low, close, "  \
+  "adj_close, volume|vol, bid_open, bid_high, bid_low, bid_close, ask_open, ask_high, ask_low, ask_close, " \
+  "bid_size, ask_size, tickvol, spread"
 
 // Where each price column goes in a MarketBar (NULL for the checked-but-not-kept ones).
 static double *bar_slot(MarketBar *bar, ColumnKind kind) {
@@ -223,11 +246,14 @@ static double *bar_slot(MarketBar *bar, ColumnKind kind) {
 
 typedef struct {
   MarketFormat format;
+  char sep;  // field separator
   int n_columns;
   ColumnKind kinds[CSV_MAX_COLUMNS];
   char names[CSV_MAX_COLUMNS][40];  // as the messages name them (the header's spelling for csv)
   double price_divisor;             // 10000 for LEAN equity (deci-cents), else 1
   bool has_bid_ask, has_volume;
+  bool has_clock;       // a separate time-of-day column: the time column holds dates
+  bool adjust;          // open..close times adj_close / close (an adj_close column, raw_prices off)
   int64_t header_line;  // 0 when there is no header
 } Layout;
 
@@ -244,7 +270,15 @@ static const char *parse_number(const char *s, double *out) {
   return NULL;
 }
 
+// --- timestamps ------------------------------------------------------------------------------------
+// Each reader stops at the first mismatch; reading never passes the terminating NUL because a NUL
+// fails every digit and separator test before the pointer moves past it.
+
 typedef enum { TIME_OK, TIME_BAD_SHAPE, TIME_NO_SUCH_DATE, TIME_SUBSECOND } TimeParse;
+
+#define TIME_ALLOWED                                                                                      \
+  "YYYY-MM-DD[ HH:MM[:SS]] (or YYYY.MM.DD, YYYY/MM/DD, DD.MM.YYYY, YYYYMMDD; 'T' before the time; a UTC " \
+  "offset Z, +HH:MM or ' UTC' after it), YYYYMMDD HH:MM, or Unix seconds, milliseconds or microseconds"
 
 // "YYYYMMDD HH:MM"
 static bool shape_lean(const char **p, CivilTime *t) {
@@ -252,54 +286,112 @@ static bool shape_lean(const char **p, CivilTime *t) {
          *(*p)++ == ' ' && utc_read_digits(p, 2, &t->hour) && *(*p)++ == ':' && utc_read_digits(p, 2, &t->minute);
 }
 
-// "YYYY-MM-DD[( |T)HH:MM[:SS]]"
-static bool shape_iso(const char **p, CivilTime *t) {
-  if (!(utc_read_digits(p, 4, &t->year) && *(*p)++ == '-' && utc_read_digits(p, 2, &t->month) && *(*p)++ == '-' &&
-        utc_read_digits(p, 2, &t->day)))
-    return false;
-  if (**p != ' ' && **p != 'T') return true;
+// A date: "YYYY-MM-DD" with '-', '.' or '/' (the same twice), "DD.MM.YYYY" (day first, as Europe and
+// Dukascopy write it; never "../../YYYY", whose order is the locale's) or "YYYYMMDD".
+static bool read_date(const char **p, CivilTime *t) {
+  const char *s = *p;
+  if (s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9' && s[2] == '.') {
+    return utc_read_digits(p, 2, &t->day) && *(*p)++ == '.' && utc_read_digits(p, 2, &t->month) && *(*p)++ == '.' &&
+           utc_read_digits(p, 4, &t->year);
+  }
+  if (!utc_read_digits(p, 4, &t->year)) return false;
+  char sep = **p;
+  if (sep >= '0' && sep <= '9') return utc_read_digits(p, 2, &t->month) && utc_read_digits(p, 2, &t->day);
+  if (sep != '-' && sep != '.' && sep != '/') return false;
   (*p)++;
+  return utc_read_digits(p, 2, &t->month) && *(*p)++ == sep && utc_read_digits(p, 2, &t->day);
+}
+
+// "HH:MM[:SS[.fff]]": *fraction says whether the fraction (any number of digits) is not zero.
+static bool read_clock(const char **p, CivilTime *t, bool *fraction) {
   if (!(utc_read_digits(p, 2, &t->hour) && *(*p)++ == ':' && utc_read_digits(p, 2, &t->minute))) return false;
   if (**p != ':') return true;
   (*p)++;
-  return utc_read_digits(p, 2, &t->second);
-}
-
-// "DD.MM.YYYY HH:MM:SS[.fff]"; *millis gets the fraction's value (any number of digits)
-static bool shape_dukascopy(const char **p, CivilTime *t, bool *fraction) {
-  if (!(utc_read_digits(p, 2, &t->day) && *(*p)++ == '.' && utc_read_digits(p, 2, &t->month) && *(*p)++ == '.' &&
-        utc_read_digits(p, 4, &t->year) && *(*p)++ == ' ' && utc_read_digits(p, 2, &t->hour) && *(*p)++ == ':' &&
-        utc_read_digits(p, 2, &t->minute) && *(*p)++ == ':' && utc_read_digits(p, 2, &t->second)))
-    return false;
-  *fraction = false;
-  if (**p == '.') {
-    (*p)++;
-    if (**p < '0' || **p > '9') return false;
-    for (; **p >= '0' && **p <= '9'; (*p)++)
-      if (**p != '0') *fraction = true;
-  }
+  if (!utc_read_digits(p, 2, &t->second)) return false;
+  if (**p != '.') return true;
+  (*p)++;
+  if (**p < '0' || **p > '9') return false;
+  for (; **p >= '0' && **p <= '9'; (*p)++)
+    if (**p != '0') *fraction = true;
   return true;
 }
 
-// Each shape reader stops at the first mismatch; reading never passes the terminating NUL because a
-// NUL fails every digit and separator test before the pointer moves past it.
-static TimeParse parse_time(const char *s, bool lean_only, int64_t *out) {
+// A UTC offset after a time: nothing, "Z", "+HH:MM", "-HH:MM", "+HHMM", "+HH", or " UTC" / " GMT",
+// optionally after one space. *offset gets the seconds east of UTC.
+static bool read_zone(const char **p, int *offset) {
+  *offset = 0;
+  if (**p == ' ') (*p)++;
+  if (**p == 'Z') {
+    (*p)++;
+    return true;
+  }
+  if (strcmp(*p, "UTC") == 0 || strcmp(*p, "GMT") == 0) {
+    *p += 3;
+    return true;
+  }
+  if (**p != '+' && **p != '-') return **p == '\0';
+  int sign = *(*p)++ == '-' ? -1 : 1, hours = 0, minutes = 0;
+  if (!utc_read_digits(p, 2, &hours)) return false;
+  if (**p == ':') (*p)++;
+  if (**p != '\0' && !utc_read_digits(p, 2, &minutes)) return false;
+  if (hours > 14 || minutes > 59) return false;
+  *offset = sign * (hours * 3600 + minutes * 60);
+  return true;
+}
+
+// Unix time: 9-10 digits are seconds, 12-13 milliseconds, 15-16 microseconds (Binance's klines
+// since 2025); a part of a second that is not zero is TIME_SUBSECOND.
+static TimeParse parse_unix(const char *s, int64_t *out) {
+  size_t n = strlen(s);
+  int64_t per_second = n >= 9 && n <= 10 ? 1 : n >= 12 && n <= 13 ? 1000 : n >= 15 && n <= 16 ? 1000000 : 0;
+  if (per_second == 0) return TIME_BAD_SHAPE;
+  int64_t v = 0;
+  for (const char *c = s; *c; c++) v = v * 10 + (*c - '0');
+  if (v % per_second != 0) return TIME_SUBSECOND;
+  *out = v / per_second;
+  return TIME_OK;
+}
+
+typedef enum {
+  TIME_LEAN,  // "YYYYMMDD HH:MM" only (the LEAN layouts)
+  TIME_ANY,   // every shape above
+  TIME_DATE,  // a date alone (the date column beside a time-of-day column)
+} TimeMode;
+
+static TimeParse parse_time(const char *s, TimeMode mode, int64_t *out) {
   CivilTime t = {0, 0, 0, 0, 0, 0};
   const char *p = s;
+  if (mode == TIME_LEAN) {
+    if (!(shape_lean(&p, &t) && *p == '\0')) return TIME_BAD_SHAPE;
+    if (!utc_civil_valid(&t)) return TIME_NO_SUCH_DATE;
+    *out = utc_from_civil(&t);
+    return TIME_OK;
+  }
+  size_t digits = strspn(s, "0123456789");
+  if (mode == TIME_ANY && s[digits] == '\0' && digits != 8) return parse_unix(s, out);
   bool fraction = false;
-  bool shaped = shape_lean(&p, &t) && *p == '\0';
-  if (!shaped && !lean_only) {
-    memset(&t, 0, sizeof t), p = s;
-    shaped = shape_iso(&p, &t) && *p == '\0';
+  int offset = 0;
+  if (!read_date(&p, &t)) return TIME_BAD_SHAPE;
+  if (mode == TIME_ANY && (*p == ' ' || *p == 'T')) {
+    p++;
+    if (!read_clock(&p, &t, &fraction) || !read_zone(&p, &offset)) return TIME_BAD_SHAPE;
   }
-  if (!shaped && !lean_only) {
-    memset(&t, 0, sizeof t), p = s;
-    shaped = shape_dukascopy(&p, &t, &fraction) && *p == '\0';
-  }
-  if (!shaped) return TIME_BAD_SHAPE;
+  if (*p != '\0') return TIME_BAD_SHAPE;
   if (!utc_civil_valid(&t)) return TIME_NO_SUCH_DATE;
   if (fraction) return TIME_SUBSECOND;
-  *out = utc_from_civil(&t);
+  *out = utc_from_civil(&t) - offset;
+  return TIME_OK;
+}
+
+// The time-of-day column: "HH:MM[:SS[.000]]", as seconds into the day.
+static TimeParse parse_clock(const char *s, int64_t *out) {
+  CivilTime t = {1970, 1, 1, 0, 0, 0};
+  const char *p = s;
+  bool fraction = false;
+  if (!read_clock(&p, &t, &fraction) || *p != '\0') return TIME_BAD_SHAPE;
+  if (!utc_civil_valid(&t)) return TIME_NO_SUCH_DATE;
+  if (fraction) return TIME_SUBSECOND;
+  *out = t.hour * 3600 + t.minute * 60 + t.second;
   return TIME_OK;
 }
 
@@ -311,49 +403,83 @@ static int field_error(const LineReader *r, const char *column, const char *valu
   return -1;
 }
 
-// Parses one data line (already split) into bar. 0, or -1 and the message.
-static int parse_row(const LineReader *r, const Layout *layout, char **fields, MarketBar *bar) {
+static int time_error(const LineReader *r, const char *column, const char *text, TimeParse got, bool clock, bool lean) {
+  switch (got) {
+    case TIME_BAD_SHAPE:
+      if (clock) return field_error(r, column, text, "not a time of day", "HH:MM[:SS]");
+      return field_error(r, column, text, "not a timestamp", lean ? "YYYYMMDD HH:MM" : TIME_ALLOWED);
+    case TIME_NO_SUCH_DATE:
+      return field_error(r, column, text, "no such date or time", "a calendar date, hours 00-23, minutes 00-59");
+    case TIME_SUBSECOND:
+      return field_error(r, column, text, "fractions of a second are not supported", "whole seconds, e.g. .000");
+    case TIME_OK:
+      break;
+  }
+  return 0;
+}
+
+// --- rows ------------------------------------------------------------------------------------------
+
+// A row without any value but its time: each other field empty, "null" (Yahoo's holidays), "nan" or "n/a".
+static bool row_is_null(const Layout *layout, char **fields) {
+  for (int c = 0; c < layout->n_columns; c++) {
+    ColumnKind kind = layout->kinds[c];
+    if (kind == COL_TIME || kind == COL_CLOCK || kind == COL_IGNORED) continue;
+    const char *f = fields[c];
+    if (*f && strcasecmp(f, "null") != 0 && strcasecmp(f, "nan") != 0 && strcasecmp(f, "n/a") != 0) return false;
+  }
+  return true;
+}
+
+// Parses one data line (already split) into bar; *factor gets adj_close / close when the layout
+// adjusts (the caller applies it after the row's checks, which see the file's own prices).
+// 0, or -1 and the message.
+static int parse_row(const LineReader *r, const Layout *layout, char **fields, MarketBar *bar, double *factor) {
   static const double nan_value = NAN;
   *bar = (MarketBar){0,         nan_value, nan_value, nan_value, nan_value, nan_value, nan_value,
                      nan_value, nan_value, nan_value, nan_value, nan_value, nan_value, nan_value};
   bool lean = layout->format != MARKET_FORMAT_CSV;
+  int64_t clock = 0;
+  double adj_close = NAN;
   for (int c = 0; c < layout->n_columns; c++) {
     const char *name = layout->names[c];
     const char *text = fields[c];
     ColumnKind kind = layout->kinds[c];
-    if (kind == COL_TIME) {
-      switch (parse_time(text, lean, &bar->ts)) {
-        case TIME_OK:
-          break;
-        case TIME_BAD_SHAPE:
-          return field_error(
-              r, name, text, "not a timestamp",
-              lean ? "YYYYMMDD HH:MM" : "YYYY-MM-DD[ HH:MM[:SS]], DD.MM.YYYY HH:MM:SS[.000], YYYYMMDD HH:MM");
-        case TIME_NO_SUCH_DATE:
-          return field_error(r, name, text, "no such date or time", "a calendar date, hours 00-23, minutes 00-59");
-        case TIME_SUBSECOND:
-          return field_error(r, name, text, "fractions of a second are not supported", "whole seconds, e.g. .000");
-      }
+    if (kind == COL_IGNORED) continue;
+    if (kind == COL_TIME || kind == COL_CLOCK) {
+      TimeMode mode = TIME_ANY;
+      if (lean) mode = TIME_LEAN;
+      if (layout->has_clock) mode = TIME_DATE;
+      TimeParse got = kind == COL_CLOCK ? parse_clock(text, &clock) : parse_time(text, mode, &bar->ts);
+      if (got != TIME_OK) return time_error(r, name, text, got, kind == COL_CLOCK, lean);
       continue;
     }
     double value;
     const char *why = parse_number(text, &value);
-    bool is_size = kind == COL_VOLUME || kind == COL_BID_SIZE || kind == COL_ASK_SIZE;
+    bool is_size =
+        kind == COL_VOLUME || kind == COL_BID_SIZE || kind == COL_ASK_SIZE || kind == COL_TICKVOL || kind == COL_SPREAD;
     const char *allowed = is_size ? "a finite decimal number >= 0" : "a finite decimal number > 0";
     if (why) return field_error(r, name, text, why, allowed);
     if (is_size ? !(value >= 0) : !(value > 0))
       return field_error(r, name, text, is_size ? "must not be negative" : "prices must be positive", allowed);
+    if (layout->price_divisor != 1.0 && !is_size && strpbrk(text, ".eE"))
+      return field_error(r, name, text, "lean-equity prices are whole numbers of 1/10000 USD",
+                         "digits only; a file of decimal prices needs a header line naming its columns, e.g. "
+                         "time,open,high,low,close,volume");
     if (!is_size && kind != COL_ADJ_CLOSE)
       value /= layout->price_divisor;  // a division, so 973100 gives the double nearest 97.31
+    if (kind == COL_ADJ_CLOSE) adj_close = value;
     double *slot = bar_slot(bar, kind);
     if (slot) *slot = value;
   }
+  bar->ts += clock;
   if (layout->has_bid_ask) {
     bar->open = (bar->bid_open + bar->ask_open) / 2;
     bar->high = (bar->bid_high + bar->ask_high) / 2;
     bar->low = (bar->bid_low + bar->ask_low) / 2;
     bar->close = (bar->bid_close + bar->ask_close) / 2;
   }
+  *factor = layout->adjust ? adj_close / bar->close : 1.0;
   return 0;
 }
 
@@ -366,6 +492,7 @@ static void layout_lean(Layout *layout, MarketFormat format) {
   static const ColumnKind equity[] = {COL_TIME, COL_OPEN, COL_HIGH, COL_LOW, COL_CLOSE, COL_VOLUME};
   memset(layout, 0, sizeof *layout);
   layout->format = format;
+  layout->sep = ',';
   bool is_quote = format == MARKET_FORMAT_LEAN_QUOTE;
   layout->n_columns = is_quote ? 11 : 6;
   for (int c = 0; c < layout->n_columns; c++) {
@@ -377,52 +504,118 @@ static void layout_lean(Layout *layout, MarketFormat format) {
   layout->has_volume = !is_quote;
 }
 
-static int column_kind_from_name(const char *name) {
-  char norm[40];
+// A column name as compared: lower case, ' ' and '-' as '_', MetaTrader's <...> dropped. Writes ""
+// when it does not fit.
+static void normalise_name(const char *name, char *norm, size_t capacity) {
   size_t len = strlen(name);
-  if (len >= sizeof norm) return -1;
-  for (size_t i = 0; i <= len; i++) {
+  if (len >= 2 && name[0] == '<' && name[len - 1] == '>') name++, len -= 2;
+  if (len >= capacity) len = 0;
+  for (size_t i = 0; i < len; i++) {
     char c = name[i];
     norm[i] = (c == ' ' || c == '-') ? '_' : (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
   }
-  static const char *const time_names[] = {"time", "date", "datetime", "timestamp", "gmt_time", "date_time"};
+  norm[len] = '\0';
+}
+
+static int column_kind_from_name(const char *norm) {
+  static const char *const time_names[] = {"time",     "date",      "datetime", "timestamp",
+                                           "gmt_time", "date_time", "open_time"};
+  if (!norm[0]) return -1;
   for (size_t k = 0; k < sizeof time_names / sizeof time_names[0]; k++)
     if (strcmp(norm, time_names[k]) == 0) return COL_TIME;
   for (int k = COL_OPEN; k < COL_KINDS; k++)
     if (strcmp(norm, column_names[k]) == 0) return k;
   if (strcmp(norm, "adjclose") == 0) return COL_ADJ_CLOSE;
+  if (strcmp(norm, "vol") == 0) return COL_VOLUME;
+  if (strcmp(norm, "tick_volume") == 0) return COL_TICKVOL;
   return -1;
 }
 
+// Whether the comma-separated list `names` holds the normalised name `norm`.
+static bool name_listed(const char *names, const char *norm) {
+  for (const char *p = names; p && *p;) {
+    size_t len = strcspn(p, ",");
+    char one[64], want[64];
+    if (len < sizeof one) {
+      memcpy(one, p, len);
+      one[len] = '\0';
+      normalise_name(trim(one), want, sizeof want);
+      if (want[0] && strcmp(want, norm) == 0) return true;
+    }
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
 // The header line (already split into n fields) defines the columns.
-static int layout_from_header(const LineReader *r, char **fields, int n, Layout *layout) {
+static int layout_from_header(const LineReader *r, char **fields, int n, const MarketCsvOptions *options,
+                              Layout *layout, int *ignored) {
+  char sep = layout->sep;
   memset(layout, 0, sizeof *layout);
   layout->format = MARKET_FORMAT_CSV;
+  layout->sep = sep;
   layout->price_divisor = 1.0;
   layout->header_line = r->line_no;
   layout->n_columns = n;
   int seen[COL_KINDS];
   for (int k = 0; k < COL_KINDS; k++) seen[k] = 0;
-  char shown[256];
+  char shown[256], norm[40], norms[CSV_MAX_COLUMNS][40];
+  *ignored = 0;
   for (int c = 0; c < n; c++) {
-    int kind = column_kind_from_name(fields[c]);
+    market_copy_text(layout->names[c], sizeof layout->names[c], fields[c]);
+    normalise_name(fields[c], norms[c], sizeof norms[c]);
+    if (options->ignore_columns && norms[c][0] && name_listed(options->ignore_columns, norms[c])) {
+      layout->kinds[c] = COL_IGNORED;
+      ++*ignored;
+      continue;
+    }
+    int kind = column_kind_from_name(norms[c]);
     if (kind < 0) {
-      error_set("%s:%lld: unknown column '%s' (column %d) (recognised, case-insensitive: " CSV_RECOGNISED ")", r->path,
-                (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown), c + 1);
+      error_set("%s:%lld: unknown column '%s' (column %d) (recognised, case-insensitive: " CSV_RECOGNISED
+                "; ppo-data import --ignore-columns leaves a column out)",
+                r->path, (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown), c + 1);
       return -1;
     }
+    // A date column and a time column: the date and the time of day (MetaTrader, many vendors).
+    if (kind == COL_TIME && seen[COL_TIME] && !layout->has_clock) {
+      const char *earlier = norms[seen[COL_TIME] - 1];
+      if (strcmp(earlier, "date") == 0 && strcmp(norms[c], "time") == 0) {
+        layout->kinds[c] = COL_CLOCK, layout->has_clock = true;
+        continue;
+      }
+      if (strcmp(earlier, "time") == 0 && strcmp(norms[c], "date") == 0) {
+        layout->kinds[seen[COL_TIME] - 1] = COL_CLOCK, layout->has_clock = true;
+        layout->kinds[c] = COL_TIME, seen[COL_TIME] = c + 1;
+        continue;
+      }
+    }
     if (seen[kind]) {
-      error_set("%s:%lld: column '%s' (column %d) repeats column %d ('%s' names the same column)", r->path,
+      error_set("%s:%lld: column '%s' (column %d) repeats column %d ('%s' names the same column%s)", r->path,
                 (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown), c + 1, seen[kind],
-                column_names[kind]);
+                column_names[kind], kind == COL_TIME ? "; a date column and a time column are read together" : "");
       return -1;
     }
     seen[kind] = c + 1;
     layout->kinds[c] = (ColumnKind)kind;
-    market_copy_text(layout->names[c], sizeof layout->names[c], fields[c]);
+  }
+  if (options->ignore_columns) {  // every name it lists is a column of this header
+    for (const char *p = options->ignore_columns; *p;) {
+      size_t len = strcspn(p, ",");
+      char one[64] = "";
+      if (len < sizeof one) memcpy(one, p, len), one[len] = '\0';
+      normalise_name(trim(one), norm, sizeof norm);
+      bool found = false;
+      for (int c = 0; c < n && !found; c++) found = layout->kinds[c] == COL_IGNORED && strcmp(norms[c], norm) == 0;
+      if (!found) {
+        error_set("%s:%lld: --ignore-columns names '%s', which is not a column of this header", r->path,
+                  (long long)r->line_no, market_text_show(one, shown, sizeof shown));
+        return -1;
+      }
+      p += len + (p[len] == ',');
+    }
   }
   if (!seen[COL_TIME]) {
-    error_set("%s:%lld: no time column (name one time, date, datetime, timestamp or gmt_time)", r->path,
+    error_set("%s:%lld: no time column (name one time, date, datetime, timestamp, gmt_time or open_time)", r->path,
               (long long)r->line_no);
     return -1;
   }
@@ -434,6 +627,13 @@ static int layout_from_header(const LineReader *r, char **fields, int n, Layout 
     error_set(
         "%s:%lld: both open/high/low/close and bid_/ask_ columns: give one or the other (the mid prices are "
         "computed from bid and ask)",
+        r->path, (long long)r->line_no);
+    return -1;
+  }
+  if (n_quote > 0 && seen[COL_ADJ_CLOSE]) {
+    error_set(
+        "%s:%lld: an adj_close column with bid_/ask_ prices: adj_close adjusts open/high/low/close (leave it out "
+        "with --ignore-columns)",
         r->path, (long long)r->line_no);
     return -1;
   }
@@ -453,6 +653,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, Layout 
   }
   layout->has_bid_ask = n_quote > 0;
   layout->has_volume = seen[COL_VOLUME] != 0;
+  layout->adjust = seen[COL_ADJ_CLOSE] && !options->raw_prices;
   return 0;
 }
 
@@ -464,12 +665,14 @@ static bool looks_like_lean_time(const char *s) {
 
 // Decides the layout from the first non-blank line (auto) or checks the forced one. For csv the
 // header is consumed; for LEAN the line stays in r->line as the first data row.
-static int layout_detect(LineReader *r, MarketFormat format, Layout *layout) {
+static int layout_detect(LineReader *r, const MarketCsvOptions *options, Layout *layout, int *ignored) {
+  MarketFormat format = options->format;
   // A UTF-8 byte-order mark (spreadsheet exports) goes before the detection reads the first field.
   if (r->line_no == 1 && (unsigned char)r->line[0] == 0xEF && (unsigned char)r->line[1] == 0xBB &&
       (unsigned char)r->line[2] == 0xBF)
     memmove(r->line, r->line + 3, strlen(r->line + 3) + 1);
-  int n = count_columns(r->line);
+  *ignored = 0;
+  int n = count_columns(r->line, ',');
   if (format == MARKET_FORMAT_AUTO) {
     size_t first_len = strcspn(r->line, ",");
     char first[64];
@@ -501,45 +704,123 @@ static int layout_detect(LineReader *r, MarketFormat format, Layout *layout) {
     layout_lean(layout, format);
     return 0;
   }
+  layout->sep = detect_separator(r->line);
+  n = count_columns(r->line, layout->sep);
   if (n > CSV_MAX_COLUMNS) {
     error_set("%s:%lld: %d columns in the header, at most %d expected (recognised: " CSV_RECOGNISED ")", r->path,
               (long long)r->line_no, n, CSV_MAX_COLUMNS);
     return -1;
   }
   char *fields[CSV_MAX_COLUMNS];
-  split_fields(r->line, n, fields);
-  return layout_from_header(r, fields, n, layout);
+  split_fields(r->line, n, fields, layout->sep);
+  return layout_from_header(r, fields, n, options, layout, ignored);
 }
 
 // --- the loader -----------------------------------------------------------------------------------------
 
 typedef struct {
   MarketBar *bars;
+  int64_t *lines;  // each bar's line in the file
   int64_t count, capacity;
 } BarList;
 
-static void bar_list_push(BarList *list, const MarketBar *bar) {
+static void bar_list_push(BarList *list, const MarketBar *bar, int64_t line) {
   if (list->count == list->capacity) {
     int64_t cap = list->capacity ? list->capacity * 2 : 4096;
     MarketBar *grown = realloc(list->bars, (size_t)cap * sizeof *grown);
     CHECK(grown != NULL, "out of memory while loading bars");
-    list->bars = grown, list->capacity = cap;
+    list->bars = grown;
+    int64_t *lines = realloc(list->lines, (size_t)cap * sizeof *lines);
+    CHECK(lines != NULL, "out of memory while loading bars");
+    list->lines = lines, list->capacity = cap;
   }
-  list->bars[list->count++] = *bar;
+  list->bars[list->count] = *bar;
+  list->lines[list->count++] = line;
 }
 
-static int load_rows(LineReader *r, MarketFormat format, Layout *layout, BarList *list) {
+typedef struct {
+  MarketBar bar;
+  int64_t line;
+} LinedBar;
+
+static int by_time_then_line(const void *a, const void *b) {
+  const LinedBar *x = a, *y = b;
+  if (x->bar.ts != y->bar.ts) return x->bar.ts < y->bar.ts ? -1 : 1;
+  return x->line < y->line ? -1 : x->line > y->line;
+}
+
+// Sorts the bars by time, ties in file order; returns how many changed place.
+static int64_t sort_bars(BarList *list) {
+  LinedBar *tmp = CHECK_ALLOC((size_t)list->count * sizeof *tmp, "sorting bars");
+  for (int64_t i = 0; i < list->count; i++) tmp[i] = (LinedBar){list->bars[i], list->lines[i]};
+  qsort(tmp, (size_t)list->count, sizeof *tmp, by_time_then_line);
+  int64_t moved = 0;
+  for (int64_t i = 0; i < list->count; i++) {
+    moved += tmp[i].line != list->lines[i];
+    list->bars[i] = tmp[i].bar, list->lines[i] = tmp[i].line;
+  }
+  free(tmp);
+  return moved;
+}
+
+// Bars equal in every field, NaN as NaN (the columns the file does not have).
+static bool same_bar(const MarketBar *a, const MarketBar *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+// The order rule for a bar that follows `last` (line last_line): a later time, or with
+// drop_duplicates an equal row, which is dropped. 0 keep, 1 drop, -1 and the message.
+static int order_check(const char *path, const MarketCsvOptions *options, const MarketBar *last, int64_t last_line,
+                       const MarketBar *bar, int64_t line) {
+  char when[40], before[40];
+  if (bar->ts == last->ts && options->drop_duplicates && same_bar(bar, last)) return 1;
+  if (bar->ts == last->ts) {
+    error_set("%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
+              market_time_format(bar->ts, when, sizeof when), (long long)last_line,
+              same_bar(bar, last) ? "; the rows are equal: --drop-duplicates drops such repeats"
+              : bar->ts % 86400 != 0
+                  ? "; a file in local time repeats an hour when daylight saving ends: convert it to UTC first"
+                  : "");
+    return -1;
+  }
+  if (bar->ts < last->ts) {
+    error_set(
+        "%s:%lld: timestamp %s is before %s on line %lld (timestamps must strictly increase; --sort sorts the "
+        "rows by time)",
+        path, (long long)line, market_time_format(bar->ts, when, sizeof when),
+        market_time_format(last->ts, before, sizeof before), (long long)last_line);
+    return -1;
+  }
+  return 0;
+}
+
+// The sorted bars through the order rule, compacted in place. 0, or -1 and the message.
+static int check_sorted(const char *path, const MarketCsvOptions *options, BarList *list, MarketCsvSummary *summary) {
+  int64_t kept = list->count > 0;
+  for (int64_t i = 1; i < list->count; i++) {
+    int got = order_check(path, options, &list->bars[kept - 1], list->lines[kept - 1], &list->bars[i], list->lines[i]);
+    if (got < 0) return -1;
+    if (got == 1) {
+      summary->duplicate_rows++;
+      continue;
+    }
+    list->bars[kept] = list->bars[i], list->lines[kept] = list->lines[i];
+    kept++;
+  }
+  list->count = kept;
+  return 0;
+}
+
+static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *layout, BarList *list,
+                     MarketCsvSummary *summary) {
   int got = reader_next_nonblank(r);
   if (got < 0) return -1;
   if (got == 0) {
     error_set("%s:%lld: empty file (no header and no data)", r->path, (long long)(r->line_no ? r->line_no : 1));
     return -1;
   }
-  if (layout_detect(r, format, layout) != 0) return -1;
+  if (layout_detect(r, options, layout, &summary->ignored_columns) != 0) return -1;
   bool have_line = layout->format != MARKET_FORMAT_CSV;  // a LEAN first line is data
-  int64_t prev_line = 0;
   char *fields[CSV_MAX_COLUMNS];
-  char reason[512], when[40], before[40];
+  char reason[512];
   for (;;) {
     if (!have_line) {
       got = reader_next_nonblank(r);
@@ -547,7 +828,7 @@ static int load_rows(LineReader *r, MarketFormat format, Layout *layout, BarList
       if (got == 0) break;
     }
     have_line = false;
-    int n = count_columns(r->line);
+    int n = count_columns(r->line, layout->sep);
     if (n != layout->n_columns) {
       if (layout->header_line) {
         error_set("%s:%lld: %d columns, expected %d (csv, as named by the header on line %lld)", r->path,
@@ -563,57 +844,90 @@ static int load_rows(LineReader *r, MarketFormat format, Layout *layout, BarList
       }
       return -1;
     }
-    split_fields(r->line, n, fields);
+    split_fields(r->line, n, fields, layout->sep);
+    if (layout->format == MARKET_FORMAT_CSV && row_is_null(layout, fields)) {
+      if (options->skip_null_rows) {
+        summary->null_rows++;
+        continue;
+      }
+      char shown[256];
+      int c = 0;
+      while (layout->kinds[c] == COL_TIME || layout->kinds[c] == COL_CLOCK || layout->kinds[c] == COL_IGNORED) c++;
+      error_set(
+          "%s:%lld: a row without prices (every column but the time is like '%s'); --skip-null-rows skips such "
+          "rows",
+          r->path, (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown));
+      return -1;
+    }
     MarketBar bar;
-    if (parse_row(r, layout, fields, &bar) != 0) return -1;
+    double factor;
+    if (parse_row(r, layout, fields, &bar, &factor) != 0) return -1;
     if (market_bar_check(&bar, layout->has_bid_ask, layout->has_volume, false, reason, sizeof reason)) {
       error_set("%s:%lld: %s", r->path, (long long)r->line_no, reason);
       return -1;
     }
-    if (list->count > 0) {
-      int64_t last = list->bars[list->count - 1].ts;
-      if (bar.ts == last) {
-        error_set("%s:%lld: duplicate timestamp %s (also on line %lld)", r->path, (long long)r->line_no,
-                  market_time_format(bar.ts, when, sizeof when), (long long)prev_line);
-        return -1;
-      }
-      if (bar.ts < last) {
-        error_set("%s:%lld: timestamp %s is before %s on line %lld (timestamps must strictly increase)", r->path,
-                  (long long)r->line_no, market_time_format(bar.ts, when, sizeof when),
-                  market_time_format(last, before, sizeof before), (long long)prev_line);
-        return -1;
+    if (layout->adjust) {  // x f keeps low <= open, close <= high: a correctly rounded product is monotonic
+      bar.open *= factor, bar.high *= factor, bar.low *= factor, bar.close *= factor;
+      if (!summary->adjusted || factor < summary->factor_min) summary->factor_min = factor;
+      if (!summary->adjusted || factor > summary->factor_max) summary->factor_max = factor;
+      summary->adjusted = true;
+    }
+    if (!options->sort && list->count > 0) {  // in file order the first problem is the one reported
+      int order =
+          order_check(r->path, options, &list->bars[list->count - 1], list->lines[list->count - 1], &bar, r->line_no);
+      if (order < 0) return -1;
+      if (order == 1) {
+        summary->duplicate_rows++;
+        continue;
       }
     }
-    prev_line = r->line_no;
-    bar_list_push(list, &bar);
+    bar_list_push(list, &bar, r->line_no);
   }
   if (list->count == 0) {
-    error_set("%s:%lld: no data rows (only a header)", r->path, (long long)layout->header_line);
+    error_set("%s:%lld: no data rows (%s)", r->path, (long long)layout->header_line,
+              summary->null_rows ? "every row was without prices" : "only a header");
     return -1;
   }
-  return 0;
+  if (!options->sort) return 0;
+  summary->moved_rows = sort_bars(list);
+  return check_sorted(r->path, options, list, summary);
+}
+
+MarketCsvOptions market_csv_options_default(void) {
+  return (MarketCsvOptions){MARKET_FORMAT_AUTO, false, false, false, false, NULL};
 }
 
 MarketData *market_data_load_csv(const char *path, MarketFormat format) {
+  MarketCsvOptions options = market_csv_options_default();
+  options.format = format;
+  return market_data_load_csv_with(path, &options, NULL);
+}
+
+MarketData *market_data_load_csv_with(const char *path, const MarketCsvOptions *options, MarketCsvSummary *summary) {
+  MarketCsvSummary local;
+  if (!summary) summary = &local;
+  memset(summary, 0, sizeof *summary);
   LineReader reader;
   if (reader_open(&reader, path) != 0) return NULL;
   Layout layout;
-  BarList list = {NULL, 0, 0};
-  int status = load_rows(&reader, format, &layout, &list);
+  BarList list = {NULL, NULL, 0, 0};
+  int status = load_rows(&reader, options, &layout, &list, summary);
   reader_close(&reader);
   if (status != 0) {
-    free(list.bars);
+    free(list.bars), free(list.lines);
     return NULL;
   }
   MarketData *data = market_data_new(list.count);
   for (int64_t i = 0; i < list.count; i++) market_bar_put(data, i, &list.bars[i]);
-  free(list.bars);
+  free(list.bars), free(list.lines);
   data->has_bid_ask = layout.has_bid_ask;
   data->has_volume = layout.has_volume;
   data->bar_seconds = market_data_bar_seconds(data->ts, data->rows);
   market_symbol_from_path(path, data->symbol, sizeof data->symbol);
   market_copy_text(data->timezone, sizeof data->timezone, "UTC");
   market_copy_text(data->source, sizeof data->source, market_path_base(path));
-  market_copy_text(data->source_format, sizeof data->source_format, market_format_name(layout.format));
+  bool changed = summary->adjusted && (summary->factor_min != 1.0 || summary->factor_max != 1.0);
+  snprintf(data->source_format, sizeof data->source_format, "%s%s", market_format_name(layout.format),
+           changed ? " adjusted by adj_close" : "");  // the file's layout, and whether its prices were changed
   return data;
 }

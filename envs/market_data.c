@@ -337,6 +337,23 @@ double market_data_median_spread_bp(const MarketData *data) {
   return median;
 }
 
+MarketMoves market_data_moves(const MarketData *data) {
+  MarketMoves m = {data->close[0], data->close[0], 0.0, 0, NAN};
+  double largest = -1.0;
+  for (int64_t i = 1; i < data->rows; i++) {
+    double c = data->close[i], size = fabs(log(c / data->close[i - 1]));
+    if (c < m.close_min) m.close_min = c;
+    if (c > m.close_max) m.close_max = c;
+    if (size > largest) {
+      largest = size;
+      m.largest_move = c / data->close[i - 1] - 1.0;
+      m.largest_at = data->ts[i];
+      m.largest_from = data->close[i - 1];
+    }
+  }
+  return m;
+}
+
 bool market_name_ok(const char *s, size_t capacity, const char *extra) {
   size_t len = strlen(s);
   if (len == 0 || len >= capacity) return false;

@@ -9,18 +9,29 @@
 //     ask OHLC + size. Mid prices are (bid + ask) / 2 per field; volume is absent (NaN): the sizes
 //     are quoted sizes, not traded volume, and are only checked to be numbers >= 0.
 //   - LEAN equity daily (lean-equity): 6 columns, no header, prices in 1/10000 USD, volume.
-//   - CSV with a header (csv): column names, case-insensitive, spaces and '_' alike:
-//       time | date | datetime | timestamp | gmt_time                         (required, one of them)
+//   - CSV with a header (csv): fields separated by ',' (or, when the header has no comma, by tabs or
+//     ';'); column names case-insensitive, spaces, '-' and '_' alike, MetaTrader's <NAME> and
+//     quotes around a name or field dropped:
+//       time | date | datetime | date_time | timestamp | gmt_time | open_time  (required, one of them;
+//                                          or a date column and a time column: MetaTrader's <DATE>,<TIME>)
 //       open, high, low, close                                                (trade or single-side prices)
 //       bid_open, bid_high, bid_low, bid_close, ask_open, ask_high, ask_low, ask_close  (all eight or none)
-//       volume, adj_close, bid_size, ask_size                                 (optional; adj_close and the
-//                                                                              sizes are checked, not kept)
-//     Either open..close or the eight bid/ask columns must be present, not both. Timestamps:
-//     "YYYY-MM-DD[ HH:MM[:SS]]" (or 'T'), "DD.MM.YYYY HH:MM:SS[.000]" (Dukascopy), "YYYYMMDD HH:MM".
+//       volume (or vol), adj_close, bid_size, ask_size, tickvol, spread       (optional; the last four are
+//                                                                              checked, not kept)
+//     Either open..close or the eight bid/ask columns must be present, not both. An adj_close
+//     column adjusts open..close by adj_close / close row by row (yfinance's auto_adjust: splits and
+//     dividends), unless MarketCsvOptions.raw_prices keeps them (adj_close is then checked only).
+//     Timestamps: a date "YYYY-MM-DD" (or '.' or '/' between the parts, or "DD.MM.YYYY", or
+//     "YYYYMMDD"), optionally followed by ' ' or 'T' and "HH:MM[:SS[.000]]" and a UTC offset ('Z',
+//     "+HH:MM", "-HHMM", " UTC": the time is converted to UTC); "YYYYMMDD HH:MM" (LEAN); Unix time in
+//     seconds (9-10 digits), milliseconds (12-13) or microseconds (15-16, Binance). A nonzero fraction
+//     of a second is refused.
 //   - HDF5 written by market_data_save_h5 (layout below).
 // CSV input may be gzip-compressed (read through zlib), may use CRLF, and its last line need not end
 // with '\n' (the LEAN files do not). Blank lines are skipped. A line longer than
-// MARKET_LINE_MAX bytes is an error naming the line.
+// MARKET_LINE_MAX bytes is an error naming the line. What a real file needs beyond that is asked
+// for by a flag (MarketCsvOptions; ppo-data import's options), never guessed: rows in another
+// order, repeated rows, rows without prices (Yahoo's 'null' rows), columns to leave out.
 //
 // Validation (every row; the first failure is reported and loading stops):
 //   - every field parses (numbers: finite decimals; timestamps: real calendar dates);
@@ -28,7 +39,9 @@
 //   - on each side (bid, ask, and the mid/trade prices): low <= open, close <= high, low <= high;
 //   - ask >= bid at the open and at the close; the mid equals (bid + ask) / 2 (HDF5 only: the CSV
 //     loaders compute it);
-//   - timestamps strictly increase (a duplicate or a step back names both lines).
+//   - timestamps strictly increase (a duplicate or a step back names both lines);
+//   - lean-equity prices are whole numbers (of 1/10000 USD): a header-less file of decimal prices
+//     is not taken for one.
 // Gaps are counted (market_data_gaps), never filled.
 //
 // Time: ts is the bar's start in seconds since 1970-01-01, read with the UTC calendar. For UTC
@@ -103,6 +116,28 @@ int market_format_parse(const char *name, MarketFormat *out);  // 0, or -1 and t
 // --- loading and saving ----------------------------------------------------------------------------
 // Each returns a new MarketData (free with market_data_free), or NULL and sets the message.
 MarketData *market_data_load_csv(const char *path, MarketFormat format);  // plain or .gz; AUTO detects the layout
+
+// What a CSV load may do beyond the strict default (each off by default, ppo-data import's flags).
+typedef struct {
+  MarketFormat format;         // AUTO detects the layout
+  bool raw_prices;             // keep open..close as they are when the file has an adj_close column
+  bool skip_null_rows;         // drop rows whose every field but the time is empty, null, nan or n/a
+  bool sort;                   // rows in any order: sorted by time (then by line) before the order check
+  bool drop_duplicates;        // drop a row equal in every field (after any adjustment) to the row before
+  const char *ignore_columns;  // comma-separated header names whose fields are not read (NULL: none)
+} MarketCsvOptions;
+
+typedef struct {
+  int64_t null_rows, duplicate_rows;  // rows dropped by skip_null_rows and drop_duplicates
+  int64_t moved_rows;                 // rows that sorting moved (0: the file was in order)
+  bool adjusted;                      // open..close were multiplied by adj_close / close
+  double factor_min, factor_max;      // the smallest and largest of those factors
+  int ignored_columns;                // header columns left out by ignore_columns
+} MarketCsvSummary;
+
+MarketCsvOptions market_csv_options_default(void);  // format AUTO, every flag off
+// market_data_load_csv with options; summary (may be NULL) says what they did.
+MarketData *market_data_load_csv_with(const char *path, const MarketCsvOptions *options, MarketCsvSummary *summary);
 MarketData *market_data_load_h5(const char *path);                        // validates layout and rows
 MarketData *market_data_load(const char *path);  // HDF5 when the file has the HDF5 signature, else CSV (AUTO)
 // Writes `data` to `path` atomically (h5io): on failure nothing is left behind. 0, or -1 and the message.
@@ -128,6 +163,17 @@ int64_t market_data_bar_seconds(const int64_t *ts, int64_t rows);  // the mode o
 MarketGaps market_data_gaps(const MarketData *data);
 double market_data_median_spread_bp(
     const MarketData *data);  // median (ask-bid)/mid at the close, bp; NaN without bid/ask
+
+typedef struct {
+  double close_min, close_max;  // the smallest and largest close
+  double largest_move;          // close / previous close - 1 of the bar whose |log| of that ratio is largest
+  int64_t largest_at;           // that bar's ts; 0 with fewer than 2 bars
+  double largest_from;          // the close before it
+} MarketMoves;
+// The close's range and its largest one-bar move: an unadjusted split or a mistyped price shows as
+// a move no market makes (ppo-data import warns past MARKET_SUSPECT_MOVE_LOG).
+MarketMoves market_data_moves(const MarketData *data);
+#define MARKET_SUSPECT_MOVE_LOG 0.4054651081081644  // ln 1.5: +50 % or -33.3 % in one bar (a 3:2 split)
 // The default symbol for an input file: the first '_'/'.'-separated part of its name that is not a
 // category word (FOREX, STOCKS, CFD, ...), upper-cased: "XAUUSD_OANDA_1H_BIDASK.csv" -> "XAUUSD",
 // "STOCKS_GOOGL.csv" -> "GOOGL". Writes "" when nothing fits.

@@ -340,6 +340,7 @@ static const BrokenCase broken_cases[] = {
     {"unknown_format.csv", "auto", 1, "unknown format: the first field '1.5'"},
     {"nul_byte.csv", "auto", 2, "NUL byte"},
     {"truncated.csv.gz", "auto", 0, "cannot read: unexpected end of file"},
+    {"lean_equity_decimal.csv", "auto", 1, "column open = '100.000000': lean-equity prices are whole numbers"},
 };
 enum { N_BROKEN = sizeof broken_cases / sizeof broken_cases[0] };
 
@@ -471,6 +472,81 @@ Test(market_data, ppo_data_import_info_and_usage) {
   free(dir), free(log_dir);
 }
 
+// ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
+// no market makes; info prints the close's range and largest move.
+Test(market_data, ppo_data_import_options_summary_and_warning) {
+  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char csv[1024], h5[1024], out_txt[1024], err_txt[1024];
+  snprintf(csv, sizeof csv, "%s/ACME.csv", dir);
+  snprintf(h5, sizeof h5, "%s/acme.h5", dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  const char *text =
+      "Date,Open,High,Low,Close,Adj Close,Volume,Turnover\n"
+      "2024-01-04,102,106,100,104,52,11,1\n"
+      "2024-01-03,null,null,null,null,null,null,null\n"
+      "2024-01-02,100,104,98,102,51,10,1\n"
+      "2024-01-02,100,104,98,102,51,10,1\n"
+      "2024-01-05,52,53,51,52.5,52.5,30,1\n";
+  write_file(csv, text, strlen(text));
+  char *argv[] = {"ppo-data",          "import",           csv,        h5,  "--skip-null-rows", "--sort",
+                  "--drop-duplicates", "--ignore-columns", "turnover", NULL};
+  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0);
+  char *out = read_file_text(out_txt), *err = read_file_text(err_txt);
+  cr_expect(strstr(out, "ACME, 3 bars 2024-01-02 00:00 .. 2024-01-05 00:00") &&
+                strstr(out, "(csv adjusted by adj_close)\n") &&
+                strstr(out,
+                       "  adjusted open/high/low/close by adj_close / close (factors 0.5 .. 1; --raw-prices keeps "
+                       "them)\n") &&
+                strstr(out, "  skipped 1 rows without prices (--skip-null-rows)\n") &&
+                strstr(out, "  sorted by time: 3 rows moved (--sort)\n") &&
+                strstr(out, "  dropped 1 repeated rows (--drop-duplicates)\n") &&
+                strstr(out, "  left out 1 columns (--ignore-columns)\n"),
+            "%s", out);
+  cr_expect_str_eq(err, "", "adjusted prices move +1.96 % at most: no warning");
+  free(out), free(err);
+
+  char *raw_argv[] = {"ppo-data",
+                      "import",
+                      csv,
+                      h5,
+                      "--raw-prices",
+                      "--sort",
+                      "--skip-null-rows",
+                      "--drop-duplicates",
+                      "--ignore-columns=Turnover",
+                      NULL};
+  cr_assert_eq(run_ppo_data(raw_argv, out_txt, err_txt), 0);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "ppo-data: warning: ") && strstr(err,
+                                                         "ACME.csv: the close moves -49.5 % at 2024-01-05 00:00 "
+                                                         "(close 104 -> 52.5) in one bar: an unadjusted split"),
+            "%s", err);
+  free(err);
+  char *info_argv[] = {"ppo-data", "info", h5, NULL};
+  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
+  out = read_file_text(out_txt);
+  cr_expect(strstr(out, "close range    52.5 .. 104\n") &&
+                strstr(out,
+                       "largest move   -49.5 % at 2024-01-05 00:00 (close 104 -> 52.5)  <- a split or a bad "
+                       "price?\n"),
+            "%s", out);
+  free(out);
+
+  char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
+  cr_expect_eq(run_ppo_data(twice_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "--sort is given twice"), "%s", err);
+  free(err);
+  char *strict_argv[] = {"ppo-data", "import", csv, h5, NULL};
+  cr_expect_eq(run_ppo_data(strict_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "ACME.csv:1: unknown column 'Turnover'"), "%s", err);
+  free(err);
+  remove_tree(dir), remove_tree(log_dir);
+  free(dir), free(log_dir);
+}
+
 // --- accepted variants ---------------------------------------------------------------------------------------
 
 static MarketData *load_text(const char *dir, const char *name, const char *text, MarketFormat format) {
@@ -524,6 +600,186 @@ Test(market_data, accepted_variants_load_alike) {
   cr_expect_eq(market_data_gaps(one).count, 0);
   cr_expect(!one->has_volume && isnan(one->volume[0]));
   market_data_free(one);
+  remove_tree(dir);
+  free(dir);
+}
+
+// The same two bars in the shapes real exports have: MetaTrader 5 (tabs, <NAMES>, a date and a
+// time column, tick volume and spread), semicolons with the time before the date, quoted fields,
+// Unix seconds, milliseconds and microseconds, UTC offsets, dates with '.', '/' and day first.
+Test(market_data, export_shapes_load_alike) {
+  char *dir = make_temp_dir();
+  static const char *const shapes[][2] = {
+      {"base.csv", "time,open,high,low,close,volume\n2024-01-02 00:00,1,2,0.5,1.5,7\n2024-01-02 01:00,1.5,2.5,1,2,9\n"},
+      {"mt5.csv",
+       "<DATE>\t<TIME>\t<OPEN>\t<HIGH>\t<LOW>\t<CLOSE>\t<TICKVOL>\t<VOL>\t<SPREAD>\n"
+       "2024.01.02\t00:00:00\t1\t2\t0.5\t1.5\t120\t7\t3\n2024.01.02\t01:00:00\t1.5\t2.5\t1\t2\t130\t9\t2\n"},
+      {"semicolon.csv",
+       "Time;Date;Open;High;Low;Close;Vol\n00:00;02.01.2024;1;2;0.5;1.5;7\n01:00;02.01.2024;1.5;2.5;1;2;9\n"},
+      {"quoted.csv",
+       "\"Date\",\"Open\",\"High\",\"Low\",\"Close\",\"Volume\"\n\"2024/01/02 "
+       "00:00\",\"1\",\"2\",\"0.5\",\"1.5\",\"7\"\n"
+       "\"2024/01/02 01:00:00.000\",\"1.5\",\"2.5\",\"1\",\"2\",\"9\"\n"},
+      {"seconds.csv", "timestamp,open,high,low,close,volume\n1704153600,1,2,0.5,1.5,7\n1704157200,1.5,2.5,1,2,9\n"},
+      {"millis.csv",
+       "open_time,open,high,low,close,volume\n1704153600000,1,2,0.5,1.5,7\n1704157200000,1.5,2.5,1,2,9\n"},
+      {"micros.csv",
+       "open_time,open,high,low,close,volume\n1704153600000000,1,2,0.5,1.5,7\n1704157200000000,1.5,2.5,1,2,9\n"},
+      {"offsets.csv",
+       "datetime,open,high,low,close,volume\n2024-01-02T00:00:00Z,1,2,0.5,1.5,7\n2024-01-01 20:00 "
+       "-0500,1.5,2.5,1,2,9\n"},
+      {"utc_word.csv",
+       "datetime,open,high,low,close,volume\n20240102 01:00 +01:00,1,2,0.5,1.5,7\n2024-01-02 01:00 "
+       "UTC,1.5,2.5,1,2,9\n"},
+  };
+  enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+  MarketData *base = load_text(dir, shapes[0][0], shapes[0][1], MARKET_FORMAT_AUTO);
+  cr_assert(base, "%s", error_message());
+  cr_expect_eq(base->ts[0], 1704153600);
+  for (int k = 1; k < N_SHAPES; k++) {
+    MarketData *d = load_text(dir, shapes[k][0], shapes[k][1], MARKET_FORMAT_AUTO);
+    cr_assert(d, "%s: %s", shapes[k][0], error_message());
+    strcpy(d->symbol, base->symbol);
+    assert_same_data(base, d, shapes[k][0]);
+    cr_expect_str_eq(d->source_format, "csv", "%s", shapes[k][0]);
+    market_data_free(d);
+  }
+  market_data_free(base);
+  remove_tree(dir);
+  free(dir);
+}
+
+// Timestamps and headers the loader cannot read name the line, the column, the value and the shapes.
+Test(market_data, export_shapes_refused_naming_the_field) {
+  char *dir = make_temp_dir();
+  static const char *const cases[][3] = {
+      {"frac.csv", "time,open,high,low,close\n2024-01-02 00:00:00.250,1,2,0.5,1.5\n",
+       ":2: column time = '2024-01-02 00:00:00.250': fractions of a second are not supported"},
+      {"millis.csv", "time,open,high,low,close\n1704153600123,1,2,0.5,1.5\n",
+       ":2: column time = '1704153600123': fractions of a second"},
+      {"digits.csv", "time,open,high,low,close\n17041536001,1,2,0.5,1.5\n",
+       ":2: column time = '17041536001': not a timestamp (allowed: YYYY-MM-DD[ HH:MM[:SS]]"},
+      {"us_order.csv", "time,open,high,low,close\n01/02/2024,1,2,0.5,1.5\n", ":2: column time = '01/02/2024': not a"},
+      {"mixed_sep.csv", "time,open,high,low,close\n2024-01.02,1,2,0.5,1.5\n", ":2: column time = '2024-01.02': not a"},
+      {"offset.csv", "time,open,high,low,close\n2024-01-02T00:00+15:00,1,2,0.5,1.5\n", "not a timestamp"},
+      {"clock.csv", "date,time,open,high,low,close\n2024-01-02,24:00,1,2,0.5,1.5\n",
+       ":2: column time = '24:00': no such date or time"},
+      {"clock_shape.csv", "date,time,open,high,low,close\n2024-01-02,9:30,1,2,0.5,1.5\n",
+       ":2: column time = '9:30': not a time of day (allowed: HH:MM[:SS])"},
+      {"date_with_clock.csv", "date,time,open,high,low,close\n2024-01-02 00:00,00:00,1,2,0.5,1.5\n",
+       ":2: column date = '2024-01-02 00:00': not a timestamp"},
+      {"two_dates.csv", "date,datetime,open,high,low,close\n2024-01-02,2024-01-02,1,2,0.5,1.5\n",
+       ":1: column 'datetime' (column 2) repeats column 1 ('time' names the same column; a date column and a time "
+       "column are read together)"},
+      {"adj_bid_ask.csv",
+       "time,bid_open,bid_high,bid_low,bid_close,ask_open,ask_high,ask_low,ask_close,adj_close\n"
+       "2024-01-02,1,2,0.5,1.5,1,2,0.5,1.5,1\n",
+       ":1: an adj_close column with bid_/ask_ prices"},
+      {"null_row.csv",
+       "Date,Open,High,Low,Close,Adj Close,Volume\n2024-01-02,1,2,0.5,1.5,1.5,7\n2024-01-03,null,null,"
+       "null,null,null,null\n",
+       ":3: a row without prices (every column but the time is like 'null'); --skip-null-rows skips such rows"},
+      {"repeat.csv", "time,open,high,low,close\n2024-01-02 10:00,1,2,0.5,1.5\n2024-01-02 10:00,1,2,0.5,1.5\n",
+       ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: --drop-duplicates"},
+      {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
+       "(also on line 2); a file in local time repeats an hour when daylight saving ends: convert it to UTC first"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    error_clear();
+    MarketData *d = load_text(dir, cases[k][0], cases[k][1], MARKET_FORMAT_AUTO);
+    cr_expect_null(d, "%s was accepted", cases[k][0]);
+    market_data_free(d);
+    cr_expect(strstr(error_message(), cases[k][0]) && strstr(error_message(), cases[k][2]), "%s: expected '%s' in: %s",
+              cases[k][0], cases[k][2], error_message());
+  }
+  remove_tree(dir);
+  free(dir);
+}
+
+// adj_close adjusts open..close row by row (yfinance's auto_adjust) unless raw_prices; the options
+// for rows in another order, repeated rows, rows without prices and columns to leave out.
+Test(market_data, csv_options_adjust_sort_drop_and_ignore) {
+  char *dir = make_temp_dir(), path[1024];
+  snprintf(path, sizeof path, "%s/ACME.csv", dir);
+  // a 2:1 split between the second and third rows, which Close shows and Adj Close does not
+  write_file(path,
+             "Date,Open,High,Low,Close,Adj Close,Volume\n"
+             "2024-01-02,100,104,98,102,51,10\n"
+             "2024-01-03,null,null,null,null,null,null\n"
+             "2024-01-04,102,106,100,104,52,11\n"
+             "2024-01-05,52,53,51,52.5,52.5,30\n",
+             strlen("Date,Open,High,Low,Close,Adj Close,Volume\n2024-01-02,100,104,98,102,51,10\n"
+                    "2024-01-03,null,null,null,null,null,null\n2024-01-04,102,106,100,104,52,11\n"
+                    "2024-01-05,52,53,51,52.5,52.5,30\n"));
+  MarketCsvOptions options = market_csv_options_default();
+  options.skip_null_rows = true;
+  MarketCsvSummary summary;
+  MarketData *d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect_eq(d->rows, 3);
+  cr_expect_eq(summary.null_rows, 1);
+  cr_expect(summary.adjusted && summary.factor_min == 0.5 && summary.factor_max == 1.0);
+  cr_expect(d->open[0] == 50.0 && d->high[0] == 52.0 && d->low[0] == 49.0, "%g %g %g", d->open[0], d->high[0],
+            d->low[0]);
+  cr_expect(d->close[0] == 51.0 && d->close[1] == 52.0 && d->close[2] == 52.5);
+  cr_expect_eq(d->volume[0], 10.0, "volume is not adjusted (as yfinance)");
+  cr_expect_str_eq(d->source_format, "csv adjusted by adj_close");
+  MarketMoves moves = market_data_moves(d);
+  cr_expect(fabs(moves.largest_move - (52.0 / 51.0 - 1.0)) < 1e-15, "%.17g", moves.largest_move);
+  market_data_free(d);
+
+  options.raw_prices = true;
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect(!summary.adjusted);
+  cr_expect(d->close[0] == 102.0 && d->close[2] == 52.5);
+  cr_expect_str_eq(d->source_format, "csv");
+  moves = market_data_moves(d);
+  cr_expect_eq(moves.largest_at, d->ts[2]);
+  cr_expect(moves.largest_move == 52.5 / 104.0 - 1.0 && moves.largest_from == 104.0);
+  cr_expect(moves.close_min == 52.5 && moves.close_max == 104.0);
+  cr_expect(fabs(log1p(moves.largest_move)) > MARKET_SUSPECT_MOVE_LOG, "a 2:1 split is past the warning's line");
+  market_data_free(d);
+
+  // newest first, with an overlap of two equal rows and two columns to leave out
+  snprintf(path, sizeof path, "%s/klines.csv", dir);
+  const char *klines =
+      "open_time,open,high,low,close,volume,close_time,ignore\n"
+      "1704160800000,2,3,1.5,2.5,5,1704164399999,0\n"
+      "1704157200000,1.5,2.5,1,2,9,1704160799999,0\n"
+      "1704160800000,2,3,1.5,2.5,5,1704164399999,0\n"
+      "1704153600000,1,2,0.5,1.5,7,1704157199999,0\n";
+  write_file(path, klines, strlen(klines));
+  options = market_csv_options_default();
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "unknown column 'close_time' (column 7)") &&
+                strstr(error_message(), "--ignore-columns leaves a column out"),
+            "%s", error_message());
+  options.ignore_columns = "Close Time, ignore";
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "klines.csv:3: timestamp 2024-01-02 01:00 is before 2024-01-02 02:00 on line 2") &&
+                strstr(error_message(), "--sort sorts the rows by time"),
+            "%s", error_message());
+  options.sort = true;
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(),
+                   "klines.csv:4: duplicate timestamp 2024-01-02 02:00 (also on line 2); the rows are "
+                   "equal"),
+            "%s", error_message());
+  options.drop_duplicates = true;
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect_eq(d->rows, 3);
+  cr_expect(d->ts[0] == 1704153600 && d->ts[1] == 1704157200 && d->ts[2] == 1704160800);
+  cr_expect(d->close[0] == 1.5 && d->close[1] == 2 && d->close[2] == 2.5 && d->volume[1] == 9);
+  cr_expect_eq(summary.duplicate_rows, 1);
+  cr_expect_eq(summary.ignored_columns, 2);
+  cr_expect_eq(summary.moved_rows, 3, "all but line 3's row (second before and after) changed place");
+  market_data_free(d);
+  options.ignore_columns = "close_time,ignore,turnover";
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "klines.csv:1: --ignore-columns names 'turnover', which is not a column"), "%s",
+            error_message());
   remove_tree(dir);
   free(dir);
 }
