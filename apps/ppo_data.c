@@ -1,7 +1,7 @@
 // apps/ppo_data.c: ppo-data, the market-data tool (thin: parse the command line, call envs/, exit).
 //
 //   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ] [--raw-prices]
-//                   [--skip-null-rows] [--sort] [--drop-duplicates] [--ignore-columns NAMES]
+//                   [--skip-null-rows] [--sort] [--drop-duplicates] [--ignore-columns NAMES] [--to-utc]
 //   ppo-data info FILE.h5|FILE.csv[.gz]
 //   ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv
 //
@@ -25,7 +25,7 @@
 static const char usage_text[] =
     "usage: ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format auto|lean-quote|lean-equity|csv]\n"
     "                      [--symbol SYMBOL] [--timezone TZ] [--raw-prices] [--skip-null-rows] [--sort]\n"
-    "                      [--drop-duplicates] [--ignore-columns NAME[,NAME...]]\n"
+    "                      [--drop-duplicates] [--ignore-columns NAME[,NAME...]] [--to-utc]\n"
     "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
     "       ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv\n"
     "       ppo-data --help\n";
@@ -46,7 +46,10 @@ static const char help_text[] =
     "           --drop-duplicates  drop a row equal in every field to the one before it (same time)\n"
     "           --ignore-columns   leave out these header columns (comma-separated names)\n"
     "         --symbol defaults to the file name's first part (XAUUSD_OANDA_1H_BIDASK.csv -> XAUUSD);\n"
-    "         --timezone names the source's clock (default UTC; SPY daily: America/New_York).\n"
+    "         --timezone names the source's clock (default UTC; SPY daily: America/New_York); the times are\n"
+    "         kept as they are unless --to-utc converts them from that zone's wall clock to UTC (intraday\n"
+    "         files in local time: the hour repeated when daylight saving ends is told apart by order,\n"
+    "         an hour it skips is refused; rows oldest first).\n"
     "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread, the\n"
     "         close's range and its largest one-bar move (an unadjusted split or a bad price shows there).\n"
     "features writes the trading env's feature matrix (what the agent sees, before the window and the agent\n"
@@ -125,6 +128,12 @@ static void print_import_summary(const MarketCsvSummary *s) {
   if (s->ignored_columns) printf("  left out %d columns (--ignore-columns)\n", s->ignored_columns);
 }
 
+static void print_conversion(const MarketCsvOptions *o, const MarketCsvSummary *s) {
+  if (!o->local_zone) return;
+  printf("  converted from %s to UTC (%lld rows read as the repeated hour's second pass)\n", o->local_zone,
+         (long long)s->repeated_hours);
+}
+
 static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
   char at[40];
   snprintf(buf, capacity, "%+.1f %% at %s (close %.6g -> %.6g)", 100.0 * m->largest_move,
@@ -152,8 +161,10 @@ static int command_import(int argc, char **argv) {
   const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
   MarketCsvOptions options = market_csv_options_default();
   CliSeen seen = {.count = 0};
-  static const char *const flag_names[] = {"--raw-prices", "--skip-null-rows", "--sort", "--drop-duplicates"};
-  bool *flags[] = {&options.raw_prices, &options.skip_null_rows, &options.sort, &options.drop_duplicates};
+  bool to_utc = false;
+  static const char *const flag_names[] = {"--raw-prices", "--skip-null-rows", "--sort", "--drop-duplicates",
+                                           "--to-utc"};
+  bool *flags[] = {&options.raw_prices, &options.skip_null_rows, &options.sort, &options.drop_duplicates, &to_utc};
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     const char **target = NULL, *name = NULL;
@@ -166,7 +177,7 @@ static int command_import(int argc, char **argv) {
     else if (cli_is_option(arg, "--ignore-columns"))
       target = &options.ignore_columns, name = "--ignore-columns";
     int flag = -1;
-    for (int f = 0; f < 4; f++)
+    for (int f = 0; f < 5; f++)
       if (strcmp(arg, flag_names[f]) == 0) flag = f;
     if (flag >= 0) {
       if (cli_repeated(&seen, flag_names[flag])) return usage_error("%s is given twice; give it once", arg);
@@ -206,6 +217,10 @@ static int command_import(int argc, char **argv) {
     return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);
   if (!output_ok(positional[1], "OUTPUT.h5")) return EXIT_BAD_INPUT;
   options.format = format;
+  if (to_utc && options.sort)
+    return usage_error(
+        "%s", "--to-utc needs the rows oldest first: give --sort in a first import, or sort the file, then convert");
+  if (to_utc) options.local_zone = timezone;
   MarketCsvSummary summary;
   MarketData *data = market_data_load_csv_with(positional[0], &options, &summary);
   if (!data) {
@@ -217,7 +232,7 @@ static int command_import(int argc, char **argv) {
     market_data_free(data);
     return usage_error("cannot derive a symbol from the name '%s': pass --symbol", positional[0]);
   }
-  strcpy(data->timezone, timezone);
+  strcpy(data->timezone, to_utc ? "UTC" : timezone);
   if (market_data_save_h5(data, positional[1]) != 0) {
     fprintf(stderr, "ppo-data: %s\n", error_message());
     market_data_free(data);
@@ -230,6 +245,7 @@ static int command_import(int argc, char **argv) {
          market_time_format(data->ts[data->rows - 1], last, sizeof last), data->timezone, bar,
          data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
   print_import_summary(&summary);
+  print_conversion(&options, &summary);
   warn_suspect_move(positional[0], data);
   market_data_free(data);
   return EXIT_OK;

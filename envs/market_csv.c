@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "common/check.h"
@@ -418,6 +419,81 @@ static int time_error(const LineReader *r, const char *column, const char *text,
   return 0;
 }
 
+// --- local time to UTC ------------------------------------------------------------------------------
+// Through the C library's zone database (TZ set for the load, restored after): mktime of the wall
+// clock as standard and as daylight time, each kept only if localtime gives the same wall clock
+// back. None: a time the zone skips (spring forward). Two: the hour repeated when daylight saving
+// ends; the earlier instant unless it is not after the row before, then the later (pandas'
+// tz_localize(ambiguous="infer") on rows in time order).
+
+typedef struct {
+  bool active;
+  char *saved_tz;  // TZ before the load (NULL: unset)
+} ZoneScope;
+
+static int zone_begin(ZoneScope *z, const char *path, const char *zone) {
+  memset(z, 0, sizeof *z);
+  if (!zone) return 0;
+  const char *dir = getenv("TZDIR") && *getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
+  char file[1024];
+  FILE *f = NULL;
+  if (zone[0] != '/' && !strstr(zone, "..") && snprintf(file, sizeof file, "%s/%s", dir, zone) < (int)sizeof file)
+    f = fopen(file, "rb");
+  if (!f) {
+    error_set("%s: cannot convert from the time zone '%s': the zone database (%s) has no such zone", path, zone, dir);
+    return -1;
+  }
+  fclose(f);
+  const char *old = getenv("TZ");
+  z->saved_tz = old ? strdup(old) : NULL;
+  z->active = true;
+  setenv("TZ", zone, 1);
+  tzset();
+  return 0;
+}
+
+static void zone_end(ZoneScope *z) {
+  if (!z->active) return;
+  if (z->saved_tz)
+    setenv("TZ", z->saved_tz, 1);
+  else
+    unsetenv("TZ");
+  tzset();
+  free(z->saved_tz);
+  z->active = false;
+}
+
+// One wall-clock ts (read on the UTC calendar) to UTC. 0, 1 for the repeated hour's second pass, -1 skipped.
+static int wall_to_utc(int64_t wall, const int64_t *previous, int64_t *out) {
+  CivilTime c = utc_to_civil(wall);
+  int64_t found[2];
+  int n = 0;
+  for (int dst = 0; dst <= 1; dst++) {
+    struct tm tm = {.tm_year = c.year - 1900,
+                    .tm_mon = c.month - 1,
+                    .tm_mday = c.day,
+                    .tm_hour = c.hour,
+                    .tm_min = c.minute,
+                    .tm_sec = c.second,
+                    .tm_isdst = dst};
+    time_t t = mktime(&tm);
+    struct tm back;
+    if (t == (time_t)-1 || !localtime_r(&t, &back)) continue;
+    if (back.tm_year != c.year - 1900 || back.tm_mon != c.month - 1 || back.tm_mday != c.day ||
+        back.tm_hour != c.hour || back.tm_min != c.minute || back.tm_sec != c.second)
+      continue;
+    if (n == 0 || (int64_t)t != found[0]) found[n++] = (int64_t)t;
+  }
+  if (n == 0) return -1;
+  if (n == 2 && found[1] < found[0]) {
+    int64_t t = found[0];
+    found[0] = found[1], found[1] = t;
+  }
+  bool second = n == 2 && previous && found[0] <= *previous;
+  *out = found[second ? 1 : 0];
+  return second;
+}
+
 // --- rows ------------------------------------------------------------------------------------------
 
 // A row without any value but its time: each other field empty, "null" (Yahoo's holidays), "nan" or "n/a".
@@ -773,12 +849,13 @@ static int order_check(const char *path, const MarketCsvOptions *options, const 
   char when[40], before[40];
   if (bar->ts == last->ts && options->drop_duplicates && same_bar(bar, last)) return 1;
   if (bar->ts == last->ts) {
-    error_set("%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
-              market_time_format(bar->ts, when, sizeof when), (long long)last_line,
-              same_bar(bar, last) ? "; the rows are equal: --drop-duplicates drops such repeats"
-              : bar->ts % 86400 != 0
-                  ? "; a file in local time repeats an hour when daylight saving ends: convert it to UTC first"
-                  : "");
+    error_set(
+        "%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
+        market_time_format(bar->ts, when, sizeof when), (long long)last_line,
+        same_bar(bar, last) ? "; the rows are equal: --drop-duplicates drops such repeats"
+        : bar->ts % 86400 != 0
+            ? "; a file in local time repeats an hour when daylight saving ends: --timezone ZONE --to-utc converts it"
+            : "");
     return -1;
   }
   if (bar->ts < last->ts) {
@@ -821,6 +898,7 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
   bool have_line = layout->format != MARKET_FORMAT_CSV;  // a LEAN first line is data
   char *fields[CSV_MAX_COLUMNS];
   char reason[512];
+  int64_t previous_utc = 0;  // the last row's converted time (local_zone)
   for (;;) {
     if (!have_line) {
       got = reader_next_nonblank(r);
@@ -872,6 +950,18 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
       if (!summary->adjusted || factor > summary->factor_max) summary->factor_max = factor;
       summary->adjusted = true;
     }
+    if (options->local_zone) {
+      int64_t utc;
+      int got_utc = wall_to_utc(bar.ts, list->count > 0 ? &previous_utc : NULL, &utc);
+      if (got_utc < 0) {
+        char when[40];
+        error_set("%s:%lld: %s does not exist in %s (the hour skipped when daylight saving starts)", r->path,
+                  (long long)r->line_no, market_time_format(bar.ts, when, sizeof when), options->local_zone);
+        return -1;
+      }
+      summary->repeated_hours += got_utc;
+      bar.ts = previous_utc = utc;
+    }
     if (!options->sort && list->count > 0) {  // in file order the first problem is the one reported
       int order =
           order_check(r->path, options, &list->bars[list->count - 1], list->lines[list->count - 1], &bar, r->line_no);
@@ -894,7 +984,7 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
 }
 
 MarketCsvOptions market_csv_options_default(void) {
-  return (MarketCsvOptions){MARKET_FORMAT_AUTO, false, false, false, false, NULL};
+  return (MarketCsvOptions){MARKET_FORMAT_AUTO, false, false, false, false, NULL, NULL};
 }
 
 MarketData *market_data_load_csv(const char *path, MarketFormat format) {
@@ -907,11 +997,21 @@ MarketData *market_data_load_csv_with(const char *path, const MarketCsvOptions *
   MarketCsvSummary local;
   if (!summary) summary = &local;
   memset(summary, 0, sizeof *summary);
+  if (options->local_zone && options->sort) {
+    error_set(
+        "%s: converting from %s needs the rows oldest first (a repeated hour is told apart by order): sort the "
+        "file first, then convert",
+        path, options->local_zone);
+    return NULL;
+  }
   LineReader reader;
   if (reader_open(&reader, path) != 0) return NULL;
   Layout layout;
   BarList list = {NULL, NULL, 0, 0};
-  int status = load_rows(&reader, options, &layout, &list, summary);
+  ZoneScope zone;
+  int status = zone_begin(&zone, path, options->local_zone);
+  if (status == 0) status = load_rows(&reader, options, &layout, &list, summary);
+  zone_end(&zone);
   reader_close(&reader);
   if (status != 0) {
     free(list.bars), free(list.lines);

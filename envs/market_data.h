@@ -46,8 +46,9 @@
 //
 // Time: ts is the bar's start in seconds since 1970-01-01, read with the UTC calendar. For UTC
 // sources (all intraday files shipped) that is true UTC. For other sources (SPY daily:
-// America/New_York) it is the source's wall-clock time; `timezone` names the zone. No time-zone
-// conversion is done here.
+// America/New_York) it is the source's wall-clock time; `timezone` names the zone. A CSV's UTC
+// offsets are applied, and MarketCsvOptions.local_zone converts a zone's wall clock to UTC; no
+// other conversion is done.
 //
 // HDF5 layout (format_version 1):
 //   /bars/ts                       int64   (R,)  deflate level 6 + shuffle, like every dataset here
@@ -125,6 +126,9 @@ typedef struct {
   bool sort;                   // rows in any order: sorted by time (then by line) before the order check
   bool drop_duplicates;        // drop a row equal in every field (after any adjustment) to the row before
   const char *ignore_columns;  // comma-separated header names whose fields are not read (NULL: none)
+  const char *local_zone;      // the file's times are this IANA zone's wall clock: converted to UTC (NULL: none;
+                               // the rows oldest first, not with sort: an hour repeated when daylight saving
+                               // ends is told apart by order; an hour it skips is refused)
 } MarketCsvOptions;
 
 typedef struct {
@@ -133,6 +137,7 @@ typedef struct {
   bool adjusted;                      // open..close were multiplied by adj_close / close
   double factor_min, factor_max;      // the smallest and largest of those factors
   int ignored_columns;                // header columns left out by ignore_columns
+  int64_t repeated_hours;             // rows of local_zone's repeated hour read as its second (standard) pass
 } MarketCsvSummary;
 
 MarketCsvOptions market_csv_options_default(void);  // format AUTO, every flag off

@@ -472,6 +472,67 @@ Test(market_data, ppo_data_import_info_and_usage) {
   free(dir), free(log_dir);
 }
 
+// local_zone: a wall clock with daylight saving to UTC (the zone database, tzdata, is required on
+// Debian): the repeated autumn hour told apart by order, hourly and by the minute; the skipped
+// spring hour refused; a zone without daylight saving; TZ as it was after the load.
+Test(market_data, local_time_converted_to_utc) {
+  char *dir = make_temp_dir(), path[1024];
+  setenv("TZ", "Asia/Kolkata", 1);
+  MarketCsvOptions options = market_csv_options_default();
+  options.local_zone = "America/New_York";
+  MarketCsvSummary summary;
+  // 2022-11-06: EDT (UTC-4) until 02:00 local, then EST (UTC-5): 01:00 comes twice
+  const char *fall =
+      "time,open,high,low,close\n2022-11-06 00:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.5\n"
+      "2022-11-06 01:00,1,2,0.5,1.4\n2022-11-06 02:00,1,2,0.5,1.5\n";
+  snprintf(path, sizeof path, "%s/fall.csv", dir);
+  write_file(path, fall, strlen(fall));
+  MarketData *d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  const int64_t four_utc = 1667707200;  // 2022-11-06 04:00 UTC = 00:00 EDT
+  for (int i = 0; i < 4; i++) cr_expect_eq(d->ts[i], four_utc + 3600 * i, "row %d", i);
+  cr_expect_eq(summary.repeated_hours, 1);
+  market_data_free(d);
+  cr_expect_str_eq(getenv("TZ"), "Asia/Kolkata", "TZ is restored");
+
+  const char *minutes =
+      "time,open,high,low,close\n2022-11-06 01:58,1,2,0.5,1.5\n2022-11-06 01:59,1,2,0.5,1.5\n"
+      "2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:01,1,2,0.5,1.5\n";
+  snprintf(path, sizeof path, "%s/minutes.csv", dir);
+  write_file(path, minutes, strlen(minutes));
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  for (int i = 0; i < 4; i++) cr_expect_eq(d->ts[i], four_utc + 3600 + 58 * 60 + 60 * i, "row %d", i);
+  cr_expect_eq(summary.repeated_hours, 2);
+  market_data_free(d);
+
+  const char *spring = "time,open,high,low,close\n2022-03-13 01:30,1,2,0.5,1.5\n2022-03-13 02:30,1,2,0.5,1.5\n";
+  snprintf(path, sizeof path, "%s/spring.csv", dir);
+  write_file(path, spring, strlen(spring));
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "spring.csv:3: 2022-03-13 02:30 does not exist in America/New_York"), "%s",
+            error_message());
+
+  options.local_zone = "Asia/Tokyo";  // UTC+9 all year
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect(d->ts[0] == 1647135000 - 9 * 3600 && d->ts[1] == d->ts[0] + 3600);  // 1647135000: 2022-03-13 01:30 UTC
+  cr_expect_eq(summary.repeated_hours, 0);
+  market_data_free(d);
+
+  options.local_zone = "Mars/Olympus";
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "cannot convert from the time zone 'Mars/Olympus'"), "%s", error_message());
+  options.local_zone = "America/New_York";
+  options.sort = true;
+  cr_expect_null(market_data_load_csv_with(path, &options, NULL));
+  cr_expect(strstr(error_message(), "needs the rows oldest first"), "%s", error_message());
+  cr_expect_str_eq(getenv("TZ"), "Asia/Kolkata");
+  unsetenv("TZ");
+  remove_tree(dir);
+  free(dir);
+}
+
 // ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
 // no market makes; info prints the close's range and largest move.
 Test(market_data, ppo_data_import_options_summary_and_warning) {
@@ -532,6 +593,24 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
                        "price?\n"),
             "%s", out);
   free(out);
+
+  char local[1024];  // New York's wall clock, its autumn hour twice, to UTC: the file's zone is UTC
+  snprintf(local, sizeof local, "%s/NYSE.csv", dir);
+  const char *fall = "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.5\n";
+  write_file(local, fall, strlen(fall));
+  char *utc_argv[] = {"ppo-data", "import", local, h5, "--timezone", "America/New_York", "--to-utc", NULL};
+  cr_assert_eq(run_ppo_data(utc_argv, out_txt, err_txt), 0);
+  out = read_file_text(out_txt);
+  cr_expect(
+      strstr(out, "2 bars 2022-11-06 05:00 .. 2022-11-06 06:00 (UTC)") &&
+          strstr(out, "  converted from America/New_York to UTC (1 rows read as the repeated hour's second pass)"),
+      "%s", out);
+  free(out);
+  char *utc_sort_argv[] = {"ppo-data", "import", local, h5, "--to-utc", "--sort", NULL};
+  cr_expect_eq(run_ppo_data(utc_sort_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "--to-utc needs the rows oldest first"), "%s", err);
+  free(err);
 
   char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
   cr_expect_eq(run_ppo_data(twice_argv, out_txt, err_txt), 2);
@@ -682,7 +761,7 @@ Test(market_data, export_shapes_refused_naming_the_field) {
       {"repeat.csv", "time,open,high,low,close\n2024-01-02 10:00,1,2,0.5,1.5\n2024-01-02 10:00,1,2,0.5,1.5\n",
        ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: --drop-duplicates"},
       {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
-       "(also on line 2); a file in local time repeats an hour when daylight saving ends: convert it to UTC first"},
+       "(also on line 2); a file in local time repeats an hour when daylight saving ends: --timezone ZONE --to-utc"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     error_clear();
