@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <zlib.h>
 
@@ -436,14 +437,12 @@ static int zone_begin(ZoneScope *z, const char *path, const char *zone) {
   if (!zone) return 0;
   const char *dir = getenv("TZDIR") && *getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
   char file[1024];
-  FILE *f = NULL;
-  if (zone[0] != '/' && !strstr(zone, "..") && snprintf(file, sizeof file, "%s/%s", dir, zone) < (int)sizeof file)
-    f = fopen(file, "rb");
-  if (!f) {
+  struct stat st;
+  if (zone[0] == '/' || strstr(zone, "..") || snprintf(file, sizeof file, "%s/%s", dir, zone) >= (int)sizeof file ||
+      stat(file, &st) != 0 || !S_ISREG(st.st_mode)) {  // TZ would fall back to UTC without a word
     error_set("%s: cannot convert from the time zone '%s': the zone database (%s) has no such zone", path, zone, dir);
     return -1;
   }
-  fclose(f);
   const char *old = getenv("TZ");
   z->saved_tz = old ? strdup(old) : NULL;
   z->active = true;
