@@ -176,6 +176,17 @@ static int file_fingerprint(const char *path, uint64_t *hash, int64_t *size) {
 
 static const char *time_text(int64_t ts, char *buf, size_t capacity) { return utc_format(ts, false, buf, capacity); }
 
+// A metric as ppo-eval prints it for people: `digits` decimals (a + sign first with `sign`), or n/a
+// when it is NaN or infinite, as report.json has null there. printf's nan, -nan and inf (a flat
+// price series has no volatility, so no Sharpe) read like numbers and differ between C libraries.
+static const char *metric_text(char *buf, size_t capacity, double v, int digits, bool sign) {
+  if (!isfinite(v))
+    snprintf(buf, capacity, "n/a");
+  else
+    snprintf(buf, capacity, sign ? "%+.*f" : "%.*f", digits, v);
+  return buf;
+}
+
 // --- one evaluation ----------------------------------------------------------------------------------
 
 // Everything one checkpoint's evaluation holds.
@@ -632,7 +643,7 @@ static void plot(const char *dir, const PlotSpec *spec) {
 
 static void print_summary(FILE *out, const Evaluation *ev) {
   const TradingContext *c = &ev->market.context;
-  char a[64], b[64];
+  char a[64], b[64], t[64], t2[64];
   const BacktestPass *g = &ev->passes[ev->flat];  // the whole pass: flat never stops early
   fprintf(out, "%s %s split: %lld steps %s .. %s, exec %s, cost x%g\n", c->data->symbol, trading_split_name(ev->split),
           (long long)g->n, time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b),
@@ -659,13 +670,8 @@ static void print_summary(FILE *out, const Evaluation *ev) {
     }
     fprintf(out, "%-22s", rows[r].name);
     const int width[7] = {9, 9, 8, 8, 8, 8, 8}, digits[7] = {2, 2, 3, 3, 2, 1, 3};
-    for (int j = 0; j < 7; j++) {
-      v[j] /= rows[r].count;
-      if (isfinite(v[j]))
-        fprintf(out, " %*.*f", width[j], digits[j], v[j]);
-      else
-        fprintf(out, " %*s", width[j], "n/a");
-    }
+    for (int j = 0; j < 7; j++)
+      fprintf(out, " %*s", width[j], metric_text(t, sizeof t, v[j] / rows[r].count, digits[j], false));
     fputc('\n', out);
   }
   for (int k = 0; k < ev->n_passes; k++) {
@@ -680,8 +686,9 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   }
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
-    fprintf(out, "cost x%-4g agent greedy: total %.2f %%, Sharpe %.3f\n", ev->specs[ev->first_stress + f * 3].cost_mult,
-            100 * r->m.total_return, r->m.sharpe);
+    fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n", ev->specs[ev->first_stress + f * 3].cost_mult,
+            metric_text(t, sizeof t, 100 * r->m.total_return, 2, false),
+            metric_text(t2, sizeof t2, r->m.sharpe, 3, false));
   }
 }
 
@@ -963,10 +970,15 @@ static int walk_forward_run(const EvalRunOptions *o) {
               time_text(g->ts[0], a, sizeof a), time_text(g->ts[g->n], b, sizeof b), (long long)g->n, r->m.total_return,
               r->m.cagr, r->m.sharpe, r->m.sortino, r->m.max_drawdown, (long long)r->n_trades, r->cost_total_pct,
               rb->m.total_return, rb->m.sharpe, rb->m.max_drawdown);
-      if (!o->quiet)
-        printf("%s: %s .. %s  agent total %+.2f %% Sharpe %.3f MDD %.2f %% | buy and hold %+.2f %% Sharpe %.3f\n",
-               names[k], a, b, 100 * r->m.total_return, r->m.sharpe, 100 * r->m.max_drawdown, 100 * rb->m.total_return,
-               rb->m.sharpe);
+      if (!o->quiet) {
+        char t[5][64];
+        printf("%s: %s .. %s  agent total %s %% Sharpe %s MDD %s %% | buy and hold %s %% Sharpe %s\n", names[k], a, b,
+               metric_text(t[0], sizeof t[0], 100 * r->m.total_return, 2, true),
+               metric_text(t[1], sizeof t[1], r->m.sharpe, 3, false),
+               metric_text(t[2], sizeof t[2], 100 * r->m.max_drawdown, 2, false),
+               metric_text(t[3], sizeof t[3], 100 * rb->m.total_return, 2, true),
+               metric_text(t[4], sizeof t[4], rb->m.sharpe, 3, false));
+      }
       chain_append(&chain, g);
       chain_append(&chain_bh, bh);
       if (k == 0) chain_ro = report_options_for(&ev.cfg, o);  // the first fold's [eval] (--set applies to all)
@@ -1002,12 +1014,17 @@ static int walk_forward_run(const EvalRunOptions *o) {
                          .bh_dd_col = 7};
           plot(out_dir, &ps);
         }
-        if (!o->quiet)
+        if (!o->quiet) {
+          char t[5][64];
           printf(
-              "walk-forward (%d folds, %lld steps out of sample): agent total %+.2f %% Sharpe %.3f MDD %.2f %% | "
-              "buy and hold %+.2f %% Sharpe %.3f\nreport: %s/report.json\n",
-              count, (long long)chain.n, 100 * ra.m.total_return, ra.m.sharpe, 100 * ra.m.max_drawdown,
-              100 * rb.m.total_return, rb.m.sharpe, out_dir);
+              "walk-forward (%d folds, %lld steps out of sample): agent total %s %% Sharpe %s MDD %s %% | "
+              "buy and hold %s %% Sharpe %s\nreport: %s/report.json\n",
+              count, (long long)chain.n, metric_text(t[0], sizeof t[0], 100 * ra.m.total_return, 2, true),
+              metric_text(t[1], sizeof t[1], ra.m.sharpe, 3, false),
+              metric_text(t[2], sizeof t[2], 100 * ra.m.max_drawdown, 2, false),
+              metric_text(t[3], sizeof t[3], 100 * rb.m.total_return, 2, true),
+              metric_text(t[4], sizeof t[4], rb.m.sharpe, 3, false), out_dir);
+        }
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -718,6 +719,59 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "params/pi/bias0[0] = nan") && strstr(out, "a damaged checkpoint"), "%s", out);
   cr_expect(!strstr(out, "must be the training run's"), "%s", out);
+}
+
+// Whether `text` holds a whitespace-separated word that printf makes of a NaN or an infinity.
+static bool has_nan_word(const char *text) {
+  static const char *const words[] = {"nan", "-nan", "inf", "-inf", "+inf", "+nan"};
+  for (const char *p = text; *p;) {
+    size_t n = strcspn(p, " \t\n,");
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+      if (n == strlen(words[k]) && strncasecmp(p, words[k], n) == 0) return true;
+    p += n;
+    if (*p) p++;
+  }
+  return false;
+}
+
+// A flat price series at zero cost: every return is 0, so no Sharpe and no Sortino (report.json
+// has null). The summary says n/a for them everywhere, the cost-stress lines included (they printed
+// "Sharpe -nan").
+Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char csv[512], cfg[512], run[512], args[4096], dir[512], text[1024];
+  snprintf(csv, sizeof csv, "%s/FLAT_1H.csv", tmp_root);
+  FILE *f = fopen(csv, "w");
+  cr_assert_not_null(f);
+  fputs("time,open,high,low,close,volume\n", f);
+  for (int i = 0; i < 3000; i++) {  // hourly bars from 2019-01-01, all at 1.0
+    int64_t ts = 1546300800 + 3600LL * i;
+    fprintf(f, "%s,1.0,1.0,1.0,1.0,100\n", utc_format(ts, false, text, sizeof text));
+  }
+  fclose(f);
+  snprintf(cfg, sizeof cfg, "%s/flat.ini", tmp_root);
+  snprintf(text, sizeof text,
+           "[run]\nname = flat\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\ncheckpoint_every = 0\n"
+           "[env]\ntype = trading\ndata = %s\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
+           "use_data_spread = false\nhalf_spread_bps = 0\ncommission_bps = 0\nslippage_bps = 0\n"
+           "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n",
+           csv);
+  write_text(cfg, text);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
+           dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "cost x1    agent greedy: total 0.00 %, Sharpe n/a\n"), "%s", out);
+  cr_expect(!has_nan_word(out), "printf's nan or inf in: %s", out);
+  snprintf(text, sizeof text, "%s/report.json", dir);
+  char *report = read_text(text, NULL);
+  cr_assert_not_null(report);
+  cr_expect(isnan(json_number_after(report, "\"cost_stress\"", "sharpe")), "null in report.json");
+  free(report);
 }
 
 // Three one-month folds of a synthetic market (as in test_walk_forward.c), then the walk-forward
