@@ -179,11 +179,20 @@ static const char *time_text(int64_t ts, char *buf, size_t capacity) { return ut
 // A metric as ppo-eval prints it for people: `digits` decimals (a + sign first with `sign`), or n/a
 // when it is NaN or infinite, as report.json has null there. printf's nan, -nan and inf (a flat
 // price series has no volatility, so no Sharpe) read like numbers and differ between C libraries.
-static const char *metric_text(char *buf, size_t capacity, double v, int digits, bool sign) {
-  if (!isfinite(v))
+// From 1e6 on the value takes exponent notation, 3 significant digits: the zero-cost oracle's CAGR
+// on minute bars (1e90 %, finite) printed 91 digits and pushed the rest of its row out of line.
+// In a column (width > 0) a text that is still wider drops decimals, then exponent digits, until it
+// fits. report.json keeps every value exact.
+static const char *metric_text(char *buf, size_t capacity, double v, int digits, int width, bool sign) {
+  if (!isfinite(v)) {
     snprintf(buf, capacity, "n/a");
-  else
-    snprintf(buf, capacity, sign ? "%+.*f" : "%.*f", digits, v);
+    return buf;
+  }
+  if (fabs(v) < 1e6)
+    for (int d = digits; d >= 0; d--)
+      if (snprintf(buf, capacity, sign ? "%+.*f" : "%.*f", d, v) <= width || width <= 0) return buf;
+  for (int p = 3; p >= 1; p--)
+    if (snprintf(buf, capacity, sign ? "%+.*g" : "%.*g", p, v) <= width || width <= 0) return buf;
   return buf;
 }
 
@@ -671,7 +680,7 @@ static void print_summary(FILE *out, const Evaluation *ev) {
     fprintf(out, "%-22s", rows[r].name);
     const int width[7] = {9, 9, 8, 8, 8, 8, 8}, digits[7] = {2, 2, 3, 3, 2, 1, 3};
     for (int j = 0; j < 7; j++)
-      fprintf(out, " %*s", width[j], metric_text(t, sizeof t, v[j] / rows[r].count, digits[j], false));
+      fprintf(out, " %*s", width[j], metric_text(t, sizeof t, v[j] / rows[r].count, digits[j], width[j], false));
     fputc('\n', out);
   }
   for (int k = 0; k < ev->n_passes; k++) {
@@ -687,8 +696,8 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
     fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n", ev->specs[ev->first_stress + f * 3].cost_mult,
-            metric_text(t, sizeof t, 100 * r->m.total_return, 2, false),
-            metric_text(t2, sizeof t2, r->m.sharpe, 3, false));
+            metric_text(t, sizeof t, 100 * r->m.total_return, 2, 0, false),
+            metric_text(t2, sizeof t2, r->m.sharpe, 3, 0, false));
   }
 }
 
@@ -973,11 +982,11 @@ static int walk_forward_run(const EvalRunOptions *o) {
       if (!o->quiet) {
         char t[5][64];
         printf("%s: %s .. %s  agent total %s %% Sharpe %s MDD %s %% | buy and hold %s %% Sharpe %s\n", names[k], a, b,
-               metric_text(t[0], sizeof t[0], 100 * r->m.total_return, 2, true),
-               metric_text(t[1], sizeof t[1], r->m.sharpe, 3, false),
-               metric_text(t[2], sizeof t[2], 100 * r->m.max_drawdown, 2, false),
-               metric_text(t[3], sizeof t[3], 100 * rb->m.total_return, 2, true),
-               metric_text(t[4], sizeof t[4], rb->m.sharpe, 3, false));
+               metric_text(t[0], sizeof t[0], 100 * r->m.total_return, 2, 0, true),
+               metric_text(t[1], sizeof t[1], r->m.sharpe, 3, 0, false),
+               metric_text(t[2], sizeof t[2], 100 * r->m.max_drawdown, 2, 0, false),
+               metric_text(t[3], sizeof t[3], 100 * rb->m.total_return, 2, 0, true),
+               metric_text(t[4], sizeof t[4], rb->m.sharpe, 3, 0, false));
       }
       chain_append(&chain, g);
       chain_append(&chain_bh, bh);
@@ -1019,11 +1028,11 @@ static int walk_forward_run(const EvalRunOptions *o) {
           printf(
               "walk-forward (%d folds, %lld steps out of sample): agent total %s %% Sharpe %s MDD %s %% | "
               "buy and hold %s %% Sharpe %s\nreport: %s/report.json\n",
-              count, (long long)chain.n, metric_text(t[0], sizeof t[0], 100 * ra.m.total_return, 2, true),
-              metric_text(t[1], sizeof t[1], ra.m.sharpe, 3, false),
-              metric_text(t[2], sizeof t[2], 100 * ra.m.max_drawdown, 2, false),
-              metric_text(t[3], sizeof t[3], 100 * rb.m.total_return, 2, true),
-              metric_text(t[4], sizeof t[4], rb.m.sharpe, 3, false), out_dir);
+              count, (long long)chain.n, metric_text(t[0], sizeof t[0], 100 * ra.m.total_return, 2, 0, true),
+              metric_text(t[1], sizeof t[1], ra.m.sharpe, 3, 0, false),
+              metric_text(t[2], sizeof t[2], 100 * ra.m.max_drawdown, 2, 0, false),
+              metric_text(t[3], sizeof t[3], 100 * rb.m.total_return, 2, 0, true),
+              metric_text(t[4], sizeof t[4], rb.m.sharpe, 3, 0, false), out_dir);
         }
       }
     }

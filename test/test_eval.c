@@ -774,6 +774,50 @@ Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .f
   free(report);
 }
 
+// Minute bars: the zero-cost oracle's CAGR over a test split of a few hours is astronomical but
+// finite (about 1e90 %). The table gives it in exponent notation and every row keeps the header's
+// width (the 91 digits pushed the rest of the oracle's row out of line); report.json keeps it exact.
+Test(eval_cli, a_huge_metric_keeps_the_table_aligned, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], dir[512], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/minute.ini", tmp_root);
+  write_text(cfg,
+             "[run]\nname = minute\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+             "checkpoint_every = 0\n"
+             "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 6000\nsynthetic_bar_seconds = 60\n"
+             "synthetic_sigma = 0.0005\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
+             "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n");
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
+           dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  double cagr = json_number_after(report, "\"oracle_zero_cost\"", "cagr");
+  free(report);
+  cr_assert_gt(cagr, 1e20, "the case needs a huge CAGR: %g", cagr);  // as a fraction in report.json
+  const char *header = strstr(out, "strategy ");
+  cr_assert_not_null(header, "%s", out);
+  const size_t width = strcspn(header, "\n");
+  const char *rows[] = {"agent greedy ", "agent sampled (mean) ", "buy and hold ", "flat ", "random (mean) ",
+                        "MA rule ",      "oracle (zero cost) "};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    char start[64];
+    snprintf(start, sizeof start, "\n%s", rows[k]);
+    const char *line = strstr(out, start);
+    cr_assert_not_null(line, "no row %s in: %s", rows[k], out);
+    line++;
+    cr_expect_eq(strcspn(line, "\n"), width, "not as wide as the header: %.*s\n%s", (int)strcspn(line, "\n"), line,
+                 out);
+  }
+  cr_expect(strstr(strstr(out, "\noracle (zero cost) "), "e+"), "exponent notation: %s", out);
+}
+
 // Three one-month folds of a synthetic market (as in test_walk_forward.c), then the walk-forward
 // report: one row per fold, the chained curve starts at 1 and ends at the product of the folds'
 // growth, and its report.json.
