@@ -115,25 +115,37 @@ static int check_range(const char *name, double value, double lo, double hi) {
 }
 
 // The split dates of p over d, autos resolved in p: 0, or -1 and the message when they do not increase.
+// The message says where each auto date came from: a built-in instrument's preset (the split of the
+// data shipped for it) is the usual culprit when someone's own file carries that symbol.
 static int resolve_split_dates(const MarketData *d, TradingParams *p, const Instrument *inst) {
   const int64_t T = d->rows;
-  if (p->train_start == TRADING_DATE_AUTO) p->train_start = day_floor(d->ts[0]);
-  if (p->test_end == TRADING_DATE_AUTO) p->test_end = day_floor(d->ts[T - 1]);
-  if (p->val_start == TRADING_DATE_AUTO)
-    p->val_start = inst && inst->val_year
-                       ? jan1(inst->val_year)
-                       : day_floor(d->ts[(int64_t)(UNKNOWN_VAL_SHARE * (double)(T - 1))]) + SECONDS_PER_DAY;
-  if (p->test_start == TRADING_DATE_AUTO)
-    p->test_start = inst && inst->test_year
-                        ? jan1(inst->test_year)
-                        : day_floor(d->ts[(int64_t)(UNKNOWN_TEST_SHARE * (double)(T - 1))]) + SECONDS_PER_DAY;
-  char a[32], b[32], e[32], f[32];
+  const bool preset = inst && inst->val_year;
+  const bool was_auto[4] = {p->train_start == TRADING_DATE_AUTO, p->val_start == TRADING_DATE_AUTO,
+                            p->test_start == TRADING_DATE_AUTO, p->test_end == TRADING_DATE_AUTO};
+  if (was_auto[0]) p->train_start = day_floor(d->ts[0]);
+  if (was_auto[3]) p->test_end = day_floor(d->ts[T - 1]);
+  if (was_auto[1])
+    p->val_start = preset ? jan1(inst->val_year)
+                          : day_floor(d->ts[(int64_t)(UNKNOWN_VAL_SHARE * (double)(T - 1))]) + SECONDS_PER_DAY;
+  if (was_auto[2])
+    p->test_start = preset ? jan1(inst->test_year)
+                           : day_floor(d->ts[(int64_t)(UNKNOWN_TEST_SHARE * (double)(T - 1))]) + SECONDS_PER_DAY;
   if (!(p->train_start < p->val_start && p->val_start < p->test_start && p->test_start <= p->test_end)) {
+    char date[4][32], origin[4][96] = {"", "", "", ""};
+    const int64_t dates[4] = {p->train_start, p->val_start, p->test_start, p->test_end};
+    for (int k = 0; k < 4; k++) utc_format(dates[k], true, date[k], sizeof date[k]);
+    if (was_auto[0]) snprintf(origin[0], sizeof origin[0], " (auto: the data's first day)");
+    if (was_auto[3]) snprintf(origin[3], sizeof origin[3], " (auto: the data's last day)");
+    for (int k = 1; k <= 2; k++)
+      if (was_auto[k] && preset)
+        snprintf(origin[k], sizeof origin[k], " (auto: the %s preset)", inst->symbol);
+      else if (was_auto[k])
+        snprintf(origin[k], sizeof origin[k], " (auto: the day after the bar at %.0f %% of the rows)",
+                 100 * (k == 1 ? UNKNOWN_VAL_SHARE : UNKNOWN_TEST_SHARE));
     error_set(
-        "trading: split dates train_start %s, val_start %s, test_start %s, test_end %s: must increase "
+        "trading: split dates train_start %s%s, val_start %s%s, test_start %s%s, test_end %s%s: must increase "
         "(test_end may equal test_start)",
-        utc_format(p->train_start, true, a, sizeof a), utc_format(p->val_start, true, b, sizeof b),
-        utc_format(p->test_start, true, e, sizeof e), utc_format(p->test_end, true, f, sizeof f));
+        date[0], origin[0], date[1], origin[1], date[2], origin[2], date[3], origin[3]);
     return -1;
   }
   return 0;
@@ -146,6 +158,14 @@ int trading_check_split_dates(const MarketData *data, const TradingParams *param
   }
   TradingParams p = *params;
   return resolve_split_dates(data, &p, instrument_find(data->symbol));
+}
+
+bool trading_split_preset(const char *symbol, int64_t *val_start, int64_t *test_start) {
+  const Instrument *inst = instrument_find(symbol);
+  if (!inst || !inst->val_year) return false;
+  *val_start = jan1(inst->val_year);
+  *test_start = jan1(inst->test_year);
+  return true;
 }
 
 static int resolve_splits(TradingContext *c, TradingParams *p, const Instrument *inst) {

@@ -202,6 +202,10 @@ const char *trading_split_name(TradingSplit split);  // "train", "val", "test"
 // trading_context_init checks the same; a caller that knows where each date came from calls this
 // first to name it.
 int trading_check_split_dates(const MarketData *data, const TradingParams *params);
+// The split preset of a built-in instrument (XAUUSD, EURUSD, SPY): the split of the data shipped
+// for it, whose dates an auto val_start and test_start take. true and the two dates, or false for a
+// symbol without one (its dates follow the data).
+bool trading_split_preset(const char *symbol, int64_t *val_start, int64_t *test_start);
 
 void trading_env_init(TradingEnv *env, const TradingContext *ctx, int env_index, int num_envs, Rng rng);
 void trading_env_reset(TradingEnv *env, float *obs);  // obs (O)

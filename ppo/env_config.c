@@ -149,6 +149,34 @@ MarketData *env_config_load_bars(const Config *cfg) {
   return NULL;
 }
 
+// Appends to the split-date message what to do when an auto date came from a built-in
+// instrument's preset and lies outside the data: a user's own file named like EURUSD_H1_2019.csv
+// gets the symbol EURUSD, so the dates of the shipped EURUSD data, which need not lie inside it.
+static void split_preset_hint(const Config *cfg, const MarketData *d) {
+  int64_t preset[2];
+  if (!trading_split_preset(d->symbol, &preset[0], &preset[1])) return;
+  const bool is_auto[2] = {cfg->env.val_start.is_auto, cfg->env.test_start.is_auto};
+  bool outside = false;  // a preset date the split took that is not inside the data: the cause
+  for (int k = 0; k < 2; k++)
+    if (is_auto[k] && (preset[k] <= d->ts[0] || preset[k] > d->ts[d->rows - 1])) outside = true;
+  if (!outside) return;
+  char message[ERROR_MESSAGE_MAX], origin[600];
+  snprintf(message, sizeof message, "%s", error_message());
+  const char *slash = strrchr(cfg->env.data, '/'), *base = slash ? slash + 1 : cfg->env.data;
+  const bool csv = strcmp(d->source, base) == 0;  // an imported file's source is the CSV it came from
+  if (csv)
+    snprintf(origin, sizeof origin, "taken from the file name %s", d->source);
+  else
+    snprintf(origin, sizeof origin, "stored in the file when %s was imported", d->source);
+  error_set(
+      "%s; the %s preset is the split of the %s data shipped in data/, used because this data's symbol is %s (%s): "
+      "set [env] train_start, val_start, test_start and test_end to dates inside this data (the %s cost defaults "
+      "stay), or import %s under a symbol without a preset, e.g. `ppo-data import %s OUT.h5 --symbol %s-OWN`, then "
+      "train on OUT.h5 (the split then follows the data, and auto costs take the generic defaults)",
+      message, d->symbol, d->symbol, d->symbol, origin, d->symbol, csv ? "the file" : "its CSV",
+      csv ? cfg->env.data : d->source, d->symbol);
+}
+
 int env_market_open(EnvMarket *m, const Config *cfg) {
   memset(m, 0, sizeof *m);
   char where[512];
@@ -186,6 +214,7 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
                  config_describe_key(cfg, "env", keys[k], where, sizeof where));
       }
     error_prepend("%s: ", named[0] ? named : config_describe_key(cfg, "env", "data", where, sizeof where));
+    split_preset_hint(cfg, d);
     env_market_close(m);
     return -1;
   }

@@ -3,6 +3,8 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -105,6 +107,59 @@ Test(env_config, markets_open_for_trading_and_synthetic) {
                 !strstr(error_message(), "[env] data ="),
             "%s", error_message());
   cr_assert_null(m.data);
+}
+
+// A user's own hourly CSV, `rows` bars from 2019-01-01 00:00, in dir/name; its path in path.
+static void write_hourly_csv(char *path, size_t capacity, const char *dir, const char *name, int rows) {
+  snprintf(path, capacity, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs("time,open,high,low,close,volume\n", f);
+  char when[32];
+  for (int i = 0; i < rows; i++) {
+    double price = 1.1 + 0.001 * (i % 7);
+    fprintf(f, "%s,%.4f,%.4f,%.4f,%.4f,100\n", utc_format(1546300800 + 3600LL * i, false, when, sizeof when), price,
+            price + 0.0005, price - 0.0005, price);
+  }
+  fclose(f);
+}
+
+// A file named like a built-in instrument (EURUSD_H1_2019.csv: the symbol EURUSD) gets that
+// instrument's preset split, from 2015 and 2017, before its first bar. The message says which dates
+// were auto and from where (the EURUSD preset, the symbol from the file name) and what to do; the
+// dates of an unknown symbol are said to follow the data, without the preset's advice.
+Test(env_config, split_dates_from_a_preset_say_so) {
+  char dir[] = "/tmp/ppo_test_env_config_XXXXXX", path[512], set[600];
+  cr_assert_not_null(mkdtemp(dir));
+  write_hourly_csv(path, sizeof path, dir, "EURUSD_H1_2019.csv", 2000);
+  snprintf(set, sizeof set, "env.data=%s", path);
+  const char *sets[] = {set};
+  Config c = load(1, sets);
+  EnvMarket m;
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  const char *text = error_message();
+  cr_expect(strstr(text, "[env] data = ") && strstr(text, "train_start 2019-01-01 (auto: the data's first day)") &&
+                strstr(text, "val_start 2015-01-01 (auto: the EURUSD preset)") &&
+                strstr(text, "test_start 2017-01-01 (auto: the EURUSD preset)") &&
+                strstr(text, "symbol is EURUSD (taken from the file name EURUSD_H1_2019.csv)") &&
+                strstr(text, "set [env] train_start, val_start, test_start and test_end") &&
+                strstr(text, "OUT.h5 --symbol EURUSD-OWN"),
+            "%s", text);
+  cr_assert_null(m.data);
+
+  write_hourly_csv(path, sizeof path, dir, "OWN_H1.csv", 2000);
+  snprintf(set, sizeof set, "env.data=%s", path);
+  const char *own[] = {set, "env.val_start=2019-03-20"};  // after the 85 % bar's day
+  c = load(2, own);
+  cr_assert_eq(env_market_open(&m, &c), -1);
+  text = error_message();
+  cr_expect(strstr(text, "--set #2: [env] val_start = 2019-03-20: ") &&
+                strstr(text, "test_start 2019-03-13 (auto: the day after the bar at 85 % of the rows)") &&
+                !strstr(text, "preset"),
+            "%s", text);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }
 
 // A generated market is built before the memory plan: one that cannot fit is refused by name
