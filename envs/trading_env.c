@@ -205,6 +205,13 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   p.reward_scale = auto_real(p.reward_scale, sharpe_like ? 1.0 : c->daily ? 10.0 : 100.0);
   p.dsr_eta = auto_real(p.dsr_eta, c->daily ? 1.0 / 63.0 : 1.0 / 500.0);
   if (p.use_data_spread == TRADING_AUTO_INT) p.use_data_spread = data->has_bid_ask;
+  // A symbol without defaults of its own gets generic guesses (its class from the bar size): said,
+  // so that a run on a user's own instrument does not pass them off as its costs.
+  if (!inst) {
+    if (isnan(p.half_spread_bps) && !p.use_data_spread) c->generic_costs |= TRADING_GENERIC_HALF_SPREAD;
+    if (isnan(p.commission_bps)) c->generic_costs |= TRADING_GENERIC_COMMISSION;
+    if (isnan(p.slippage_bps)) c->generic_costs |= TRADING_GENERIC_SLIPPAGE;
+  }
   p.half_spread_bps = auto_real(p.half_spread_bps, inst ? inst->half_spread_bps : UNKNOWN_HALF_SPREAD_BPS);
   p.commission_bps = auto_real(p.commission_bps, fx ? 0.35 : 0.5);
   p.slippage_bps = auto_real(p.slippage_bps, fx ? 0.5 : 1.0);
@@ -263,6 +270,7 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
       return -1;
     }
     p.use_data_spread = 0;  // gym-anytrading's fees replace every cost of this model
+    c->generic_costs = 0;
     p.half_spread_bps = p.commission_bps = p.slippage_bps = p.slippage_vol_k = p.slippage_random_max_bps = 0;
     p.fee_fixed = p.financing_long_apr = p.financing_short_apr = 0;
   }

@@ -45,8 +45,9 @@
 //     train_start = the first bar's day, test_end = the last bar's day (inclusive)
 //   half_spread_bps (without bid/ask) XAUUSD 1.5, EURUSD 0.5, SPY 0.5, GOOGL 1.0, others 1.0;
 //   use_data_spread = the data has bid/ask; commission_bps 0.35 FX, 0.5 stocks; slippage_bps 0.5 FX,
-//   1.0 stocks; reward_scale 100 intraday, 10 daily; dsr_eta 1/500, 1/63; episode_length 2048, 252;
-//   window 32, 30; warmup 3 x the features' lookback (360 hourly, 189 daily).
+//   1.0 stocks (for other symbols these three are guesses: generic_costs says which); reward_scale
+//   100 intraday, 10 daily; dsr_eta 1/500, 1/63; episode_length 2048, 252; window 32, 30; warmup
+//   3 x the features' lookback (360 hourly, 189 daily).
 //
 // Rewards (then x reward_scale, minus the shaping terms, then clipped to +-reward_clip when > 0):
 //   LOG_RETURN ln(E_{t+1}/E_t); PNL (E_{t+1} - E_t)/E_0; DSR / D3R on R = E_{t+1}/E_t - 1 (metrics.h), A and
@@ -104,6 +105,13 @@ typedef enum {
 } TradingReward;
 typedef enum { TRADING_SPLIT_TRAIN, TRADING_SPLIT_VAL, TRADING_SPLIT_TEST } TradingSplit;
 typedef enum { TRADING_CLASS_FX, TRADING_CLASS_STOCK } TradingClass;  // FX and gold vs stocks (cost defaults)
+// The auto costs that took the generic fallback of a symbol without defaults of its own (bits of
+// TradingContext.generic_costs): guesses, which a run should say it made.
+enum {
+  TRADING_GENERIC_HALF_SPREAD = 1,  // 1 bp (only when the half spread is used: no data spread)
+  TRADING_GENERIC_COMMISSION = 2,   // by bar size: FX intraday, stocks daily
+  TRADING_GENERIC_SLIPPAGE = 4,     // likewise
+};
 // gym-anytrading's profit models, for the parity tests only (exec CLOSE, TOGGLE2, long_only; every other
 // cost is set to 0). In both, Sell = flat and Buy = long with all the equity:
 //   STOCKS (stocks-v0): a buy spends w E including the fee parity_fee_buy (shares = E (1 - fee) / price),
@@ -146,6 +154,7 @@ typedef struct {
   const Features *features;  // borrowed; computed from data
   TradingParams params;      // resolved: no auto left
   TradingClass asset_class;
+  unsigned generic_costs;  // TRADING_GENERIC_* bits
   bool daily;
   int64_t split_lo[3], split_hi[3];  // rows [lo, hi) of train, val, test
   int64_t start_lo, start_hi;        // training starts, inclusive

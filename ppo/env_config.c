@@ -237,6 +237,40 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
   return 0;
 }
 
+// The costs an unknown symbol's auto values guess (TRADING_GENERIC_*): their keys and names.
+static const struct {
+  unsigned bit;
+  const char *key, *name;
+} generic_costs[3] = {{TRADING_GENERIC_HALF_SPREAD, "half_spread_bps", "half spread"},
+                      {TRADING_GENERIC_COMMISSION, "commission_bps", "commission"},
+                      {TRADING_GENERIC_SLIPPAGE, "slippage_bps", "slippage"}};
+
+int env_market_generic_cost_keys(const EnvMarket *m, const char *keys[3]) {
+  int n = 0;
+  for (int k = 0; k < 3; k++)
+    if (m && m->data && (m->context.generic_costs & generic_costs[k].bit)) keys[n++] = generic_costs[k].key;
+  return n;
+}
+
+void env_market_print_generic_costs(const EnvMarket *m, FILE *out, const char *prefix) {
+  if (!m || !m->data) return;
+  const TradingContext *c = &m->context;
+  const double bps[3] = {c->params.half_spread_bps, c->params.commission_bps, c->params.slippage_bps};
+  for (int k = 0; k < 3; k++) {
+    if (!(c->generic_costs & generic_costs[k].bit)) continue;
+    // An unknown symbol's commission and slippage follow its bar size: daily bars are taken for a
+    // stock's, shorter ones for FX.
+    char basis[64] = "";
+    if (generic_costs[k].bit != TRADING_GENERIC_HALF_SPREAD)
+      snprintf(basis, sizeof basis, "; %s bars take the %s figure", c->daily ? "daily" : "intraday",
+               c->daily ? "stock" : "FX");
+    fprintf(out,
+            "%s%s %g bp is a generic default for an unknown symbol (%s has no cost defaults of its own%s): set "
+            "[env] %s to this instrument's cost\n",
+            prefix, generic_costs[k].name, bps[k], m->data->symbol, basis, generic_costs[k].key);
+  }
+}
+
 void env_market_close(EnvMarket *m) {
   features_free(m->features);
   market_data_free(m->data);

@@ -14,6 +14,8 @@
 #ifndef PPO_ENV_CONFIG_H
 #define PPO_ENV_CONFIG_H
 
+#include <stdio.h>
+
 #include "envs/features.h"
 #include "envs/market_data.h"
 #include "envs/synthetic.h"
@@ -39,5 +41,13 @@ int env_market_open(EnvMarket *market, const Config *cfg);
 // memory), errors naming the key; NULL and the message on failure. The walk-forward plans on them.
 MarketData *env_config_load_bars(const Config *cfg);
 void env_market_close(EnvMarket *market);  // frees data and features; a zeroed EnvMarket is fine
+
+// The costs [env] left auto that took the simulator's generic guess, the data's symbol having no
+// cost defaults (TradingContext.generic_costs): their keys ("half_spread_bps", "commission_bps",
+// "slippage_bps"), in that order, into keys; returns how many (0..3).
+int env_market_generic_cost_keys(const EnvMarket *market, const char *keys[3]);
+// One line per such cost, each starting with `prefix`: its value, that it is a generic default for
+// an unknown symbol, and the [env] key that sets it. Nothing when there is none (or no market).
+void env_market_print_generic_costs(const EnvMarket *market, FILE *out, const char *prefix);
 
 #endif

@@ -453,6 +453,13 @@ static void write_report_json(FILE *out, const Evaluation *ev, const char *check
   json_kv_number(&w, "fee_fixed", c->params.fee_fixed);
   json_kv_number(&w, "financing_long_apr", c->params.financing_long_apr);
   json_kv_number(&w, "financing_short_apr", c->params.financing_short_apr);
+  // The auto costs that are generic guesses for a symbol without cost defaults (the keys that set them).
+  const char *generic[3];
+  const int n_generic = env_market_generic_cost_keys(&ev->market, generic);
+  json_key(&w, "generic_cost_defaults");
+  json_array_begin(&w);
+  for (int k = 0; k < n_generic; k++) json_string(&w, generic[k]);
+  json_array_end(&w);
   json_kv_number(&w, "max_loss", c->params.max_loss);
   json_object_end(&w);
 
@@ -693,6 +700,7 @@ static void print_summary(FILE *out, const Evaluation *ev) {
             p->spec.strategy == BT_RANDOM || p->spec.strategy == BT_AGENT_SAMPLED ? " (first seed)" : "",
             c->params.max_loss, time_text(p->ts[p->stop_step], a, sizeof a), p->equity[p->stop_step]);
   }
+  env_market_print_generic_costs(&ev->market, out, "note: ");
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
     fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n", ev->specs[ev->first_stress + f * 3].cost_mult,

@@ -10,8 +10,9 @@
 // The output directory (default: the run directory's eval/<checkpoint name>_<split>) gets, each
 // written under a temporary name and renamed:
 //   report.json  every metric of section 9 for every pass (NaN -> null), the cost breakdown, the
-//                execution mode and costs, the data range, the checkpoint's identity (path, size,
-//                FNV-1a 64 of its bytes, iteration, timesteps, build), the options
+//                execution mode and costs (and which auto costs are generic guesses), the data range,
+//                the checkpoint's identity (path, size, FNV-1a 64 of its bytes, iteration, timesteps,
+//                build), the options
 //   equity.csv   per bar of the greedy agent: time, price, position, equity, drawdown, costs, and
 //                buy-and-hold's equity on the same bars
 //   trades.csv   the greedy agent's trade ledger; fills.csv its fills (the forced close marked)

@@ -443,6 +443,7 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
           "financing %g / %g APR long / short\n",
           p->cost_mult, spread, p->commission_bps, p->slippage_bps, p->slippage_vol_k, p->slippage_random_max_bps,
           p->fee_fixed, p->financing_long_apr, p->financing_short_apr);
+  env_market_print_generic_costs(market, out, "note: ");
   fprintf(out, "episodes of %lld bars after %lld warm-up bars, reward x %g\n", (long long)ctx->episode_length,
           (long long)p->warmup, p->reward_scale);
 }

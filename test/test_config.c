@@ -706,6 +706,27 @@ Test(config_train, bad_config_corpus) {
   cr_expect_geq(files, 25);
 }
 
+// A symbol without cost defaults (the synthetic market's SYNTH-AR1, hourly, no bid/ask): each auto
+// cost the simulator guessed is said to be a generic default, with the key that sets it; a cost the
+// configuration set is not.
+Test(config_train, plan_says_which_costs_are_generic_defaults) {
+  char out[65536];
+  int status = run_default_plan("--set env.type=synthetic --set env.commission_bps=0.2", out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "costs x1: spread half 1 bp, commission 0.2 bp, slippage 0.5 bp"), "%s", out);
+  cr_expect(strstr(out,
+                   "\nnote: half spread 1 bp is a generic default for an unknown symbol (SYNTH-AR1 has no cost "
+                   "defaults of its own): set [env] half_spread_bps to this instrument's cost\n"),
+            "%s", out);
+  cr_expect(strstr(out,
+                   "\nnote: slippage 0.5 bp is a generic default for an unknown symbol (SYNTH-AR1 has no cost "
+                   "defaults of its own; intraday bars take the FX figure): set [env] slippage_bps to this "
+                   "instrument's cost\n"),
+            "%s", out);
+  cr_expect(!strstr(out, "commission 0.2 bp is a generic default") && !strstr(out, "[env] commission_bps to"), "%s",
+            out);
+}
+
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
   int status = run_default_plan("--set ppo.gamma=0.98", out, sizeof out);
@@ -718,6 +739,7 @@ Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   // The "auto" costs and lengths as resolved for gold (TRADING_ENV.md sections 4-8): FX-class
   // commission and slippage, the data's own spread, hourly episodes and reward scale.
   cr_expect(strstr(out, "costs x1: spread the data's bid/ask, commission 0.35 bp, slippage 0.5 bp"), "%s", out);
+  cr_expect(!strstr(out, "generic default"), "gold's costs are its own: %s", out);
   cr_expect(strstr(out, "episodes of 2048 bars after "), "%s", out);
   cr_expect(strstr(out, ", reward x 100\n"), "%s", out);
   cr_expect(strstr(out, "[ppo]"), "%s", out);

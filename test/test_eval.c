@@ -818,6 +818,40 @@ Test(eval_cli, a_huge_metric_keeps_the_table_aligned, .init = setup, .fini = tea
   cr_expect(strstr(strstr(out, "\noracle (zero cost) "), "e+"), "exponent notation: %s", out);
 }
 
+// A symbol without cost defaults (SYNTH-GBM): the summary and report.json say which auto costs are
+// generic guesses and which key sets each; the commission the configuration set is not one.
+Test(eval_cli, generic_cost_defaults_are_reported, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], dir[512], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/generic.ini", tmp_root);
+  write_text(cfg,
+             "[run]\nname = generic\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+             "checkpoint_every = 0\n"
+             "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 3000\ncommission_bps = 0.2\n"
+             "n_envs = 2\nepisode_length = 100\nwindow = 4\n"
+             "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n");
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
+           dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out,
+                   "\nnote: half spread 1 bp is a generic default for an unknown symbol (SYNTH-GBM has no cost "
+                   "defaults of its own): set [env] half_spread_bps to this instrument's cost\n") &&
+                strstr(out, "\nnote: slippage 0.5 bp is a generic default for an unknown symbol (SYNTH-GBM") &&
+                strstr(out, "set [env] slippage_bps to this instrument's cost\n") && !strstr(out, "commission 0.2"),
+            "%s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  cr_expect(strstr(report, "\"generic_cost_defaults\": [\n      \"half_spread_bps\",\n      \"slippage_bps\"\n    ]"),
+            "%s", report);
+  free(report);
+}
+
 // Three one-month folds of a synthetic market (as in test_walk_forward.c), then the walk-forward
 // report: one row per fold, the chained curve starts at 1 and ends at the product of the folds'
 // growth, and its report.json.

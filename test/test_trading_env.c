@@ -602,6 +602,23 @@ Test(trading_params, auto_resolution_per_instrument) {
   cr_assert_eq(c.params.test_start, (g->ts[8499] / 86400 + 1) * 86400);
   cr_assert_eq(c.split_hi[2], g->rows);
   cr_assert_eq(c.params.half_spread_bps, 1.0);
+  // Its auto costs are generic guesses, and said to be; a set cost is not one, and neither is a
+  // known instrument's (above: gold and SPY) nor a half spread the data's bid/ask replaces.
+  cr_assert_eq(c.generic_costs, TRADING_GENERIC_HALF_SPREAD | TRADING_GENERIC_COMMISSION | TRADING_GENERIC_SLIPPAGE);
+  TradingParams set = p;
+  set.commission_bps = 0.35;
+  context_for(&c, g, fg, &set);
+  cr_assert_eq(c.generic_costs, TRADING_GENERIC_HALF_SPREAD | TRADING_GENERIC_SLIPPAGE);
+  context_for(&c, x, fx, &p);
+  cr_assert_eq(c.generic_costs, 0);
+  context_for(&c, s, fs, &p);
+  cr_assert_eq(c.generic_costs, 0);
+  MarketData *own = market_flat(2000, 100, 0.01, "OWN");  // bid/ask: the data's spread
+  Features *fo = features_for(own);
+  context_for(&c, own, fo, &p);
+  cr_assert_eq(c.generic_costs, TRADING_GENERIC_COMMISSION | TRADING_GENERIC_SLIPPAGE);
+  features_free(fo);
+  market_data_free(own);
 
   // User errors name the parameter.
   TradingParams bad = p;
