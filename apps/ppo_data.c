@@ -143,16 +143,28 @@ static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
 
 // A one-bar move no market makes (past MARKET_SUSPECT_MOVE_LOG) is most often an unadjusted split or a
 // mistyped price, which a backtest would book as a windfall: said, not refused (crashes happen).
+// Likewise a close that mostly does not move: prices rounded to too few decimals (0.0001 printed to
+// 4 places) leave the features, the spread and the slippage at zero, and nothing to learn from.
+static bool mostly_unchanged(const MarketData *data, const MarketMoves *m) {
+  return (double)m->unchanged > MARKET_SUSPECT_UNCHANGED * (double)(data->rows - 1);
+}
+
 static void warn_suspect_move(const char *input, const MarketData *data) {
   if (data->rows < 2) return;
   MarketMoves m = market_data_moves(data);
-  if (!(fabs(log1p(m.largest_move)) > MARKET_SUSPECT_MOVE_LOG)) return;
-  char move[160];
-  format_move(&m, move, sizeof move);
-  fprintf(stderr,
-          "ppo-data: warning: %s: the close moves %s in one bar: an unadjusted split or a bad price? (an "
-          "adj_close column adjusts for splits; check the source)\n",
-          input, move);
+  if (fabs(log1p(m.largest_move)) > MARKET_SUSPECT_MOVE_LOG) {
+    char move[160];
+    format_move(&m, move, sizeof move);
+    fprintf(stderr,
+            "ppo-data: warning: %s: the close moves %s in one bar: an unadjusted split or a bad price? (an "
+            "adj_close column adjusts for splits; check the source)\n",
+            input, move);
+  }
+  if (mostly_unchanged(data, &m))
+    fprintf(stderr,
+            "ppo-data: warning: %s: the close is unchanged on %lld of %lld bars: prices rounded to too few decimals? "
+            "(the features and costs see no movement there)\n",
+            input, (long long)m.unchanged, (long long)(data->rows - 1));
 }
 
 static int command_import(int argc, char **argv) {
@@ -285,6 +297,9 @@ static int command_info(int argc, char **argv) {
     format_move(&moves, move, sizeof move);
     printf("largest move   %s%s\n", move,
            fabs(log1p(moves.largest_move)) > MARKET_SUSPECT_MOVE_LOG ? "  <- a split or a bad price?" : "");
+    printf("unchanged      %lld of %lld bars (%.1f %%)%s\n", (long long)moves.unchanged, (long long)(data->rows - 1),
+           100.0 * (double)moves.unchanged / (double)(data->rows - 1),
+           mostly_unchanged(data, &moves) ? "  <- prices rounded too coarsely?" : "");
   }
   market_data_free(data);
   return EXIT_OK;

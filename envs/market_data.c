@@ -338,12 +338,13 @@ double market_data_median_spread_bp(const MarketData *data) {
 }
 
 MarketMoves market_data_moves(const MarketData *data) {
-  MarketMoves m = {data->close[0], data->close[0], 0.0, 0, NAN};
+  MarketMoves m = {data->close[0], data->close[0], 0.0, 0, NAN, 0};
   double largest = -1.0;
   for (int64_t i = 1; i < data->rows; i++) {
     double c = data->close[i], size = fabs(log(c / data->close[i - 1]));
     if (c < m.close_min) m.close_min = c;
     if (c > m.close_max) m.close_max = c;
+    m.unchanged += c == data->close[i - 1];
     if (size > largest) {
       largest = size;
       m.largest_move = c / data->close[i - 1] - 1.0;

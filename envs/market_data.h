@@ -174,11 +174,13 @@ typedef struct {
   double largest_move;          // close / previous close - 1 of the bar whose |log| of that ratio is largest
   int64_t largest_at;           // that bar's ts; 0 with fewer than 2 bars
   double largest_from;          // the close before it
+  int64_t unchanged;            // bars whose close equals the one before (prices rounded too coarsely show here)
 } MarketMoves;
 // The close's range and its largest one-bar move: an unadjusted split or a mistyped price shows as
 // a move no market makes (ppo-data import warns past MARKET_SUSPECT_MOVE_LOG).
 MarketMoves market_data_moves(const MarketData *data);
 #define MARKET_SUSPECT_MOVE_LOG 0.4054651081081644  // ln 1.5: +50 % or -33.3 % in one bar (a 3:2 split)
+#define MARKET_SUSPECT_UNCHANGED 0.5                // more than half the bars with an unchanged close: warned too
 // The default symbol for an input file: the first '_'/'.'-separated part of its name that is not a
 // category word (FOREX, STOCKS, CFD, ...), upper-cased: "XAUUSD_OANDA_1H_BIDASK.csv" -> "XAUUSD",
 // "STOCKS_GOOGL.csv" -> "GOOGL". Writes "" when nothing fits.

@@ -616,6 +616,24 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   cr_expect(strstr(err, "--to-utc needs the rows oldest first"), "%s", err);
   free(err);
 
+  char flat[1024];  // prices of 0.0001 printed to 4 places: the close moves on 1 bar of 4
+  snprintf(flat, sizeof flat, "%s/TINY.csv", dir);
+  const char *tiny =
+      "time,open,high,low,close\n2024-01-02 00:00,0.0001,0.0001,0.0001,0.0001\n2024-01-02 00:01,0.0001,0.0001,0.0001,"
+      "0.0001\n2024-01-02 00:02,0.0001,0.0002,0.0001,0.0002\n2024-01-02 00:03,0.0002,0.0002,0.0002,0.0002\n"
+      "2024-01-02 00:04,0.0002,0.0002,0.0002,0.0002\n";
+  write_file(flat, tiny, strlen(tiny));
+  char *flat_argv[] = {"ppo-data", "import", flat, h5, NULL};
+  cr_assert_eq(run_ppo_data(flat_argv, out_txt, err_txt), 0);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "TINY.csv: the close is unchanged on 3 of 4 bars: prices rounded to too few decimals?"), "%s",
+            err);
+  free(err);
+  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
+  out = read_file_text(out_txt);
+  cr_expect(strstr(out, "unchanged      3 of 4 bars (75.0 %)  <- prices rounded too coarsely?\n"), "%s", out);
+  free(out);
+
   char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
   cr_expect_eq(run_ppo_data(twice_argv, out_txt, err_txt), 2);
   err = read_file_text(err_txt);
@@ -821,6 +839,7 @@ Test(market_data, csv_options_adjust_sort_drop_and_ignore) {
   cr_expect_eq(moves.largest_at, d->ts[2]);
   cr_expect(moves.largest_move == 52.5 / 104.0 - 1.0 && moves.largest_from == 104.0);
   cr_expect(moves.close_min == 52.5 && moves.close_max == 104.0);
+  cr_expect_eq(moves.unchanged, 0);
   cr_expect(fabs(log1p(moves.largest_move)) > MARKET_SUSPECT_MOVE_LOG, "a 2:1 split is past the warning's line");
   market_data_free(d);
 
