@@ -534,6 +534,8 @@ static int parse_row(const LineReader *r, const Layout *layout, char **fields, M
     bool is_size =
         kind == COL_VOLUME || kind == COL_BID_SIZE || kind == COL_ASK_SIZE || kind == COL_TICKVOL || kind == COL_SPREAD;
     const char *allowed = is_size ? "a finite decimal number >= 0" : "a finite decimal number > 0";
+    if (why && layout->sep == ';' && strchr(text, ','))  // a spreadsheet in a locale that writes 1,5
+      return field_error(r, name, text, "not a number (a decimal comma: write decimal points)", allowed);
     if (why) return field_error(r, name, text, why, allowed);
     if (is_size ? !(value >= 0) : !(value > 0))
       return field_error(r, name, text, is_size ? "must not be negative" : "prices must be positive", allowed);

@@ -762,6 +762,8 @@ Test(market_data, export_shapes_refused_naming_the_field) {
        ":2: column time = '17041536001': not a timestamp (allowed: YYYY-MM-DD[ HH:MM[:SS]]"},
       {"us_order.csv", "time,open,high,low,close\n01/02/2024,1,2,0.5,1.5\n", ":2: column time = '01/02/2024': not a"},
       {"mixed_sep.csv", "time,open,high,low,close\n2024-01.02,1,2,0.5,1.5\n", ":2: column time = '2024-01.02': not a"},
+      {"decimal_comma.csv", "Date;Open;High;Low;Close\n02.01.2024;1,5;2;0,5;1,5\n",
+       ":2: column Open = '1,5': not a number (a decimal comma: write decimal points)"},
       {"offset.csv", "time,open,high,low,close\n2024-01-02T00:00+15:00,1,2,0.5,1.5\n", "not a timestamp"},
       {"clock.csv", "date,time,open,high,low,close\n2024-01-02,24:00,1,2,0.5,1.5\n",
        ":2: column time = '24:00': no such date or time"},
