@@ -988,6 +988,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   }
   result->iterations = trainer_counters(tr)->iterations;
   result->timesteps = trainer_counters(tr)->timesteps;
+  result->eval_pending = eval_pending >= 0 && eval_pending == result->iterations;
   result->peak_rss_bytes = peak_rss_bytes();
   if (train_log) fclose(train_log);
   if (root) metrics_log_close(&metrics);

@@ -45,6 +45,7 @@ typedef struct {
   double peak_rss_bytes;
   char run_dir[1024];
   char last_checkpoint[1100];
+  bool eval_pending;  // the last iteration's [eval] pass was abandoned by a stop: a resume runs it first
 } TrainRunResult;
 
 int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an exit status

@@ -419,11 +419,14 @@ static int walk_forward_body(const TrainRunOptions *opt) {
               status);
       break;
     }
-    if (result.timesteps < cfg.run.total_timesteps) {  // a signal or --iterations: not finished
+    // Not finished: a signal or --iterations stopped it short, or a stop abandoned its last [eval]
+    // pass (best.h5 would miss that iteration: the next run resumes the fold and evaluates it first).
+    if (result.timesteps < cfg.run.total_timesteps || result.eval_pending) {
       fprintf(stderr,
-              "ppo-train --walk-forward: stopped in fold %d at %lld of %lld steps (checkpoint %s); run the same "
+              "ppo-train --walk-forward: stopped in fold %d at %lld of %lld steps%s (checkpoint %s); run the same "
               "ppo-train --walk-forward command again to continue\n",
-              folds[i].index, (long long)result.timesteps, (long long)cfg.run.total_timesteps, result.last_checkpoint);
+              folds[i].index, (long long)result.timesteps, (long long)cfg.run.total_timesteps,
+              result.eval_pending ? ", before its last evaluation pass" : "", result.last_checkpoint);
       free(sets);
       return EXIT_OK;
     }

@@ -412,6 +412,44 @@ Test(walk_forward_cli, sigterm_stops_the_walk_forward, .init = setup, .fini = te
   cr_expect(!exists(path));
 }
 
+// A stop during a fold's last [eval] pass (PPO_TEST_STOP_BEFORE_EVAL: requested as iteration 2's
+// pass starts) leaves the fold unfinished: its checkpoint holds the pending pass, and the same
+// command again resumes the fold, runs that pass first and only then marks it done, so best.h5 and
+// best.txt end as an uninterrupted walk-forward's (the fold was marked done and the pass lost).
+Test(walk_forward_cli, a_stop_in_a_folds_last_evaluation_leaves_it_unfinished, .init = setup, .fini = teardown) {
+  static char out[1 << 17];
+  char cfg[512], run[512], straight[512], args[2048], path[1024];
+  snprintf(cfg, sizeof cfg, "%s/wf.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(straight, sizeof straight, "%s/straight", tmp_root);
+  write_text(cfg, wf_config);
+  const char *common = "--quiet --set eval.every=1 --set walk_forward.max_folds=2";
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "2", 1);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' %s", cfg, run, common);
+  int status = run_train(args, out, sizeof out);
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  cr_assert_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "stopped in fold 0 at 256 of 256 steps, before its last evaluation pass"), "%s", out);
+  snprintf(path, sizeof path, "%s/fold_00/done", run);
+  cr_expect(!exists(path), "the fold was marked done without its last evaluation");
+  snprintf(path, sizeof path, "%s/fold_01", run);
+  cr_expect(!exists(path));
+
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "all 2 folds done (0 skipped"), "%s", out);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' %s", cfg, straight, common);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  for (int k = 0; k < 2; k++) {
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/fold_%02d/best.txt", run, k);
+    snprintf(b, sizeof b, "%s/fold_%02d/best.txt", straight, k);
+    char *resumed = read_text(a, NULL), *uninterrupted = read_text(b, NULL);
+    cr_assert(resumed && uninterrupted, "%s, %s", a, b);
+    cr_expect_str_eq(resumed, uninterrupted, "fold %d's best.txt", k);
+    free(resumed), free(uninterrupted);
+  }
+}
+
 // A signal outside every fold's training (start-up, between folds) also stops the walk-forward
 // with exit 0, before the next fold: the handlers cover the whole walk_forward_run. Here the
 // SIGTERM arrives inside an enclosing signal scope before the walk-forward starts; it must not kill
