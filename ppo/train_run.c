@@ -133,9 +133,13 @@ static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   free(its);
 }
 
+static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value);
+
 // The metric and the value that selected best.h5, so a resumed run only replaces it with a better
 // evaluation: best.h5's own best_* attributes (checkpoint_save_best), or for a best.h5 written
 // before them the best.txt beside it. -INFINITY when there is none (or it names another metric).
+// best.txt, the same record for people, is written from best.h5's when they differ: a kill between
+// the two writes (best.h5 first) left an older record there, which no equal evaluation replaced.
 static double read_best(const char *run_dir, const char *metric) {
   char path[PATH_CAP], name[64];
   snprintf(path, sizeof path, "%s/best.h5", run_dir);
@@ -143,7 +147,22 @@ static double read_best(const char *run_dir, const char *metric) {
   int64_t best_iteration;
   double best_value;
   int rc = checkpoint_read_best(path, name, sizeof name, &best_iteration, &best_value);
-  if (rc == 0) return strcmp(name, metric) == 0 ? best_value : -INFINITY;
+  if (rc == 0) {
+    char want[256], txt[PATH_CAP];
+    snprintf(want, sizeof want, "metric %s\niteration %lld\nvalue %.17g\n", name, (long long)best_iteration,
+             best_value);
+    snprintf(txt, sizeof txt, "%s/best.txt", run_dir);
+    char have[256] = "";
+    FILE *f = fopen(txt, "r");
+    if (f) {
+      size_t n = fread(have, 1, sizeof have - 1, f);
+      have[n] = '\0';
+      fclose(f);
+    }
+    if (strcmp(have, want) != 0 && write_best(run_dir, name, best_iteration, best_value) != 0)
+      log_warn("ppo-train: %s (best.h5 itself holds the record)", error_message());
+    return strcmp(name, metric) == 0 ? best_value : -INFINITY;
+  }
   if (rc < 0) {  // unreadable: the next evaluation replaces it
     log_warn("ppo-train: %s; the next evaluation replaces it", error_message());
     return -INFINITY;

@@ -453,6 +453,35 @@ Test(train, resume_keeps_a_better_best_h5) {
   }
 }
 
+// best.txt is best.h5's record for people, written after it: a kill between the two writes left
+// an older record in best.txt, which an evaluation that did not beat best.h5's never replaced. A
+// resumed run writes it from best.h5's attributes (here a best_value nothing beats, so no later
+// evaluation rewrites it; the old code kept the stale text).
+Test(train, resume_mends_a_best_txt_that_disagrees_with_best_h5) {
+  const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
+  char dir[512], path[600], txt[600], ckpt[600], want[256];
+  snprintf(dir, sizeof dir, "%s/best_txt", tmp_root);
+  cr_assert_eq(run(config_file("best_txt"), NULL, dir, 2, 1, sets), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/best.h5", dir);
+  snprintf(txt, sizeof txt, "%s/best.txt", dir);
+  hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert(h >= 0);
+  cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", 1e300), 0);
+  H5Fclose(h);
+  write_text(txt, "metric sharpe\niteration 1\nvalue -3.1577\n");
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  cr_assert_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
+  char metric[64];
+  int64_t iteration;
+  double value;
+  cr_assert_eq(checkpoint_read_best(path, metric, sizeof metric, &iteration, &value), 0, "%s", error_message());
+  cr_expect_eq(value, 1e300);
+  snprintf(want, sizeof want, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
+  char *written = read_text(txt, NULL);
+  cr_expect_str_eq(written, want);
+  free(written);
+}
+
 // [eval] may change on resume: metrics.csv keeps its old columns (matched by name) and gains new ones.
 Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
   const char *cfg = config_file("evalchange");
