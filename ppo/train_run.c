@@ -61,18 +61,34 @@ static void on_signal(int sig) {
   trainer_request_stop();
 }
 
+// SIGINT, SIGTERM and SIGHUP (the terminal or ssh session closed) ask for a stop with a checkpoint;
+// a SIGHUP that was ignored when the program started (nohup) stays ignored. SIGPIPE is ignored: a
+// progress line into a pipe whose reader has gone (`| head`, a tee that died) fails with EPIPE and
+// training goes on (train.log and the metrics files have everything), where the default action
+// killed the run without a checkpoint. The dispositions found are put back at the end.
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_stop[3], saved_pipe;
+
 static void install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  for (int k = 0; k < 3; k++) {
+    sigaction(stop_signals[k], NULL, &saved_stop[k]);
+    if (stop_signals[k] == SIGHUP && saved_stop[k].sa_handler == SIG_IGN) continue;
+    sigaction(stop_signals[k], &sa, NULL);
+  }
+  struct sigaction ignore;
+  memset(&ignore, 0, sizeof ignore);
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &saved_pipe);
 }
 
 static void restore_signals(void) {
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+  for (int k = 0; k < 3; k++) sigaction(stop_signals[k], &saved_stop[k], NULL);
+  sigaction(SIGPIPE, &saved_pipe, NULL);
   signal_count = 0;
   trainer_clear_stop();
 }

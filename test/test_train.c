@@ -1115,6 +1115,40 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
 }
 
+// SIGHUP (the terminal or the ssh session closed) stops the run as SIGTERM does: a checkpoint and
+// exit 0, where the default action killed it (status 129) and lost up to checkpoint_every iterations.
+Test(train, sighup_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
+  char dir[512], ckpt[600];
+  pid_t pid = start_long_run("sighup", dir, sizeof dir, 3);
+  cr_assert_eq(kill(pid, SIGHUP), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed by SIGHUP instead of exiting with a checkpoint");
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  Config stored;
+  cr_expect_eq(checkpoint_read_config(ckpt, &stored, NULL, 0, NULL), 0, "%s", error_message());
+}
+
+// Inside the signal scope SIGPIPE is ignored (a progress line into a closed pipe fails, training
+// goes on) and a SIGHUP that nohup ignored stays ignored; both dispositions come back at the end.
+Test(train, sigpipe_is_ignored_and_nohup_is_kept) {
+  struct sigaction ignore = {.sa_handler = SIG_IGN}, now;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_hup;
+  cr_assert_eq(sigaction(SIGHUP, &ignore, &old_hup), 0);  // as nohup leaves it
+  train_signals_begin();
+  cr_assert_eq(raise(SIGPIPE), 0, "SIGPIPE killed the process");
+  cr_assert_eq(raise(SIGHUP), 0);
+  cr_expect(!trainer_stop_requested(), "a SIGHUP ignored by nohup asked for a stop");
+  train_signals_end();
+  cr_assert_eq(sigaction(SIGHUP, NULL, &now), 0);
+  cr_expect(now.sa_handler == SIG_IGN, "nohup's SIG_IGN was not restored");
+  cr_assert_eq(sigaction(SIGPIPE, NULL, &now), 0);
+  cr_expect(now.sa_handler != SIG_IGN, "SIGPIPE stayed ignored after the scope");
+  cr_assert_eq(sigaction(SIGHUP, &old_hup, NULL), 0);
+}
+
 // One ppo-train per run directory: a second one there (a fresh start, or a resume into it) is
 // refused with exit status 2 naming the first's pid, before it reads or writes anything, and the
 // first goes on to its checkpoint. Once the directory is free, a run that starts there removes the
