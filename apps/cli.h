@@ -4,12 +4,29 @@
 #define PPO_APPS_CLI_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
+
+// Opens /dev/null on whichever of stdin, stdout and stderr the program was started without
+// (`ppo-train ... 2>&-`): otherwise the first file the program opens takes that descriptor, and
+// every message meant for stderr lands in it (the run directory's .lock took fd 2 and filled with
+// the progress lines). The first call in every main().
+static inline void cli_standard_streams(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) {  // a lower descriptor was free too: it is taken in its own turn
+      dup2(opened, fd);
+      close(opened);
+    }
+  }
+}
 
 // Is arg the option `name`, alone or as "name=value"?
 static inline bool cli_is_option(const char *arg, const char *name) {

@@ -355,6 +355,7 @@ static int command_features(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  cli_standard_streams();
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("%s%s", usage_text, help_text);
     return EXIT_OK;

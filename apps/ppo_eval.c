@@ -58,6 +58,7 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 int main(int argc, char **argv) {
+  cli_standard_streams();
   EvalRunOptions o;
   eval_run_options_default(&o);
   const char *overrides[MAX_OVERRIDES];

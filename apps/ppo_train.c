@@ -185,6 +185,7 @@ static int train_main(int argc, char **argv) {
 // Under mpirun every rank runs this (ppo/dist.h). A rank that fails alone must not leave the others
 // waiting in the next collective: any failure ends every rank (MPI_Abort) with its status.
 int main(int argc, char **argv) {
+  cli_standard_streams();
   dist_init(&argc, &argv);
   // SIGINT and SIGTERM are caught from here to the exit, not only inside train_run: one that came
   // after the last checkpoint, while the process was ending, killed it with 143 instead of 0.

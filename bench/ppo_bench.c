@@ -412,6 +412,7 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 }
 
 int main(int argc, char **argv) {
+  cli_standard_streams();
   for (int i = 1; i < argc; i++)  // ppo-bench --help, or after a subcommand
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage_to(stdout, EXIT_OK);
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).

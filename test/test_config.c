@@ -727,6 +727,40 @@ Test(config_train, plan_says_which_costs_are_generic_defaults) {
             out);
 }
 
+// Started with stderr closed (2>&-), ppo-train opens /dev/null there first: the run directory's
+// .lock, the first file it opens, took descriptor 2 and filled with the configuration, the memory
+// plan and the progress lines after the pid.
+Test(config_train, closed_stderr_does_not_become_the_lock_file) {
+  char dir[] = "/tmp/ppo_test_closed_stderr_XXXXXX", run[128], lock[160], cfg[512];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(run, sizeof run, "%s/run", dir);
+  snprintf(lock, sizeof lock, "%s/.lock", run);
+  snprintf(cfg, sizeof cfg, "%s/configs/default.ini", PPO_SOURCE_DIR);
+  char data[600];
+  snprintf(data, sizeof data, "env.data=%s/data/XAUUSD_1H.h5", PPO_SOURCE_DIR);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    close(2);
+    execl(TRAIN_BIN, TRAIN_BIN, cfg, "--run-dir", run, "--iterations", "1", "--set", data, "--set", "ppo.n_steps=64",
+          "--set", "eval.every=0", (char *)NULL);
+    _exit(98);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+  FILE *f = fopen(lock, "r");
+  cr_assert_not_null(f, "%s", lock);
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  cr_expect_eq(strspn(text, "0123456789"), strlen(text) - 1, "the lock holds more than its pid:\n%s", text);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
   int status = run_default_plan("--set ppo.gamma=0.98", out, sizeof out);
