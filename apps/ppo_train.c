@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "apps/cli.h"
 #include "common/error.h"
@@ -33,11 +34,11 @@ static void usage(FILE *out) {
           "\n"
           "  CONFIG.ini            the run's configuration (INI; see configs/default.ini)\n"
           "  --set SECTION.KEY=V   override one key after the file (repeatable), e.g. --set ppo.gamma=0.995\n"
-          "  --resume CKPT.h5      continue a run exactly from a checkpoint (RUN/checkpoints/last.h5); without\n"
-          "                        CONFIG.ini the checkpoint's own configuration is used. Only [run]\n"
-          "                        total_timesteps, device, threads, name, run_dir, checkpoint_every,\n"
-          "                        checkpoint_keep, log_every, memory_limit, tf32, [eval] and [walk_forward]\n"
-          "                        may change\n"
+          "  --resume CKPT.h5      continue a run exactly from a checkpoint (RUN/checkpoints/last.h5; a run\n"
+          "                        directory RUN takes its newest); without CONFIG.ini the checkpoint's own\n"
+          "                        configuration is used. Only [run] total_timesteps, device, threads, name,\n"
+          "                        run_dir, checkpoint_every, checkpoint_keep, log_every, memory_limit, tf32,\n"
+          "                        [eval] and [walk_forward] may change\n"
           "  --walk-forward        rolling folds ([walk_forward] keys; docs/spec/TRADING_ENV.md section 2):\n"
           "                        print the fold table, write RUN/folds.csv and train one agent per fold into\n"
           "                        RUN/fold_NN\n"
@@ -55,10 +56,11 @@ static void usage(FILE *out) {
           "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
           "  --help                this text\n"
           "\n"
-          "SIGINT or SIGTERM: the run stops at the next step, writes a checkpoint of the last iteration\n"
-          "boundary and exits 0; a second signal exits at once (the same signal again within a second is\n"
-          "the same request: timeout(1) sends two). With --walk-forward the walk-forward ends there too:\n"
-          "run the same command again to continue.\n");
+          "SIGINT, SIGTERM or SIGHUP: the run stops at the next step, writes a checkpoint of the last\n"
+          "iteration boundary and exits 0; a second signal exits at once (the same signal again within a\n"
+          "second is the same request: timeout(1) sends two). With --walk-forward the walk-forward ends\n"
+          "there too: run the same command again to continue. SIGPIPE is ignored (a closed pipe loses the\n"
+          "progress lines, not the run).\n");
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -135,6 +137,18 @@ static int train_main(int argc, char **argv) {
     }
   }
   if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
+  // --resume RUN_DIR: the run's newest checkpoint (checkpoints/last.h5, or the newest ckpt_*.h5)
+  static char resume_path[1200];
+  struct stat st;
+  if (status == EXIT_OK && opt.resume && stat(opt.resume, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (!train_run_latest_checkpoint(opt.resume, resume_path, sizeof resume_path))
+      status = usage_error(
+          "--resume %s: a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it); "
+          "name a run directory or a checkpoint file",
+          opt.resume);
+    else
+      opt.resume = resume_path;
+  }
   if (status == EXIT_OK && walk_forward && dist_size() > 1)
     status = usage_error("%s", "--walk-forward runs on one rank (start it without mpirun)");
   if (status == EXIT_OK && walk_forward && (opt.resume || opt.plan_only || print_config || !opt.config_path))

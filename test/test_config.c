@@ -761,6 +761,27 @@ Test(config_train, closed_stderr_does_not_become_the_lock_file) {
   cr_expect_eq(system(cmd), 0);
 }
 
+// --resume takes a run directory for its newest checkpoint; a directory without one is bad usage.
+Test(config_train, resume_takes_a_run_directory) {
+  char dir[] = "/tmp/ppo_test_resume_dir_XXXXXX", args[2048], out[1 << 16], path[256];
+  cr_assert_not_null(mkdtemp(dir));
+  const char *sets = "--set ppo.n_steps=64 --set eval.every=0 --quiet";
+  snprintf(args, sizeof args,
+           "'%s/configs/default.ini' --run-dir '%s/run' --iterations 1 %s --set env.data='%s/data/XAUUSD_1H.h5'",
+           PPO_SOURCE_DIR, dir, sets, PPO_SOURCE_DIR);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "--resume '%s/run' --iterations 1 --quiet", dir);
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/run/checkpoints/ckpt_000002.h5", dir);
+  cr_expect_eq(access(path, F_OK), 0, "the resumed run's second iteration");
+  snprintf(args, sizeof args, "--resume '%s'", dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it)"), "%s", out);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {
   char out[65536];
   int status = run_default_plan("--set ppo.gamma=0.98", out, sizeof out);
