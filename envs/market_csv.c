@@ -641,6 +641,11 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
   for (int c = 0; c < n; c++) {
     market_copy_text(layout->names[c], sizeof layout->names[c], fields[c]);
     normalise_name(fields[c], norms[c], sizeof norms[c]);
+    if (c == n - 1 && c > 0 && fields[c][0] == '\0') {  // a separator ending every line (some exporters)
+      market_copy_text(layout->names[c], sizeof layout->names[c], "(empty)");
+      layout->kinds[c] = COL_IGNORED;
+      continue;
+    }
     if (options->ignore_columns && norms[c][0] && name_listed(options->ignore_columns, norms[c])) {
       layout->kinds[c] = COL_IGNORED;
       ++*ignored;
@@ -770,7 +775,8 @@ static int layout_detect(LineReader *r, const MarketCsvOptions *options, Layout 
     } else if (strchr("0123456789+-.", field[0]) && field[0] != '\0') {
       error_set(
           "%s:%lld: unknown format: the first field '%s' is data but not a LEAN time (YYYYMMDD HH:MM) "
-          "(allowed: lean-quote or lean-equity rows without a header, or a header line naming the columns)",
+          "(allowed: lean-quote or lean-equity rows without a header, or a header line naming the columns: add "
+          "one, e.g. date,time,open,high,low,close,volume for MetaTrader 4's export)",
           r->path, (long long)r->line_no, market_text_show(field, shown, sizeof shown));
       return -1;
     } else {

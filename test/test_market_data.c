@@ -729,6 +729,8 @@ Test(market_data, export_shapes_load_alike) {
       {"offsets.csv",
        "datetime,open,high,low,close,volume\n2024-01-02T00:00:00Z,1,2,0.5,1.5,7\n2024-01-01 20:00 "
        "-0500,1.5,2.5,1,2,9\n"},
+      {"trailing_comma.csv",
+       "time,open,high,low,close,volume,\n2024-01-02 00:00,1,2,0.5,1.5,7,\n2024-01-02 01:00,1.5,2.5,1,2,9,\n"},
       {"utc_word.csv",
        "datetime,open,high,low,close,volume\n20240102 01:00 +01:00,1,2,0.5,1.5,7\n2024-01-02 01:00 "
        "UTC,1.5,2.5,1,2,9\n"},
