@@ -591,7 +591,8 @@ static int lock_run_dir(const char *run_dir, int *fd) {
 // instance in the middle of a write: .NAME.tmp.PID of common/atomic_file.c, from checkpoints,
 // best.h5, metrics.csv and .h5, config.ini, best.txt). Called with the run directory locked, so no
 // other ppo-train writes there; a file whose pid is alive is left all the same (a directory used on
-// a file system without locks).
+// a file system without locks), except this process's own: it has written nothing there yet, so
+// such a file is an earlier process's that had the same pid (a container's PID 1, run after run).
 static void remove_dead_writers_files(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -601,8 +602,8 @@ static void remove_dead_writers_files(const char *dir) {
     if (name[0] != '.' || !tmp || tmp == name) continue;
     char *end;
     long pid = strtol(tmp + 5, &end, 10);
-    if (*end != '\0' || end == tmp + 5 || pid <= 0 || pid == (long)getpid()) continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if (*end != '\0' || end == tmp + 5 || pid <= 0) continue;
+    if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
     char path[PATH_CAP];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && unlink(path) == 0)
       log_info("removed %s, left by a writer (pid %ld) that did not finish", path, pid);

@@ -1175,20 +1175,22 @@ Test(train, a_run_directory_in_use_is_refused_and_dead_writers_files_are_removed
 
   pid_t dead = 4000000;  // a pid no process has (kill says so)
   while (kill(dead, 0) == 0 || errno != ESRCH) dead++;
+  // The last one's writer lives; the one before has this process's own pid: an earlier process's
+  // that had it (a container's PID 1, run after run), since train_run has written nothing there yet.
   const char *left[] = {".metrics.csv.tmp.%d", ".best.h5.tmp.%d", "checkpoints/.ckpt_000009.h5.tmp.%d",
-                        ".config.ini.tmp.%d"};
-  char files[4][700];
-  for (int k = 0; k < 4; k++) {
+                        "checkpoints/.ckpt_000099.h5.tmp.%d", ".config.ini.tmp.%d"};
+  char files[5][700];
+  for (int k = 0; k < 5; k++) {
     char name[64];
-    snprintf(name, sizeof name, left[k], k < 3 ? (int)dead : (int)getppid());  // the last one's writer lives
+    snprintf(name, sizeof name, left[k], k < 3 ? (int)dead : k == 3 ? (int)getpid() : (int)getppid());
     snprintf(files[k], sizeof files[k], "%s/%s", dir, name);
     write_text(files[k], "partial");
   }
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   const char *more[] = {"run.total_timesteps=100_000_000"};
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
-  for (int k = 0; k < 3; k++) cr_expect_neq(access(files[k], F_OK), 0, "%s removed", files[k]);
-  cr_expect_eq(access(files[3], F_OK), 0, "a live writer's file stays");
+  for (int k = 0; k < 4; k++) cr_expect_neq(access(files[k], F_OK), 0, "%s removed", files[k]);
+  cr_expect_eq(access(files[4], F_OK), 0, "a live writer's file stays");
 }
 
 // coreutils' timeout sends SIGTERM to the process and then to its group: two signals well within a
