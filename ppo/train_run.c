@@ -149,6 +149,11 @@ static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   free(its);
 }
 
+// best.txt's text: best.h5's record for people (and scripts), one key and value per line.
+static void best_record_text(char *buf, size_t capacity, const char *metric, int64_t iteration, double value) {
+  snprintf(buf, capacity, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
+}
+
 static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value);
 
 // The metric and the value that selected best.h5, so a resumed run only replaces it with a better
@@ -165,8 +170,7 @@ static double read_best(const char *run_dir, const char *metric) {
   int rc = checkpoint_read_best(path, name, sizeof name, &best_iteration, &best_value);
   if (rc == 0) {
     char want[256], txt[PATH_CAP];
-    snprintf(want, sizeof want, "metric %s\niteration %lld\nvalue %.17g\n", name, (long long)best_iteration,
-             best_value);
+    best_record_text(want, sizeof want, name, best_iteration, best_value);
     snprintf(txt, sizeof txt, "%s/best.txt", run_dir);
     char have[256] = "";
     FILE *f = fopen(txt, "r");
@@ -196,9 +200,11 @@ static double read_best(const char *run_dir, const char *metric) {
 static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value) {
   char path[PATH_CAP];
   snprintf(path, sizeof path, "%s/best.txt", run_dir);
+  char text[256];
+  best_record_text(text, sizeof text, metric, iteration, value);
   AtomicFile af;
   if (!atomic_file_open(&af, path)) return -1;
-  fprintf(af.stream, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
+  fputs(text, af.stream);
   return atomic_file_commit(&af);
 }
 

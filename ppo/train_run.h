@@ -9,10 +9,13 @@
 // the end; the newest checkpoint_keep kept) and checkpoints/last.h5 (a link to the newest).
 // A directory that already holds metrics.csv is refused unless the run resumes into it.
 //
-// Signals: the first SIGINT or SIGTERM asks the trainer to stop (ppo/trainer.h: a rollout in
-// progress is abandoned and the iteration's starting state restored; an update finishes); the run
-// then writes a checkpoint and returns 0. A second signal ends the process at once (the same signal
-// again within a second is the same request: timeout(1) sends SIGTERM to the process and its group).
+// Signals: the first SIGINT, SIGTERM or SIGHUP asks the trainer to stop (ppo/trainer.h: the
+// iteration in progress stops before its next rollout step or minibatch and its starting state is
+// restored; an [eval] pass in progress is abandoned and recorded as pending); the run then writes a
+// checkpoint and returns 0. A second signal ends the process at once (the same signal again within a
+// second is the same request: timeout(1) sends SIGTERM to the process and its group). A SIGHUP that
+// was ignored at start (nohup) stays ignored; SIGPIPE is ignored (a closed pipe loses progress
+// lines, not the run).
 //
 // Exit statuses (common/error.h): 0 done or stopped by a signal with a checkpoint, 2 bad input
 // (configuration, data, checkpoint, plan over the memory limit), 1 a failure at run time.
@@ -53,8 +56,8 @@ int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an ex
 // The signal handling above for a span longer than one train_run (ppo-train --walk-forward: its
 // start-up and the time between folds), in pairs that nest: inside the outermost pair a signal
 // only sets the stop flag (trainer_stop_requested), which the caller polls, and each train_run
-// inside keeps the handlers and the flag. The outermost end restores the default actions and
-// clears the flag.
+// inside keeps the handlers and the flag. The outermost end restores the dispositions the outermost
+// begin found and clears the flag.
 void train_signals_begin(void);
 void train_signals_end(void);
 
