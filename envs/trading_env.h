@@ -46,8 +46,8 @@
 //   half_spread_bps (without bid/ask) XAUUSD 1.5, EURUSD 0.5, SPY 0.5, GOOGL 1.0, others 1.0;
 //   use_data_spread = the data has bid/ask; commission_bps 0.35 FX, 0.5 stocks; slippage_bps 0.5 FX,
 //   1.0 stocks (for other symbols these three are guesses: generic_costs says which); reward_scale
-//   100 intraday, 10 daily; dsr_eta 1/500, 1/63; episode_length 2048, 252; window 32, 30; warmup
-//   3 x the features' lookback (360 hourly, 189 daily).
+//   100 intraday, 10 daily (1 for the Sharpe-like rewards DSR and D3R); dsr_eta 1/500, 1/63;
+//   episode_length 2048, 252; window 32, 30; warmup 3 x the features' lookback (360 hourly, 189 daily).
 //
 // Rewards (then x reward_scale, minus the shaping terms, then clipped to +-reward_clip when > 0):
 //   LOG_RETURN ln(E_{t+1}/E_t); PNL (E_{t+1} - E_t)/E_0; DSR / D3R on R = E_{t+1}/E_t - 1 (metrics.h), A and
@@ -130,7 +130,7 @@ typedef struct {
   bool long_only;
   double no_trade_band;
   TradingReward reward;
-  double reward_scale;  // auto: 100 intraday, 10 daily
+  double reward_scale;  // auto: 100 intraday, 10 daily; 1 for DSR and D3R
   double dsr_eta;       // auto: 1/500 intraday, 1/63 daily
   double vol_target_annual;
   double shaping_turnover, shaping_drawdown, shaping_variance, shaping_flat;
@@ -163,7 +163,10 @@ typedef struct {
   int n_levels;                      // K (discrete modes); 0 continuous
   int flat_level;                    // level held at a flat start (0 = lowest with long_only); -1: none (TOGGLE2)
   double levels[TRADING_LEVELS_MAX];
-  double half_spread, commission, slippage, slippage_random_max, slippage_vol_k, fee;  // fractions x cost_mult
+  // The costs as the fills use them, each x cost_mult: half_spread .. slippage_random_max as
+  // fractions of the price (the *_bps params / 1e4), slippage_vol_k as the factor on sigma_t, fee in
+  // units of the initial equity E_0 (fee_fixed).
+  double half_spread, commission, slippage, slippage_random_max, slippage_vol_k, fee;
   double financing_long, financing_short;                                              // APR x cost_mult
   double periods_per_year;                                                             // of the whole data
   double sigma_target_bar;  // vol_target_annual / sqrt(periods_per_year)
