@@ -94,8 +94,11 @@ typedef struct {
 // launch instead of one per op, which keeps a 32-env rollout step and a minibatch update from
 // being bound by launch latency. fn must therefore queue the same ops with the same pointers and
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
-// upload (the host memory could change between launches), allocate or grow the workspace: the
-// wrappers check that on every backend. Every call on the CPU runs fn, and the ops and arguments
+// upload (the host memory could change between launches), allocate or reserve workspace: the
+// wrappers check that on every backend. (A backend's own scratch growth inside an op, the CPU's
+// widening of fp16 operands, is not refused there; it counts in backend_alloc_count, which the
+// no-allocation tests hold at zero, and on CUDA any growth once a graph exists exits.) Every call on
+// the CPU runs fn, and the ops and arguments
 // (pointers, sizes, scalars) of calls 2, 4, 8, ... are compared with the first call's (a hash): a
 // function that would replay stale values is refused there too, so a CPU test proves a function
 // fit for recording. backend_graph_reset drops the recording (on CUDA the next run is a warm-up
