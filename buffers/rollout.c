@@ -161,9 +161,3 @@ void rollout_gather_selected(RolloutBuffer *buf, int size) {
   backend_gather_rows(be, buf->mb_advantages, buf->advantages, index, size, f, total);
   backend_gather_rows(be, buf->mb_returns, buf->returns, index, size, f, total);
 }
-
-int rollout_gather(RolloutBuffer *buf, int k) {
-  int size = rollout_select(buf, k);
-  rollout_gather_selected(buf, size);
-  return size;
-}

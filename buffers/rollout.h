@@ -85,7 +85,5 @@ int rollout_minibatches(const RolloutBuffer *buf);
 // those rows into the mb_ arrays (fixed addresses whatever k is: recordable as a graph).
 int rollout_select(RolloutBuffer *buf, int k);
 void rollout_gather_selected(RolloutBuffer *buf, int size);
-// Both: gathers minibatch k into the mb_ arrays; returns its size.
-int rollout_gather(RolloutBuffer *buf, int k);
 
 #endif

@@ -62,8 +62,10 @@
 
 enum { TRAINER_STREAM_INIT = 1, TRAINER_STREAM_ENVS = 2, TRAINER_STREAM_SAMPLE = 3 };
 enum { TRAINER_SUBSEQ_ACTIONS = 0, TRAINER_SUBSEQ_PERMUTATION = 1 };
-// The trainer's two slots in the per-minibatch stats rows (after backend_ppo_loss's).
-enum { TRAINER_STAT_SKIPPED = 6, TRAINER_STAT_GRAD_NORM = 7 };
+// The trainer's two slots in the per-minibatch stats rows (after backend_ppo_loss's: its spare ones).
+enum { TRAINER_STAT_SKIPPED = PPO_STAT_CLIP_FRACTION + 1, TRAINER_STAT_GRAD_NORM = PPO_STAT_CLIP_FRACTION + 2 };
+_Static_assert((int)TRAINER_STAT_GRAD_NORM < (int)PPO_STAT_COUNT,
+               "the stats row has no slot left for the trainer's two");
 
 typedef struct {
   int64_t iterations;     // completed iterations
