@@ -264,7 +264,7 @@ static int context_for(TradingContext *ctxs, double *mults, int *count, const Ba
 }
 
 // The agent's actions for its rows: obs (rows, O) host, normalised here; greedy rows read the head,
-// sampled rows the sampled actions. `uniforms_words` counts the Philox words drawn per pass.
+// sampled rows the sampled actions. `words` counts a sampled row's Philox words per step.
 typedef struct {
   Policy *pol;
   Backend *be;

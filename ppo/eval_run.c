@@ -703,7 +703,8 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   env_market_print_generic_costs(&ev->market, out, "note: ");
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
-    fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n", ev->specs[ev->first_stress + f * 3].cost_mult,
+    fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n",
+            ev->specs[ev->first_stress + f * STRESS_PER_FACTOR].cost_mult,
             metric_text(t, sizeof t, 100 * r->m.total_return, 2, 0, false),
             metric_text(t2, sizeof t2, r->m.sharpe, 3, 0, false));
   }
@@ -910,7 +911,7 @@ static void chain_json_fn(FILE *out, const void *arg) {
   json_finish(&w);
 }
 
-static int walk_forward_run(const EvalRunOptions *o) {
+static int eval_walk_forward(const EvalRunOptions *o) {
   const char *run = o->walk_forward;
   DIR *dir = opendir(run);
   if (!dir) {
@@ -936,8 +937,10 @@ static int walk_forward_run(const EvalRunOptions *o) {
   }
   qsort(names, (size_t)count, sizeof *names, compare_names);
   char out_dir[PATH_CAP];
-  snprintf(out_dir, sizeof out_dir, "%s/walk_forward", o->out_dir ? o->out_dir : run);
-  if (o->out_dir) snprintf(out_dir, sizeof out_dir, "%s", o->out_dir);
+  if (o->out_dir)
+    snprintf(out_dir, sizeof out_dir, "%s", o->out_dir);
+  else
+    snprintf(out_dir, sizeof out_dir, "%s/walk_forward", run);
   int status = 0;
   BacktestPass chain = {0}, chain_bh = {0};
   ReportOptions chain_ro = report_options_default();
@@ -1059,7 +1062,7 @@ int eval_run(const EvalRunOptions *o) {
     fprintf(stderr, "ppo-eval: --seeds, --random-seeds and --bootstrap take a count >= 0\n");
     return EXIT_BAD_INPUT;
   }
-  if (o->walk_forward) return walk_forward_run(o);
+  if (o->walk_forward) return eval_walk_forward(o);
   if (!o->checkpoint) {
     fprintf(stderr, "ppo-eval: --checkpoint CKPT.h5 (or --walk-forward RUN_DIR) is required\n");
     return EXIT_BAD_INPUT;

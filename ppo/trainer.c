@@ -551,7 +551,7 @@ static uint64_t rank_subsequence(const Trainer *tr, uint64_t base) { return base
 // Where this rank's action draws of the current rollout step start. One Philox stream (subsequence
 // TRAINER_SUBSEQ_ACTIONS) serves every rank, laid out by global env: each step takes (R N, A, 2)
 // words at most, env i of the run its own words_per_env (2 A; 1 for a categorical), and rank r's
-// envs are envs r N .. r N + N - 1 (init_envs). So R ranks of N envs draw exactly what one process
+// envs are envs r N .. r N + N - 1 (open_envs). So R ranks of N envs draw exactly what one process
 // of R N envs draws and roll out the same first rollout (test_dist's gradient-averaging test relies
 // on it); one rank draws what it always did.
 static uint64_t sample_offset(const Trainer *tr, size_t words_per_env) {

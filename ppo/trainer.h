@@ -88,7 +88,7 @@ typedef struct {
   double clip_range_vf;                              // [ppo] clip_range_vf; NaN when off (SB3 omits the key)
   double loss_scale, grad_norm;                      // after the last step; grad_norm mean over steps
   int64_t skipped_steps;                             // this iteration
-  int minibatches;                                   // optimiser steps attempted (incl. the early-stopped one)
+  int minibatches;                                   // losses computed (incl. one the KL check stopped before its step)
   bool early_stopped;                                // approx_kl > 1.5 target_kl
   int64_t update_host_syncs;                         // host waits inside the update: 0, or one per minibatch
                                                      // with target_kl (SB3's KL check reads approx_kl)
