@@ -195,6 +195,11 @@ void rms_update_double(RunningMeanStd *rms, const double *x, int rows) {
 // same again as vecnorm_load's staging area, so a failed load leaves vn untouched.
 static size_t vecnorm_state_doubles(int N, int O) { return (size_t)2 * O + 2 + (size_t)N; }
 
+// The slab: the state, vecnorm_load's staging copy of it, the (O, 3) batch moments for merging.
+size_t vecnorm_bytes(int num_envs, int obs_dim) {
+  return (2 * vecnorm_state_doubles(num_envs, obs_dim) + 3 * (size_t)obs_dim) * sizeof(double);
+}
+
 int vecnorm_init(VecNormalize *vn, int num_envs, int obs_dim, bool norm_obs, bool norm_reward, double clip_obs,
                  double clip_reward, double epsilon, double gamma) {
   memset(vn, 0, sizeof *vn);
@@ -221,8 +226,7 @@ int vecnorm_init(VecNormalize *vn, int num_envs, int obs_dim, bool norm_obs, boo
     return -1;
   }
   const size_t state = vecnorm_state_doubles(num_envs, obs_dim);
-  // the state, vecnorm_load's staging copy of it, the (O, 3) batch moments for merging
-  double *slab = CHECK_ALLOC((2 * state + 3 * (size_t)obs_dim) * sizeof(double), "normalisation statistics");
+  double *slab = CHECK_ALLOC(vecnorm_bytes(num_envs, obs_dim), "normalisation statistics");
   vn->slab = slab;
   vn->num_envs = num_envs;
   vn->obs_dim = obs_dim;

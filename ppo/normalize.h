@@ -100,6 +100,8 @@ void rms_update_float(RunningMeanStd *rms, const float *x, int rows);    // x (r
 void rms_update_double(RunningMeanStd *rms, const double *x, int rows);  // x (rows, D), float64 batch moments
 
 // --- VecNormalize (vec_normalize.py) -----------------------------------------------------------------
+// The bytes vecnorm_init allocates for num_envs envs of obs_dim observations (the memory plan's row).
+size_t vecnorm_bytes(int num_envs, int obs_dim);
 // Returns 0, or -1 with the message naming the parameter, its value and what is allowed (N, O >= 1;
 // clip_obs, clip_reward, epsilon finite and > 0; gamma in [0, 1]); vn is zeroed then, so
 // vecnorm_free is safe either way.

@@ -251,13 +251,12 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
   plan->host_allocated = vecenv_memory_bytes(tr->vec);  // open_envs made them (and the market) already
   if (tr->has_market) {
     const MarketData *d = tr->market.data;
-    size_t bars = (size_t)d->rows * (sizeof(int64_t) + 13 * sizeof(double));
+    size_t bars = market_data_bytes(d->rows);
     plan_add(plan, "market data and features (shared)", bars + tr->market.features->bytes, false);
     plan->host_allocated += bars + tr->market.features->bytes;
   }
   plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
-  size_t norm = (2 * (size_t)tr->O + 2 + (size_t)tr->N) * sizeof(double);
-  plan_add(plan, "normalisation statistics", norm, false);
+  plan_add(plan, "normalisation statistics", vecnorm_bytes(tr->N, tr->O), false);
   plan->device_is_host = strcmp(backend_name(tr->backend), "cpu") == 0;
   plan->have_free = backend_memory_info(tr->backend, &plan->free_bytes, &(size_t){0}) == 0;
   snprintf(plan->backend_description, sizeof plan->backend_description, "%s", backend_describe(tr->backend));
