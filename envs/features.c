@@ -123,7 +123,7 @@ Features *features_compute(const MarketData *data, const FeatureParams *params) 
     row[6] = clip_feature(ratio(data->close[t] - data->open[t], ms));
     row[7] = clip_feature(ratio(ema_fast - m, ms));
     row[8] = clip_feature(ratio(ema_slow - m, ms));
-    row[9] = (float)((ema_fast > ema_slow) - (ema_fast < ema_slow));
+    row[FEATURE_X_STRATEGY] = (float)((ema_fast > ema_slow) - (ema_fast < ema_slow));
     row[10] = clip_feature(ratio(ema12 - ema26, ms));
     double rsi = gain + loss > 0 ? 100.0 * gain / (gain + loss) : 50.0;  // = 100 - 100/(1 + gain/loss)
     row[11] = clip_feature((rsi - 50.0) / 50.0);

@@ -41,6 +41,7 @@
 #include "envs/market_data.h"
 
 #define FEATURES_COUNT 16  // F
+#define FEATURE_X_STRATEGY 9  // the column of sign(EMA_fast - EMA_slow): the MA-rule baseline trades on it
 #define FEATURES_CLIP 5.0
 
 typedef struct {

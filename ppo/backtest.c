@@ -12,7 +12,6 @@
 #include "envs/features.h"
 
 #define BACKTEST_CONTEXTS_MAX 8  // distinct cost multipliers in one call
-#define FEATURE_X_STRATEGY 9     // envs/features.h: sign(EMA_fast - EMA_slow)
 
 const char *backtest_strategy_name(BacktestStrategy s) {
   static const char *names[] = {"agent_greedy", "agent_sampled", "buy_and_hold",    "flat",
