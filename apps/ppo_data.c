@@ -128,10 +128,18 @@ static void print_import_summary(const MarketCsvSummary *s) {
   if (s->ignored_columns) printf("  left out %d columns (--ignore-columns)\n", s->ignored_columns);
 }
 
-static void print_conversion(const MarketCsvOptions *o, const MarketCsvSummary *s) {
+// The conversion's line; and a warning when rows fell in a repeated hour but none was read as its
+// second pass: a file that holds only one pass of that hour, or a gap inside it, is read by order
+// alone, and an hour read wrongly would sit an hour off.
+static void print_conversion(const char *input, const MarketCsvOptions *o, const MarketCsvSummary *s) {
   if (!o->local_zone) return;
-  printf("  converted from %s to UTC (%lld rows read as the repeated hour's second pass)\n", o->local_zone,
-         (long long)s->repeated_hours);
+  printf("  converted from %s to UTC (%lld rows in a repeated hour, %lld of them read as its second pass)\n",
+         o->local_zone, (long long)s->ambiguous_rows, (long long)s->repeated_hours);
+  if (s->ambiguous_rows > 0 && s->repeated_hours == 0)
+    fprintf(stderr,
+            "ppo-data: warning: %s: %lld rows fell in an hour %s repeats and none stepped back in time, so all were "
+            "read as its first pass (daylight time); check the file around that hour\n",
+            input, (long long)s->ambiguous_rows, o->local_zone);
 }
 
 static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
@@ -146,7 +154,7 @@ static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
 // Likewise a close that mostly does not move: prices rounded to too few decimals (0.0001 printed to
 // 4 places) leave the features, the spread and the slippage at zero, and nothing to learn from.
 static bool mostly_unchanged(const MarketData *data, const MarketMoves *m) {
-  return (double)m->unchanged > MARKET_SUSPECT_UNCHANGED * (double)(data->rows - 1);
+  return data->rows > 20 && (double)m->unchanged > MARKET_SUSPECT_UNCHANGED * (double)(data->rows - 1);
 }
 
 static void warn_suspect_move(const char *input, const MarketData *data) {
@@ -173,7 +181,7 @@ static int command_import(int argc, char **argv) {
   const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
   MarketCsvOptions options = market_csv_options_default();
   CliSeen seen = {.count = 0};
-  bool to_utc = false;
+  bool to_utc = false, timezone_given = false;
   static const char *const flag_names[] = {"--raw-prices", "--skip-null-rows", "--sort", "--drop-duplicates",
                                            "--to-utc"};
   bool *flags[] = {&options.raw_prices, &options.skip_null_rows, &options.sort, &options.drop_duplicates, &to_utc};
@@ -185,7 +193,7 @@ static int command_import(int argc, char **argv) {
     else if (cli_is_option(arg, "--symbol"))
       target = &symbol, name = "--symbol";
     else if (cli_is_option(arg, "--timezone"))
-      target = &timezone, name = "--timezone";
+      target = &timezone, name = "--timezone", timezone_given = true;
     else if (cli_is_option(arg, "--ignore-columns"))
       target = &options.ignore_columns, name = "--ignore-columns";
     int flag = -1;
@@ -232,6 +240,8 @@ static int command_import(int argc, char **argv) {
   if (to_utc && options.sort)
     return usage_error(
         "%s", "--to-utc needs the rows oldest first: give --sort in a first import, or sort the file, then convert");
+  if (to_utc && !timezone_given)
+    return usage_error("%s", "--to-utc needs --timezone ZONE, the zone whose wall clock the file's times are in");
   if (to_utc) options.local_zone = timezone;
   MarketCsvSummary summary;
   MarketData *data = market_data_load_csv_with(positional[0], &options, &summary);
@@ -243,6 +253,13 @@ static int command_import(int argc, char **argv) {
   if (!data->symbol[0]) {
     market_data_free(data);
     return usage_error("cannot derive a symbol from the name '%s': pass --symbol", positional[0]);
+  }
+  if (summary.zoned_rows > 0 && strcmp(timezone, "UTC") != 0 && !to_utc) {
+    market_data_free(data);  // the offsets made them UTC: the zone would mislabel them
+    return usage_error(
+        "--timezone %s: the file's times carry UTC offsets (or are Unix times) and are stored as UTC; "
+        "leave --timezone out",
+        timezone);
   }
   strcpy(data->timezone, to_utc ? "UTC" : timezone);
   if (market_data_save_h5(data, positional[1]) != 0) {
@@ -257,7 +274,7 @@ static int command_import(int argc, char **argv) {
          market_time_format(data->ts[data->rows - 1], last, sizeof last), data->timezone, bar,
          data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
   print_import_summary(&summary);
-  print_conversion(&options, &summary);
+  print_conversion(positional[0], &options, &summary);
   warn_suspect_move(positional[0], data);
   market_data_free(data);
   return EXIT_OK;

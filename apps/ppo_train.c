@@ -141,7 +141,10 @@ static int train_main(int argc, char **argv) {
   static char resume_path[1200];
   struct stat st;
   if (status == EXIT_OK && opt.resume && stat(opt.resume, &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (!train_run_latest_checkpoint(opt.resume, resume_path, sizeof resume_path))
+    char parent[1200];  // RUN/checkpoints itself names its run too
+    snprintf(parent, sizeof parent, "%s/..", opt.resume);
+    if (!train_run_latest_checkpoint(opt.resume, resume_path, sizeof resume_path) &&
+        !train_run_latest_checkpoint(parent, resume_path, sizeof resume_path))
       status = usage_error(
           "--resume %s: a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it); "
           "name a run directory or a checkpoint file",

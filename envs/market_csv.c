@@ -23,6 +23,7 @@
 enum {
   CSV_CHUNK = 1 << 16,   // bytes per gzread
   CSV_MAX_COLUMNS = 32,  // more than any layout recognises (19 names, no repeats)
+  CSV_NAME_MAX = 96,     // a column name's bytes, its terminator included (longer ones are unknown)
 };
 
 // --- lines ---------------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ typedef struct {
   char sep;  // field separator
   int n_columns;
   ColumnKind kinds[CSV_MAX_COLUMNS];
-  char names[CSV_MAX_COLUMNS][40];  // as the messages name them (the header's spelling for csv)
+  char names[CSV_MAX_COLUMNS][CSV_NAME_MAX];  // as the messages name them (the header's spelling for csv)
   double price_divisor;             // 10000 for LEAN equity (deci-cents), else 1
   bool has_bid_ask, has_volume;
   bool has_clock;       // a separate time-of-day column: the time column holds dates
@@ -319,10 +320,13 @@ static bool read_clock(const char **p, CivilTime *t, bool *fraction) {
 }
 
 // A UTC offset after a time: nothing, "Z", "+HH:MM", "-HH:MM", "+HHMM", "+HH", or " UTC" / " GMT",
-// optionally after one space. *offset gets the seconds east of UTC.
-static bool read_zone(const char **p, int *offset) {
+// optionally after one space. *offset gets the seconds east of UTC, *zoned whether one was there.
+static bool read_zone(const char **p, int *offset, bool *zoned) {
   *offset = 0;
+  *zoned = false;
   if (**p == ' ') (*p)++;
+  if (**p == '\0') return true;
+  *zoned = true;
   if (**p == 'Z') {
     (*p)++;
     return true;
@@ -331,11 +335,12 @@ static bool read_zone(const char **p, int *offset) {
     *p += 3;
     return true;
   }
-  if (**p != '+' && **p != '-') return **p == '\0';
+  if (**p != '+' && **p != '-') return false;
   int sign = *(*p)++ == '-' ? -1 : 1, hours = 0, minutes = 0;
   if (!utc_read_digits(p, 2, &hours)) return false;
-  if (**p == ':') (*p)++;
-  if (**p != '\0' && !utc_read_digits(p, 2, &minutes)) return false;
+  bool colon = **p == ':';
+  if (colon) (*p)++;
+  if ((colon || **p != '\0') && !utc_read_digits(p, 2, &minutes)) return false;
   if (hours > 14 || minutes > 59) return false;
   *offset = sign * (hours * 3600 + minutes * 60);
   return true;
@@ -360,9 +365,16 @@ typedef enum {
   TIME_DATE,  // a date alone (the date column beside a time-of-day column)
 } TimeMode;
 
-static TimeParse parse_time(const char *s, TimeMode mode, int64_t *out) {
+// What a timestamp's text said besides the time: whether it was an instant already (a UTC offset
+// or Unix time: no local zone applies to it) and whether it had a time of day.
+typedef struct {
+  bool zoned, clock;
+} TimeForm;
+
+static TimeParse parse_time(const char *s, TimeMode mode, int64_t *out, TimeForm *form) {
   CivilTime t = {0, 0, 0, 0, 0, 0};
   const char *p = s;
+  *form = (TimeForm){false, mode == TIME_LEAN};
   if (mode == TIME_LEAN) {
     if (!(shape_lean(&p, &t) && *p == '\0')) return TIME_BAD_SHAPE;
     if (!utc_civil_valid(&t)) return TIME_NO_SUCH_DATE;
@@ -370,13 +382,17 @@ static TimeParse parse_time(const char *s, TimeMode mode, int64_t *out) {
     return TIME_OK;
   }
   size_t digits = strspn(s, "0123456789");
-  if (mode == TIME_ANY && s[digits] == '\0' && digits != 8) return parse_unix(s, out);
+  if (mode == TIME_ANY && s[digits] == '\0' && digits != 8) {
+    *form = (TimeForm){true, true};
+    return parse_unix(s, out);
+  }
   bool fraction = false;
   int offset = 0;
   if (!read_date(&p, &t)) return TIME_BAD_SHAPE;
   if (mode == TIME_ANY && (*p == ' ' || *p == 'T')) {
     p++;
-    if (!read_clock(&p, &t, &fraction) || !read_zone(&p, &offset)) return TIME_BAD_SHAPE;
+    form->clock = true;
+    if (!read_clock(&p, &t, &fraction) || !read_zone(&p, &offset, &form->zoned)) return TIME_BAD_SHAPE;
   }
   if (*p != '\0') return TIME_BAD_SHAPE;
   if (!utc_civil_valid(&t)) return TIME_NO_SUCH_DATE;
@@ -438,8 +454,18 @@ static int zone_begin(ZoneScope *z, const char *path, const char *zone) {
   const char *dir = getenv("TZDIR") && *getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
   char file[1024];
   struct stat st;
-  if (zone[0] == '/' || strstr(zone, "..") || snprintf(file, sizeof file, "%s/%s", dir, zone) >= (int)sizeof file ||
-      stat(file, &st) != 0 || !S_ISREG(st.st_mode)) {  // TZ would fall back to UTC without a word
+  char magic[4] = "";
+  if (zone[0] != '/' && !strstr(zone, "..") && strncmp(zone, "right/", 6) != 0 &&
+      snprintf(file, sizeof file, "%s/%s", dir, zone) < (int)sizeof file && stat(file, &st) == 0 &&
+      S_ISREG(st.st_mode)) {
+    FILE *f = fopen(file, "rb");
+    if (f) {
+      if (fread(magic, 1, 4, f) != 4) magic[0] = '\0';
+      fclose(f);
+    }
+  }
+  // Not a zone file (TZ would fall back to UTC without a word), or right/'s, which count leap seconds.
+  if (memcmp(magic, "TZif", 4) != 0) {
     error_set("%s: cannot convert from the time zone '%s': the zone database (%s) has no such zone", path, zone, dir);
     return -1;
   }
@@ -462,8 +488,9 @@ static void zone_end(ZoneScope *z) {
   z->active = false;
 }
 
-// One wall-clock ts (read on the UTC calendar) to UTC. 0, 1 for the repeated hour's second pass, -1 skipped.
-static int wall_to_utc(int64_t wall, const int64_t *previous, int64_t *out) {
+// One wall-clock ts (read on the UTC calendar) to UTC. 0, 1 for the repeated hour's second pass, -1 skipped;
+// *ambiguous: the time falls in a repeated hour (two instants have it).
+static int wall_to_utc(int64_t wall, const int64_t *previous, int64_t *out, bool *ambiguous) {
   CivilTime c = utc_to_civil(wall);
   int64_t found[2];
   int n = 0;
@@ -477,12 +504,13 @@ static int wall_to_utc(int64_t wall, const int64_t *previous, int64_t *out) {
                     .tm_isdst = dst};
     time_t t = mktime(&tm);
     struct tm back;
-    if (t == (time_t)-1 || !localtime_r(&t, &back)) continue;
+    if (!localtime_r(&t, &back)) continue;  // a failed mktime's -1 does not give the wall clock back
     if (back.tm_year != c.year - 1900 || back.tm_mon != c.month - 1 || back.tm_mday != c.day ||
         back.tm_hour != c.hour || back.tm_min != c.minute || back.tm_sec != c.second)
       continue;
     if (n == 0 || (int64_t)t != found[0]) found[n++] = (int64_t)t;
   }
+  *ambiguous = n == 2;
   if (n == 0) return -1;
   if (n == 2 && found[1] < found[0]) {
     int64_t t = found[0];
@@ -509,13 +537,15 @@ static bool row_is_null(const Layout *layout, char **fields) {
 // Parses one data line (already split) into bar; *factor gets adj_close / close when the layout
 // adjusts (the caller applies it after the row's checks, which see the file's own prices).
 // 0, or -1 and the message.
-static int parse_row(const LineReader *r, const Layout *layout, char **fields, MarketBar *bar, double *factor) {
+static int parse_row(const LineReader *r, const Layout *layout, char **fields, MarketBar *bar, double *factor,
+                     TimeForm *form) {
   static const double nan_value = NAN;
   *bar = (MarketBar){0,         nan_value, nan_value, nan_value, nan_value, nan_value, nan_value,
                      nan_value, nan_value, nan_value, nan_value, nan_value, nan_value, nan_value};
   bool lean = layout->format != MARKET_FORMAT_CSV;
   int64_t clock = 0;
   double adj_close = NAN;
+  *form = (TimeForm){false, false};
   for (int c = 0; c < layout->n_columns; c++) {
     const char *name = layout->names[c];
     const char *text = fields[c];
@@ -525,7 +555,10 @@ static int parse_row(const LineReader *r, const Layout *layout, char **fields, M
       TimeMode mode = TIME_ANY;
       if (lean) mode = TIME_LEAN;
       if (layout->has_clock) mode = TIME_DATE;
-      TimeParse got = kind == COL_CLOCK ? parse_clock(text, &clock) : parse_time(text, mode, &bar->ts);
+      TimeForm date_form;
+      TimeParse got = kind == COL_CLOCK ? parse_clock(text, &clock) : parse_time(text, mode, &bar->ts, &date_form);
+      if (kind == COL_TIME) form->zoned = date_form.zoned, form->clock |= date_form.clock;
+      if (kind == COL_CLOCK) form->clock = true;
       if (got != TIME_OK) return time_error(r, name, text, got, kind == COL_CLOCK, lean);
       continue;
     }
@@ -612,7 +645,7 @@ static int column_kind_from_name(const char *norm) {
 static bool name_listed(const char *names, const char *norm) {
   for (const char *p = names; p && *p;) {
     size_t len = strcspn(p, ",");
-    char one[64], want[64];
+    char one[CSV_NAME_MAX], want[CSV_NAME_MAX];
     if (len < sizeof one) {
       memcpy(one, p, len);
       one[len] = '\0';
@@ -636,7 +669,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
   layout->n_columns = n;
   int seen[COL_KINDS];
   for (int k = 0; k < COL_KINDS; k++) seen[k] = 0;
-  char shown[256], norm[40], norms[CSV_MAX_COLUMNS][40];
+  char shown[256], norm[CSV_NAME_MAX], norms[CSV_MAX_COLUMNS][CSV_NAME_MAX];
   *ignored = 0;
   for (int c = 0; c < n; c++) {
     market_copy_text(layout->names[c], sizeof layout->names[c], fields[c]);
@@ -683,7 +716,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
   if (options->ignore_columns) {  // every name it lists is a column of this header
     for (const char *p = options->ignore_columns; *p;) {
       size_t len = strcspn(p, ",");
-      char one[64] = "";
+      char one[CSV_NAME_MAX] = "";
       if (len < sizeof one) memcpy(one, p, len), one[len] = '\0';
       normalise_name(trim(one), norm, sizeof norm);
       bool found = false;
@@ -856,19 +889,21 @@ static int order_check(const char *path, const MarketCsvOptions *options, const 
   char when[40], before[40];
   if (bar->ts == last->ts && options->drop_duplicates && same_bar(bar, last)) return 1;
   if (bar->ts == last->ts) {
-    error_set(
-        "%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
-        market_time_format(bar->ts, when, sizeof when), (long long)last_line,
-        same_bar(bar, last) ? "; the rows are equal: --drop-duplicates drops such repeats"
-        : bar->ts % 86400 != 0
-            ? "; a file in local time repeats an hour when daylight saving ends: --timezone ZONE --to-utc converts it"
-            : "");
+    const char *hint = "";
+    if (same_bar(bar, last))
+      hint = "; the rows are equal: ppo-data import --drop-duplicates drops such repeats";
+    else if (!options->local_zone && bar->ts % 86400 != 0)
+      hint =
+          "; a file in local time repeats an hour when daylight saving ends: ppo-data import --timezone ZONE "
+          "--to-utc converts it";
+    error_set("%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
+              market_time_format(bar->ts, when, sizeof when), (long long)last_line, hint);
     return -1;
   }
   if (bar->ts < last->ts) {
     error_set(
-        "%s:%lld: timestamp %s is before %s on line %lld (timestamps must strictly increase; --sort sorts the "
-        "rows by time)",
+        "%s:%lld: timestamp %s is before %s on line %lld (timestamps must strictly increase; ppo-data import "
+        "--sort sorts the rows by time)",
         path, (long long)line, market_time_format(bar->ts, when, sizeof when),
         market_time_format(last->ts, before, sizeof before), (long long)last_line);
     return -1;
@@ -906,6 +941,9 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
   char *fields[CSV_MAX_COLUMNS];
   char reason[512];
   int64_t previous_utc = 0;  // the last row's converted time (local_zone)
+  MarketBar previous_wall = {0};  // and its bar before the conversion
+  bool first_zoned = false;       // the kind of time of the rows read so far (TimeForm.zoned)
+  int64_t rows_read = 0;
   for (;;) {
     if (!have_line) {
       got = reader_next_nonblank(r);
@@ -939,33 +977,64 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
       int c = 0;
       while (layout->kinds[c] == COL_TIME || layout->kinds[c] == COL_CLOCK || layout->kinds[c] == COL_IGNORED) c++;
       error_set(
-          "%s:%lld: a row without prices (every column but the time is like '%s'); --skip-null-rows skips such "
-          "rows",
+          "%s:%lld: a row without prices (every column but the time is like '%s'); ppo-data import "
+          "--skip-null-rows skips such rows",
           r->path, (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown));
       return -1;
     }
     MarketBar bar;
-    double factor;
-    if (parse_row(r, layout, fields, &bar, &factor) != 0) return -1;
+    double factor = 1.0;
+    TimeForm form;
+    if (parse_row(r, layout, fields, &bar, &factor, &form) != 0) return -1;
     if (market_bar_check(&bar, layout->has_bid_ask, layout->has_volume, false, reason, sizeof reason)) {
       error_set("%s:%lld: %s", r->path, (long long)r->line_no, reason);
       return -1;
     }
+    // Instants (a UTC offset, Unix time) and wall-clock times do not mix: the second kind needs a zone.
+    if (rows_read > 0 && form.zoned != first_zoned) {
+      error_set("%s:%lld: a time %s a UTC offset (or Unix time) where the rows before %s: one file, one kind of time",
+                r->path, (long long)r->line_no, form.zoned ? "with" : "without", form.zoned ? "had none" : "had one");
+      return -1;
+    }
+    first_zoned = form.zoned;
+    rows_read++;
+    summary->zoned_rows += form.zoned;
     if (layout->adjust) {  // x f keeps low <= open, close <= high: a correctly rounded product is monotonic
       bar.open *= factor, bar.high *= factor, bar.low *= factor, bar.close *= factor;
+      if (!(factor > 0 && isfinite(factor)) ||
+          market_bar_check(&bar, false, layout->has_volume, false, reason, sizeof reason)) {
+        error_set("%s:%lld: adjusted by adj_close / close = %g: %s", r->path, (long long)r->line_no, factor,
+                  factor > 0 && isfinite(factor) ? reason : "not a finite factor > 0");
+        return -1;
+      }
       if (!summary->adjusted || factor < summary->factor_min) summary->factor_min = factor;
       if (!summary->adjusted || factor > summary->factor_max) summary->factor_max = factor;
       summary->adjusted = true;
     }
     if (options->local_zone) {
+      if (form.zoned || !form.clock) {
+        error_set("%s:%lld: %s: --to-utc converts wall-clock times of day", r->path, (long long)r->line_no,
+                  form.zoned ? "the time carries a UTC offset or is Unix time, so it is UTC already"
+                             : "a date without a time of day (a daily file's dates are kept as they are)");
+        return -1;
+      }
+      // An exact repeat of the row before, dropped before its conversion would read it as the
+      // repeated hour's second pass.
+      if (options->drop_duplicates && list->count > 0 && same_bar(&bar, &previous_wall)) {
+        summary->duplicate_rows++;
+        continue;
+      }
+      previous_wall = bar;
       int64_t utc;
-      int got_utc = wall_to_utc(bar.ts, list->count > 0 ? &previous_utc : NULL, &utc);
+      bool ambiguous = false;
+      int got_utc = wall_to_utc(bar.ts, list->count > 0 ? &previous_utc : NULL, &utc, &ambiguous);
       if (got_utc < 0) {
         char when[40];
         error_set("%s:%lld: %s does not exist in %s (the hour skipped when daylight saving starts)", r->path,
                   (long long)r->line_no, market_time_format(bar.ts, when, sizeof when), options->local_zone);
         return -1;
       }
+      summary->ambiguous_rows += ambiguous;
       summary->repeated_hours += got_utc;
       bar.ts = previous_utc = utc;
     }

@@ -127,8 +127,9 @@ typedef struct {
   bool drop_duplicates;        // drop a row equal in every field (after any adjustment) to the row before
   const char *ignore_columns;  // comma-separated header names whose fields are not read (NULL: none)
   const char *local_zone;      // the file's times are this IANA zone's wall clock: converted to UTC (NULL: none;
-                               // the rows oldest first, not with sort: an hour repeated when daylight saving
-                               // ends is told apart by order; an hour it skips is refused)
+                               // intraday times without an offset, oldest first, not with sort: a time in the
+                               // hour repeated when daylight saving ends is its first pass unless it is not
+                               // after the row before; a time the zone skips is refused)
 } MarketCsvOptions;
 
 typedef struct {
@@ -137,7 +138,9 @@ typedef struct {
   bool adjusted;                      // open..close were multiplied by adj_close / close
   double factor_min, factor_max;      // the smallest and largest of those factors
   int ignored_columns;                // header columns left out by ignore_columns
-  int64_t repeated_hours;             // rows of local_zone's repeated hour read as its second (standard) pass
+  int64_t zoned_rows;                 // rows whose time carried a UTC offset or was Unix time (stored as UTC)
+  int64_t ambiguous_rows;             // local_zone: rows whose wall clock falls in a repeated hour
+  int64_t repeated_hours;             // of those, the rows read as its second (standard) pass
 } MarketCsvSummary;
 
 MarketCsvOptions market_csv_options_default(void);  // format AUTO, every flag off

@@ -874,6 +874,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
   // The iteration whose [eval] pass a stop abandoned (-1: none): its checkpoint says so, and the
   // resumed run evaluates it first, as the uninterrupted run did after that iteration.
   int64_t eval_pending = -1;
+  bool pending_ran = false;  // that pass ran now
   int status = EXIT_OK;
   const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
   const int64_t stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
@@ -891,6 +892,7 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
         }
         log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
                   (long long)start_iteration);
+        pending_ran = true;
       }
       if (evaluated < 0) eval_pending = start_iteration;
     }
@@ -1017,11 +1019,15 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
               (long long)trainer_counters(tr)->iterations, result->last_checkpoint);
       if (!opt->in_walk_forward)  // the walk-forward says how to go on (the same command again)
         fprintf(stderr, "ppo-train: continue with: ppo-train --resume %s\n", result->last_checkpoint);
-    } else if (root && done_here == 0 && opt->resume && opt->max_iterations == 0) {
-      fprintf(stderr,
-              "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
-              "with --set run.total_timesteps=N to train on\n",
-              (long long)trainer_counters(tr)->timesteps, (long long)cfg.run.total_timesteps);
+    } else if (root && done_here == 0 && opt->resume && opt->max_iterations == 0 && !opt->in_walk_forward) {
+      if (pending_ran)  // the resume had only the abandoned evaluation left to do
+        fprintf(stderr, "ppo-train: the run is complete (%lld steps); iteration %lld's [eval] pass ran now\n",
+                (long long)trainer_counters(tr)->timesteps, (long long)start_iteration);
+      else
+        fprintf(stderr,
+                "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
+                "with --set run.total_timesteps=N to train on\n",
+                (long long)trainer_counters(tr)->timesteps, (long long)cfg.run.total_timesteps);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
               (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps, result->seconds,

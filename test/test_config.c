@@ -774,6 +774,10 @@ Test(config_train, resume_takes_a_run_directory) {
   cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/run/checkpoints/ckpt_000002.h5", dir);
   cr_expect_eq(access(path, F_OK), 0, "the resumed run's second iteration");
+  snprintf(args, sizeof args, "--resume '%s/run/checkpoints' --iterations 1 --quiet", dir);  // its checkpoints too
+  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/run/checkpoints/ckpt_000003.h5", dir);
+  cr_expect_eq(access(path, F_OK), 0, "resumed from RUN/checkpoints");
   snprintf(args, sizeof args, "--resume '%s'", dir);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it)"), "%s", out);

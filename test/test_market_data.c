@@ -520,8 +520,56 @@ Test(market_data, local_time_converted_to_utc) {
   cr_expect_eq(summary.repeated_hours, 0);
   market_data_free(d);
 
-  static const char *const not_zones[] = {"Mars/Olympus", "America", "../zoneinfo/UTC"};  // a directory, a way out
+  // Times that are instants already (an offset, Unix time) or dates alone are not wall-clock times of day.
+  options.local_zone = "America/New_York";
+  static const char *const not_wall[][2] = {
+      {"offset.csv", "time,open,high,low,close\n2024-01-02T09:30:00-05:00,1,2,0.5,1.5\n"},
+      {"unix.csv", "time,open,high,low,close\n1704205800,1,2,0.5,1.5\n"},
+      {"daily.csv", "date,open,high,low,close\n2024-03-29,1,2,0.5,1.5\n"},
+  };
   for (int k = 0; k < 3; k++) {
+    char file[1024];
+    snprintf(file, sizeof file, "%s/%s", dir, not_wall[k][0]);
+    write_file(file, not_wall[k][1], strlen(not_wall[k][1]));
+    cr_expect_null(market_data_load_csv_with(file, &options, NULL), "%s", not_wall[k][0]);
+    cr_expect(strstr(error_message(), ":2: ") && strstr(error_message(), "--to-utc converts wall-clock times of day") &&
+                  strstr(error_message(), k < 2 ? "UTC already" : "a date without a time of day"),
+              "%s", error_message());
+  }
+  // An exact repeat inside the repeated hour is dropped before its conversion (it would read as the
+  // second pass, and every first-pass row after it as out of order).
+  const char *repeat =
+      "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:01,1,2,0.5,1.5\n"
+      "2022-11-06 01:01,1,2,0.5,1.5\n2022-11-06 01:02,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n";
+  snprintf(path, sizeof path, "%s/repeat.csv", dir);
+  write_file(path, repeat, strlen(repeat));
+  options.drop_duplicates = true;
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect(d->rows == 4 && summary.duplicate_rows == 1 && summary.repeated_hours == 1 && summary.ambiguous_rows == 4);
+  cr_expect(d->ts[0] == four_utc + 3600 && d->ts[2] == four_utc + 3600 + 120 && d->ts[3] == four_utc + 7200);
+  market_data_free(d);
+  options.drop_duplicates = false;
+  // The repeated hour's rows with no step back: all read as its first pass, counted for a warning.
+  const char *one_pass = "time,open,high,low,close\n2022-11-06 00:30,1,2,0.5,1.5\n2022-11-06 01:30,1,2,0.5,1.5\n";
+  snprintf(path, sizeof path, "%s/one_pass.csv", dir);
+  write_file(path, one_pass, strlen(one_pass));
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect(summary.ambiguous_rows == 1 && summary.repeated_hours == 0 && d->ts[1] == d->ts[0] + 3600);
+  market_data_free(d);
+  // mktime's -1 is a time like any other: 1970-01-01 08:59:59 in Tokyo
+  options.local_zone = "Asia/Tokyo";
+  const char *epoch = "time,open,high,low,close\n1970-01-01 08:59:59,1,2,0.5,1.5\n";
+  snprintf(path, sizeof path, "%s/epoch.csv", dir);
+  write_file(path, epoch, strlen(epoch));
+  d = market_data_load_csv_with(path, &options, &summary);
+  cr_assert(d, "%s", error_message());
+  cr_expect_eq(d->ts[0], -1);
+  market_data_free(d);
+
+  static const char *const not_zones[] = {"Mars/Olympus", "America", "../zoneinfo/UTC", "right/UTC", "zone.tab"};
+  for (int k = 0; k < 5; k++) {
     options.local_zone = not_zones[k];
     cr_expect_null(market_data_load_csv_with(path, &options, NULL));
     cr_expect(strstr(error_message(), "cannot convert from the time zone") && strstr(error_message(), not_zones[k]),
@@ -605,33 +653,59 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   char *utc_argv[] = {"ppo-data", "import", local, h5, "--timezone", "America/New_York", "--to-utc", NULL};
   cr_assert_eq(run_ppo_data(utc_argv, out_txt, err_txt), 0);
   out = read_file_text(out_txt);
-  cr_expect(
-      strstr(out, "2 bars 2022-11-06 05:00 .. 2022-11-06 06:00 (UTC)") &&
-          strstr(out, "  converted from America/New_York to UTC (1 rows read as the repeated hour's second pass)"),
-      "%s", out);
+  cr_expect(strstr(out, "2 bars 2022-11-06 05:00 .. 2022-11-06 06:00 (UTC)") &&
+                strstr(out,
+                       "  converted from America/New_York to UTC (2 rows in a repeated hour, 1 of them read as its "
+                       "second pass)"),
+            "%s", out);
   free(out);
+  const char *one_pass = "time,open,high,low,close\n2022-11-06 00:30,1,2,0.5,1.5\n2022-11-06 01:30,1,2,0.5,1.5\n";
+  write_file(local, one_pass, strlen(one_pass));  // the repeated hour once: read as its first pass, and said
+  cr_assert_eq(run_ppo_data(utc_argv, out_txt, err_txt), 0);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "NYSE.csv: 1 rows fell in an hour America/New_York repeats and none stepped back in time"),
+            "%s", err);
+  free(err);
+  char *no_zone_argv[] = {"ppo-data", "import", local, h5, "--to-utc", NULL};
+  cr_expect_eq(run_ppo_data(no_zone_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "--to-utc needs --timezone ZONE"), "%s", err);
+  free(err);
+  const char *offsets = "time,open,high,low,close\n2024-01-02T09:30:00-05:00,1,2,0.5,1.5\n";
+  write_file(local, offsets, strlen(offsets));  // instants already: a zone would mislabel them
+  char *label_argv[] = {"ppo-data", "import", local, h5, "--timezone", "America/New_York", NULL};
+  cr_expect_eq(run_ppo_data(label_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err,
+                   "--timezone America/New_York: the file's times carry UTC offsets (or are Unix times) and are "
+                   "stored as UTC"),
+            "%s", err);
+  free(err);
   char *utc_sort_argv[] = {"ppo-data", "import", local, h5, "--to-utc", "--sort", NULL};
   cr_expect_eq(run_ppo_data(utc_sort_argv, out_txt, err_txt), 2);
   err = read_file_text(err_txt);
   cr_expect(strstr(err, "--to-utc needs the rows oldest first"), "%s", err);
   free(err);
 
-  char flat[1024];  // prices of 0.0001 printed to 4 places: the close moves on 1 bar of 4
+  char flat[1024];  // prices of 0.0001 printed to 4 places: the close moves on 5 bars of 29
   snprintf(flat, sizeof flat, "%s/TINY.csv", dir);
-  const char *tiny =
-      "time,open,high,low,close\n2024-01-02 00:00,0.0001,0.0001,0.0001,0.0001\n2024-01-02 00:01,0.0001,0.0001,0.0001,"
-      "0.0001\n2024-01-02 00:02,0.0001,0.0002,0.0001,0.0002\n2024-01-02 00:03,0.0002,0.0002,0.0002,0.0002\n"
-      "2024-01-02 00:04,0.0002,0.0002,0.0002,0.0002\n";
+  char tiny[4096] = "time,open,high,low,close\n";
+  for (int k = 0; k < 30; k++) {
+    const char *p = k % 10 == 9 ? "0.0002" : "0.0001";  // up at k = 9, 19, 29 and down after the first two
+    char row[128];
+    snprintf(row, sizeof row, "2024-01-02 00:%02d,%s,%s,%s,%s\n", k, p, p, p, p);
+    strcat(tiny, row);
+  }
   write_file(flat, tiny, strlen(tiny));
   char *flat_argv[] = {"ppo-data", "import", flat, h5, NULL};
   cr_assert_eq(run_ppo_data(flat_argv, out_txt, err_txt), 0);
   err = read_file_text(err_txt);
-  cr_expect(strstr(err, "TINY.csv: the close is unchanged on 3 of 4 bars: prices rounded to too few decimals?"), "%s",
+  cr_expect(strstr(err, "TINY.csv: the close is unchanged on 24 of 29 bars: prices rounded to too few decimals?"), "%s",
             err);
   free(err);
   cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
   out = read_file_text(out_txt);
-  cr_expect(strstr(out, "unchanged      3 of 4 bars (75.0 %)  <- prices rounded too coarsely?\n"), "%s", out);
+  cr_expect(strstr(out, "unchanged      24 of 29 bars (82.8 %)  <- prices rounded too coarsely?\n"), "%s", out);
   free(out);
 
   char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
@@ -767,6 +841,11 @@ Test(market_data, export_shapes_refused_naming_the_field) {
       {"decimal_comma.csv", "Date;Open;High;Low;Close\n02.01.2024;1,5;2;0,5;1,5\n",
        ":2: column Open = '1,5': not a number (a decimal comma: write decimal points)"},
       {"offset.csv", "time,open,high,low,close\n2024-01-02T00:00+15:00,1,2,0.5,1.5\n", "not a timestamp"},
+      {"offset_colon.csv", "time,open,high,low,close\n2024-01-02T00:00+05:,1,2,0.5,1.5\n", "not a timestamp"},
+      {"mixed_kinds.csv", "time,open,high,low,close\n2024-01-02 00:00Z,1,2,0.5,1.5\n2024-01-02 01:00,1,2,0.5,1.5\n",
+       ":3: a time without a UTC offset (or Unix time) where the rows before had one"},
+      {"adj_inf.csv", "date,open,high,low,close,adj close\n2024-01-02,1e-300,1e-300,1e-300,1e-300,1e300\n",
+       ":2: adjusted by adj_close / close = inf: not a finite factor > 0"},
       {"clock.csv", "date,time,open,high,low,close\n2024-01-02,24:00,1,2,0.5,1.5\n",
        ":2: column time = '24:00': no such date or time"},
       {"clock_shape.csv", "date,time,open,high,low,close\n2024-01-02,9:30,1,2,0.5,1.5\n",
@@ -783,11 +862,14 @@ Test(market_data, export_shapes_refused_naming_the_field) {
       {"null_row.csv",
        "Date,Open,High,Low,Close,Adj Close,Volume\n2024-01-02,1,2,0.5,1.5,1.5,7\n2024-01-03,null,null,"
        "null,null,null,null\n",
-       ":3: a row without prices (every column but the time is like 'null'); --skip-null-rows skips such rows"},
+       ":3: a row without prices (every column but the time is like 'null'); ppo-data import --skip-null-rows skips "
+       "such rows"},
       {"repeat.csv", "time,open,high,low,close\n2024-01-02 10:00,1,2,0.5,1.5\n2024-01-02 10:00,1,2,0.5,1.5\n",
-       ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: --drop-duplicates"},
+       ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: ppo-data import "
+       "--drop-duplicates"},
       {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
-       "(also on line 2); a file in local time repeats an hour when daylight saving ends: --timezone ZONE --to-utc"},
+       "(also on line 2); a file in local time repeats an hour when daylight saving ends: ppo-data import --timezone "
+       "ZONE --to-utc"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     error_clear();

@@ -437,6 +437,7 @@ Test(walk_forward_cli, a_stop_in_a_folds_last_evaluation_leaves_it_unfinished, .
 
   cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, "all 2 folds done (0 skipped"), "%s", out);
+  cr_expect(!strstr(out, "nothing to train"), "the fold's pending pass is not 'nothing to train':\n%s", out);
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' %s", cfg, straight, common);
   cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
   for (int k = 0; k < 2; k++) {
