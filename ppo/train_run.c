@@ -700,47 +700,78 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   return EXIT_OK;
 }
 
-// lock_fd: the run directory's lock (lock_run_dir), held until train_run returns.
-static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result, int *lock_fd) {
-  memset(result, 0, sizeof *result);
-  result->ep_rew_mean = NAN;
-  // Several ranks (ppo/dist.h): rank 0 alone prints progress and writes the run directory; every
-  // rank still reports its own errors.
-  const bool root = dist_is_root();
-  TrainRunOptions rank_opt = *opt_in;
-  rank_opt.quiet = opt_in->quiet || !root;
-  const TrainRunOptions *opt = &rank_opt;
+// --- the run, phase by phase ------------------------------------------------------------------------
+
+// One run from its start to its end: what the phases share, and what run_close releases however
+// the run ends.
+typedef struct {
+  TrainRunOptions opt;  // the caller's, quiet on every rank but rank 0
+  bool root;            // rank 0 (ppo/dist.h): it alone prints progress and writes the run directory
   Config cfg;
+  char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP];
+  Trainer *tr;
+  Evaluator *ev;  // NULL without [eval] and on the other ranks
+  MetricsLog metrics;
+  bool metrics_open;
+  FILE *train_log;
+  int64_t total_iterations, start_iteration;
+  // The loop's state (run_begin_loop).
+  bool tty;                              // a progress bar rather than lines
+  double t_start, dev_mib;               // the loop's start; the plan's backend bytes, for the progress lines
+  int64_t timesteps_at_start;            // SB3's _num_timesteps_at_start
+  double best;                           // the [eval] metric best.h5 holds
+  int64_t done_here;                     // iterations of this invocation
+  int64_t saved_at;                      // the iteration of the last checkpoint written here (-1: none)
+  int64_t eval_pending;                  // the iteration whose [eval] pass a stop abandoned (-1: none)
+  bool pending_ran;                      // a resume's abandoned pass ran now
+  bool interrupted;                      // a stop request ended the loop
+  int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
+} Run;
+
+static void run_close(Run *r) {
+  if (r->train_log) fclose(r->train_log);
+  if (r->metrics_open) metrics_log_close(&r->metrics);
+  evaluator_free(r->ev);
+  trainer_free(r->tr);
+}
+
+// The configuration, the run directory (chosen before the market loads, locked once it exists),
+// the market, envs and backend, the memory plan (printed; --plan ends here), the slabs, the
+// --resume checkpoint read into them, and the replicas checked alike. An exit status (the message
+// said).
+static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
+  const TrainRunOptions *opt = &r->opt;
+  const bool root = r->root;
   bool moved;
-  if (resolve_config(opt, &cfg, &moved) != 0) {
+  if (resolve_config(opt, &r->cfg, &moved) != 0) {
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  if (!same_config_on_every_rank(&cfg)) {
+  const Config *cfg = &r->cfg;
+  if (!same_config_on_every_rank(cfg)) {
     fprintf(stderr,
             "ppo-train: the ranks resolved different configurations (another file or --set on some rank); every "
             "key but [run] threads, name, run_dir, log_every and memory_limit must be the same on every rank\n");
     return EXIT_BAD_INPUT;
   }
-  char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP], path[PATH_CAP];
   bool dir_existed = true;
   if (!opt->plan_only) {  // an unusable run directory is said before the market loads
-    int status = choose_run_dir(opt, &cfg, moved, root, run_dir, sizeof run_dir, lock_fd, &dir_existed);
+    int status = choose_run_dir(opt, cfg, moved, root, r->run_dir, sizeof r->run_dir, lock_fd, &dir_existed);
     if (status != EXIT_OK) return status;
   }
-  if (!opt->quiet) config_write_ini(&cfg, stderr);  // STYLE rule 14: say what the run uses
+  if (!opt->quiet) config_write_ini(cfg, stderr);  // STYLE rule 14: say what the run uses
   if (!opt->quiet && dist_size() > 1) fprintf(stderr, "data-parallel: %s\n", dist_describe());
 
   // Market, envs and backend first; the slabs only once the plan is known to fit.
-  Trainer *tr = trainer_open(&cfg);
+  Trainer *tr = r->tr = trainer_open(cfg);
   if (!tr) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  if (!opt->quiet) print_market(&cfg, trainer_market(tr), stderr);
+  if (!opt->quiet) print_market(cfg, trainer_market(tr), stderr);
   // The evaluation pass's memory (rank 0 evaluates) is made before the first step, so it is planned.
   size_t eval_host = 0, eval_backend = 0;
-  if (root && cfg.eval.every > 0 && evaluator_plan(tr, &eval_host, &eval_backend) == 0) {
+  if (root && cfg->eval.every > 0 && evaluator_plan(tr, &eval_host, &eval_backend) == 0) {
     trainer_plan_add(tr, "evaluation pass (records)", eval_host, false);
     trainer_plan_add(tr, "evaluation pass (observations)", eval_backend, true);
   }
@@ -749,299 +780,330 @@ static int train_run_body(const TrainRunOptions *opt_in, TrainRunResult *result,
     print_plan(plan, stdout);
   else if (!opt->quiet)
     print_plan(plan, stderr);
-  if (check_plan(plan, &cfg) != 0 || check_metrics_table(tr, &cfg) != 0) {
+  if (check_plan(plan, cfg) != 0 || check_metrics_table(tr, cfg) != 0) {
     fprintf(stderr, "ppo-train: refusing to start: %s\n", error_message());
-    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  if (opt->plan_only) {
-    trainer_free(tr);
-    return EXIT_OK;
-  }
+  if (opt->plan_only) return EXIT_OK;
 
   // The slabs, and the checkpoint read into them, before the run directory is made or locked: a
   // refused --resume (a damaged or mismatched checkpoint) leaves no directory behind.
   if (trainer_allocate(tr) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
-    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
   if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
     fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
-    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
-  snprintf(result->run_dir, sizeof result->run_dir, "%s", run_dir);
-  snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", run_dir);
-  if (root && make_directories(ckpt_dir) != 0) {  // the directory given is unusable: bad input
+  snprintf(result->run_dir, sizeof result->run_dir, "%s", r->run_dir);
+  snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/checkpoints", r->run_dir);
+  if (root && make_directories(r->ckpt_dir) != 0) {  // the directory given is unusable: bad input
     fprintf(stderr, "ppo-train: %s (%s)\n", error_message(),
             opt->run_dir  ? "--run-dir"
             : opt->resume ? "the checkpoint's run directory"
                           : "[run] run_dir and name");
-    trainer_free(tr);
     return EXIT_BAD_INPUT;
   }
   if (root) {
-    int status = *lock_fd < 0 ? lock_run_dir(run_dir, lock_fd) : EXIT_OK;  // made just now
+    int status = *lock_fd < 0 ? lock_run_dir(r->run_dir, lock_fd) : EXIT_OK;  // made just now
     if (status != EXIT_OK) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
-      trainer_free(tr);
       return status;
     }
     // Absent when chosen, and now holding a run: another ppo-train started there in between (it
     // made the directory first, ran and let go of the lock).
-    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/metrics.csv", r->run_dir);
     if (!dir_existed && path_exists(path)) {
       fprintf(stderr,
               "ppo-train: run directory %s was started by another ppo-train while this one was starting; choose "
               "another [run] name (--set run.name=...) or --run-dir\n",
-              run_dir);
-      trainer_free(tr);
+              r->run_dir);
       return EXIT_BAD_INPUT;
     }
-    remove_dead_writers_files(run_dir);
-    remove_dead_writers_files(ckpt_dir);
+    remove_dead_writers_files(r->run_dir);
+    remove_dead_writers_files(r->ckpt_dir);
   }
   // The same init seed gives every rank the same networks, and a resume reads the same file: check
-  // it before the first step, and after every iteration below.
+  // it before the first step, and after every iteration (run_loop).
   if (!trainer_replicas_agree(tr)) {
     if (opt->resume) {  // each rank reads its own --resume: one file, or a copy of it on each node
       fprintf(stderr,
               "ppo-train: the ranks resumed into different parameters or normalisation statistics: every rank's "
               "--resume must name the same checkpoint (or an identical copy of it); this rank's is %s\n",
               opt->resume);
-      trainer_free(tr);
       return EXIT_BAD_INPUT;
     }
     fprintf(stderr,
             "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
             "build or BLAS per rank?)\n");
-    trainer_free(tr);
     return EXIT_RUNTIME;
   }
-  int64_t total_iterations = trainer_total_iterations(tr);
-  int64_t start_iteration = trainer_counters(tr)->iterations;
+  r->total_iterations = trainer_total_iterations(tr);
+  r->start_iteration = trainer_counters(tr)->iterations;
+  return EXIT_OK;
+}
 
-  Evaluator *ev = NULL;
-  if (root && cfg.eval.every > 0) {
-    ev = evaluator_init(tr);
-    if (!ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
+// The evaluator, the metrics files (an earlier metrics.csv that does not fit is bad input, before
+// any step), config.ini and train.log. An exit status.
+static int run_open_outputs(Run *r) {
+  const TrainRunOptions *opt = &r->opt;
+  if (r->root && r->cfg.eval.every > 0) {
+    r->ev = evaluator_init(r->tr);
+    if (!r->ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
   }
-
+  if (!r->root) return EXIT_OK;
   // The metrics table needs the env metric names: they come with the env spec.
   TrainStats shape;
   memset(&shape, 0, sizeof shape);
-  const EnvSpec *spec = trainer_env_spec(tr);
+  const EnvSpec *spec = trainer_env_spec(r->tr);
   shape.n_env_metrics = spec->log_size - 2;
   for (int f = 2; f < spec->log_size; f++) shape.env_metric_names[f - 2] = spec->log_names[f];
-  MetricsLog metrics;
-  memset(&metrics, 0, sizeof metrics);
-  int opened = root ? metrics_log_open(&metrics, run_dir, &shape, ev ? evaluator_metric_name(ev) : NULL,
-                                       metrics_log_rows(total_iterations, start_iteration, cfg.run.log_every),
-                                       opt->resume ? start_iteration : -1)
-                    : 0;
-  if (opened != 0) {  // an earlier metrics.csv that does not fit this run is bad input, before any step
+  int opened = metrics_log_open(&r->metrics, r->run_dir, &shape, r->ev ? evaluator_metric_name(r->ev) : NULL,
+                                metrics_log_rows(r->total_iterations, r->start_iteration, r->cfg.run.log_every),
+                                opt->resume ? r->start_iteration : -1);
+  if (opened != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
-    evaluator_free(ev);
-    trainer_free(tr);
     return opened == METRICS_LOG_BAD_FILE ? EXIT_BAD_INPUT : EXIT_RUNTIME;
   }
+  r->metrics_open = true;
   // After the checkpoint and the earlier metrics files proved usable: a refused resume leaves the
   // run directory's config.ini as it was.
-  snprintf(path, sizeof path, "%s/config.ini", run_dir);
-  if (root && write_config_file(&cfg, path) != 0) {
+  char path[PATH_CAP];
+  snprintf(path, sizeof path, "%s/config.ini", r->run_dir);
+  if (write_config_file(&r->cfg, path) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
-    metrics_log_close(&metrics);
-    evaluator_free(ev);
-    trainer_free(tr);
     return EXIT_RUNTIME;
   }
-  snprintf(path, sizeof path, "%s/train.log", run_dir);
-  FILE *train_log = root ? fopen(path, opt->resume ? "a" : "w") : NULL;
-  if (train_log && opt->resume) {  // lines of iterations after it above belong to the abandoned timeline
-    char target[PATH_CAP];         // last.h5 moves on: the file it named then is the one read
+  snprintf(path, sizeof path, "%s/train.log", r->run_dir);
+  r->train_log = fopen(path, opt->resume ? "a" : "w");
+  if (!r->train_log) {
+    log_warn("%s: cannot open it (%s): the progress lines go to stderr only", path, strerror(errno));
+  } else if (opt->resume) {  // lines of iterations after it above belong to the abandoned timeline
+    char target[PATH_CAP];   // last.h5 moves on: the file it named then is the one read
     ssize_t n = readlink(opt->resume, target, sizeof target - 1);
     if (n > 0) target[n] = '\0';
-    fprintf(train_log, "resumed from %s%s%s%s at iteration %lld\n", opt->resume, n > 0 ? " (-> " : "",
-            n > 0 ? target : "", n > 0 ? ")" : "", (long long)start_iteration);
+    fprintf(r->train_log, "resumed from %s%s%s%s at iteration %lld\n", opt->resume, n > 0 ? " (-> " : "",
+            n > 0 ? target : "", n > 0 ? ")" : "", (long long)r->start_iteration);
   }
-  const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
+  return EXIT_OK;
+}
 
-  bool tty = log_is_tty() && !opt->quiet;
-  double t_start = timer_now(), dev_mib = (double)plan->device_total / 1048576.0;
-  const int64_t timesteps_at_start = trainer_counters(tr)->timesteps;  // SB3's _num_timesteps_at_start
-  double best = ev && opt->resume ? read_best(run_dir, evaluator_metric_name(ev)) : -INFINITY;
-  // The iteration whose [eval] pass a stop abandoned (-1: none): its checkpoint says so, and the
-  // resumed run evaluates it first, as the uninterrupted run did after that iteration.
-  int64_t eval_pending = -1;
-  bool pending_ran = false;  // that pass ran now
-  int status = EXIT_OK;
+// The loop's starting state; then, for a resume whose checkpoint says a stop abandoned its
+// iteration's [eval] pass, that pass first, as the uninterrupted run ran it after that iteration.
+static int run_begin_loop(Run *r) {
+  const TrainRunOptions *opt = &r->opt;
+  r->tty = log_is_tty() && !opt->quiet;
+  r->t_start = timer_now();
+  r->dev_mib = (double)trainer_memory_plan(r->tr)->device_total / 1048576.0;
+  r->timesteps_at_start = trainer_counters(r->tr)->timesteps;
+  r->best = r->ev && opt->resume ? read_best(r->run_dir, evaluator_metric_name(r->ev)) : -INFINITY;
+  r->eval_pending = r->saved_at = -1;
+  const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
+  r->fail_after = fail_rank && atoi(fail_rank) == dist_rank() ? 2 : -1;
   const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
-  const int64_t stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
-  if (opt->resume && cfg.eval.every > 0) {
-    int64_t pending = ev ? checkpoint_read_eval_pending(opt->resume) : -1;
-    dist_host_bcast(&pending, sizeof pending, 0);
-    if (pending == start_iteration) {
-      EvalResult er;
-      int evaluated = evaluate_iteration(tr, ev, root, run_dir, start_iteration, &best, &er);
-      if (evaluated > 0) {  // the row's eval/ values, written now: the run may stop before any other row
-        metrics_log_set_eval(&metrics, start_iteration, evaluator_metric_name(ev), er.metric, &er.metrics);
-        if (metrics_log_settle(&metrics) != 0) {
-          fprintf(stderr, "ppo-train: %s\n", error_message());
-          status = EXIT_RUNTIME;
-        }
-        log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
-                  (long long)start_iteration);
-        pending_ran = true;
-      }
-      if (evaluated < 0) eval_pending = start_iteration;
-    }
+  r->stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
+  if (!opt->resume || r->cfg.eval.every <= 0) return EXIT_OK;
+  int64_t pending = r->ev ? checkpoint_read_eval_pending(opt->resume) : -1;
+  dist_host_bcast(&pending, sizeof pending, 0);
+  if (pending != r->start_iteration) return EXIT_OK;
+  EvalResult er;
+  int evaluated = evaluate_iteration(r->tr, r->ev, r->root, r->run_dir, r->start_iteration, &r->best, &er);
+  if (evaluated < 0) r->eval_pending = r->start_iteration;
+  if (evaluated <= 0) return EXIT_OK;
+  log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
+            (long long)r->start_iteration);
+  r->pending_ran = true;
+  // the row's eval/ values, written now: the run may stop before any other row
+  metrics_log_set_eval(&r->metrics, r->start_iteration, evaluator_metric_name(r->ev), er.metric, &er.metrics);
+  if (metrics_log_settle(&r->metrics) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_RUNTIME;
   }
-  int64_t done_here = 0, saved_at = -1;  // saved_at: the iteration of the last checkpoint written here
-  bool interrupted = false;
-  while (status == EXIT_OK && trainer_counters(tr)->timesteps < cfg.run.total_timesteps) {
-    if (opt->max_iterations > 0 && done_here >= opt->max_iterations) break;
+  return EXIT_OK;
+}
+
+// What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
+// the periodic checkpoint. EXIT_OK to go on, else the exit status that ends the loop.
+static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *result) {
+  const Config *cfg = &r->cfg;
+  Trainer *tr = r->tr;
+  result->rollout_s += s->rollout_s;
+  result->gae_s += s->gae_s;
+  result->update_s += s->update_s;
+  MetricsExtra x = {
+      .time_elapsed = timer_now() - r->t_start, .host_mib = rss_mib(), .dev_mib = r->dev_mib, .eval_metric = NAN};
+  x.fps = (double)(s->timesteps - r->timesteps_at_start) / x.time_elapsed;
+  // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
+  // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). The row is
+  // logged, then the run stops: no evaluation (best.h5) and no checkpoint holds them. The norm is
+  // the all-reduced one, the same on every rank.
+  const bool diverged = cfg->run.precision != CONFIG_PRECISION_FP16 && !isfinite(s->grad_norm);
+  EvalResult er;  // x.eval points here until the row is logged
+  bool new_best = false;
+  if (!diverged && cfg->eval.every > 0 && s->iteration % cfg->eval.every == 0) {
+    if (r->stop_before_eval == s->iteration) trainer_request_stop();  // fault injection for the tests
+    const double best_before = r->best;
+    int evaluated = evaluate_iteration(tr, r->ev, r->root, r->run_dir, s->iteration, &r->best, &er);
+    new_best = r->best > best_before;
+    if (evaluated > 0) x.eval_metric = er.metric, x.eval = &er.metrics;
+    if (evaluated < 0) r->eval_pending = s->iteration;
+  }
+  double per_it = x.time_elapsed / (double)r->done_here;
+  double eta = per_it * (double)(r->total_iterations - s->iteration);
+  bool last = trainer_counters(tr)->timesteps >= cfg->run.total_timesteps;
+  if (r->root && (s->iteration % cfg->run.log_every == 0 || last)) {
+    if (metrics_log_append(&r->metrics, s, &x) != 0) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      return EXIT_RUNTIME;
+    }
+    char line[1024];
+    progress_line(line, sizeof line, s, r->total_iterations, eta, &x, r->ev ? evaluator_metric_name(r->ev) : NULL,
+                  r->best, new_best);
+    if (r->train_log) {
+      fprintf(r->train_log, "%s\n", line);
+      fflush(r->train_log);
+    }
+    if (r->tty)
+      progress_bar(s, r->total_iterations, eta);
+    else if (!r->opt.quiet)
+      fprintf(stderr, "%s\n", line);
+  }
+  result->ep_rew_mean = s->ep_rew_mean;
+  if (diverged) {
+    fprintf(stderr,
+            "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "
+            "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
+            "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
+            (long long)s->iteration, s->grad_norm, s->loss,
+            cfg->run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
+            result->last_checkpoint[0] ? result->last_checkpoint
+            : r->opt.resume            ? r->opt.resume
+                                       : "none yet");
+    return EXIT_RUNTIME;
+  }
+  if (cfg->run.checkpoint_every > 0 && s->iteration % cfg->run.checkpoint_every == 0 && !last) {
+    if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
+        save_checkpoint(tr, r->ckpt_dir, r->eval_pending == s->iteration, result->last_checkpoint,
+                        sizeof result->last_checkpoint) != 0) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      return EXIT_RUNTIME;
+    }
+    if (r->root) prune_checkpoints(r->ckpt_dir, cfg->run.checkpoint_keep, trainer_counters(tr)->iterations);
+    r->saved_at = trainer_counters(tr)->iterations;
+  }
+  return EXIT_OK;
+}
+
+// Iterations until [run] total_timesteps, --iterations, a stop request or a failure. An exit status.
+static int run_loop(Run *r, TrainRunResult *result) {
+  Trainer *tr = r->tr;
+  while (trainer_counters(tr)->timesteps < r->cfg.run.total_timesteps) {
+    if (r->opt.max_iterations > 0 && r->done_here >= r->opt.max_iterations) break;
     TrainStats s;
     if (trainer_iteration(tr, &s) == TRAINER_INTERRUPTED) {
-      interrupted = true;
+      r->interrupted = true;
       break;
     }
-    done_here++;
-    if (fail_rank && atoi(fail_rank) == dist_rank() && done_here == 2) {
+    r->done_here++;
+    if (r->done_here == r->fail_after) {
       fprintf(stderr, "ppo-train: rank %d: PPO_TEST_FAIL_RANK: failing after iteration %lld\n", dist_rank(),
               (long long)s.iteration);
-      status = EXIT_RUNTIME;
-      break;
+      return EXIT_RUNTIME;
     }
     if (!trainer_replicas_agree(tr)) {
       fprintf(stderr,
               "ppo-train: the ranks' parameters or normalisation statistics differ after iteration %lld (the "
               "all-reduce gave ranks different sums?)\n",
               (long long)s.iteration);
-      status = EXIT_RUNTIME;
-      break;
+      return EXIT_RUNTIME;
     }
-    result->rollout_s += s.rollout_s;
-    result->gae_s += s.gae_s;
-    result->update_s += s.update_s;
-    MetricsExtra x = {
-        .time_elapsed = timer_now() - t_start, .host_mib = rss_mib(), .dev_mib = dev_mib, .eval_metric = NAN};
-    x.fps = (double)(s.timesteps - timesteps_at_start) / x.time_elapsed;
-    // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
-    // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). The row is
-    // logged, then the run stops: no evaluation (best.h5) and no checkpoint holds them. The norm is
-    // the all-reduced one, the same on every rank.
-    const bool diverged = cfg.run.precision != CONFIG_PRECISION_FP16 && !isfinite(s.grad_norm);
-    EvalResult er;  // x.eval points here until the row is logged
-    bool new_best = false;
-    if (!diverged && cfg.eval.every > 0 && s.iteration % cfg.eval.every == 0) {
-      if (stop_before_eval == s.iteration) trainer_request_stop();  // fault injection for the tests
-      const double best_before = best;
-      int evaluated = evaluate_iteration(tr, ev, root, run_dir, s.iteration, &best, &er);
-      new_best = best > best_before;
-      if (evaluated > 0) x.eval_metric = er.metric, x.eval = &er.metrics;
-      if (evaluated < 0) eval_pending = s.iteration;
-    }
-    double per_it = x.time_elapsed / (double)done_here;
-    double eta = per_it * (double)(total_iterations - s.iteration);
-    bool last = trainer_counters(tr)->timesteps >= cfg.run.total_timesteps;
-    if (root && (s.iteration % cfg.run.log_every == 0 || last)) {
-      if (metrics_log_append(&metrics, &s, &x) != 0) {
-        fprintf(stderr, "ppo-train: %s\n", error_message());
-        status = EXIT_RUNTIME;
-        break;
-      }
-      char line[1024];
-      progress_line(line, sizeof line, &s, total_iterations, eta, &x, ev ? evaluator_metric_name(ev) : NULL, best,
-                    new_best);
-      if (train_log) {
-        fprintf(train_log, "%s\n", line);
-        fflush(train_log);
-      }
-      if (tty)
-        progress_bar(&s, total_iterations, eta);
-      else if (!opt->quiet)
-        fprintf(stderr, "%s\n", line);
-    }
-    result->ep_rew_mean = s.ep_rew_mean;
-    if (diverged) {
-      fprintf(stderr,
-              "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "
-              "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
-              "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
-              (long long)s.iteration, s.grad_norm, s.loss, cfg.run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
-              result->last_checkpoint[0] ? result->last_checkpoint
-              : opt->resume              ? opt->resume
-                                         : "none yet");
-      status = EXIT_RUNTIME;
-      break;
-    }
-    if (cfg.run.checkpoint_every > 0 && s.iteration % cfg.run.checkpoint_every == 0 && !last) {
-      if ((root && metrics_log_settle(&metrics) != 0) ||
-          save_checkpoint(tr, ckpt_dir, eval_pending == s.iteration, result->last_checkpoint,
-                          sizeof result->last_checkpoint) != 0) {
-        fprintf(stderr, "ppo-train: %s\n", error_message());
-        status = EXIT_RUNTIME;
-        break;
-      }
-      if (root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
-      saved_at = trainer_counters(tr)->iterations;
-    }
+    int status = run_after_iteration(r, &s, result);
+    if (status != EXIT_OK) return status;
     // A signal may reach the ranks at different steps: they stop together, after the same iteration.
     if (dist_host_allreduce_max_int(trainer_stop_requested())) {
-      interrupted = true;
+      r->interrupted = true;
       break;
     }
   }
-  if (tty) log_progress_end();
-  result->seconds = timer_now() - t_start;
-  if (status == EXIT_OK) {  // at the end, or stopped: the state at the last iteration boundary
-    // (not again when this iteration's periodic checkpoint was just written: a preemption's grace
-    // period is short)
+  return EXIT_OK;
+}
+
+// The end, however the loop ended: at the end or stopped, a checkpoint of the state at the last
+// iteration boundary (not again when this iteration's periodic checkpoint was just written: a
+// preemption's grace period is short) and the line that says how the run ended; the result's
+// counters in every case. The run's exit status.
+static int run_finish(Run *r, TrainRunResult *result, int status) {
+  const TrainRunOptions *opt = &r->opt;
+  Trainer *tr = r->tr;
+  const bool root = r->root;
+  if (r->tty) log_progress_end();
+  result->seconds = timer_now() - r->t_start;
+  const int64_t iterations = trainer_counters(tr)->iterations;
+  if (status == EXIT_OK) {
     // A checkpoint past the resumed iteration first drops the abandoned timeline's metrics rows
     // (metrics_log_settle); one at the resumed iteration itself (a stop before the first step) keeps them.
-    bool moved_on = trainer_counters(tr)->iterations > start_iteration;
-    bool saved = saved_at == trainer_counters(tr)->iterations ||
-                 ((!root || !moved_on || metrics_log_settle(&metrics) == 0) &&
-                  save_checkpoint(tr, ckpt_dir, eval_pending == trainer_counters(tr)->iterations,
-                                  result->last_checkpoint, sizeof result->last_checkpoint) == 0);
-    if (saved && root) prune_checkpoints(ckpt_dir, cfg.run.checkpoint_keep, trainer_counters(tr)->iterations);
+    bool moved_on = iterations > r->start_iteration;
+    bool saved =
+        r->saved_at == iterations || ((!root || !moved_on || metrics_log_settle(&r->metrics) == 0) &&
+                                      save_checkpoint(tr, r->ckpt_dir, r->eval_pending == iterations,
+                                                      result->last_checkpoint, sizeof result->last_checkpoint) == 0);
+    if (saved && root) prune_checkpoints(r->ckpt_dir, r->cfg.run.checkpoint_keep, iterations);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       status = EXIT_RUNTIME;
-    } else if (interrupted && root) {
+    } else if (r->interrupted && root) {
       char by[64];  // with several ranks the signal may have reached another rank only
       if (last_signal)
         snprintf(by, sizeof by, "signal %d", (int)last_signal);
       else
         snprintf(by, sizeof by, dist_size() > 1 ? "a signal to another rank" : "a stop request");
-      fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by,
-              (long long)trainer_counters(tr)->iterations, result->last_checkpoint);
+      fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by, (long long)iterations,
+              result->last_checkpoint);
       if (!opt->in_walk_forward)  // the walk-forward says how to go on (the same command again)
         fprintf(stderr, "ppo-train: continue with: ppo-train --resume %s\n", result->last_checkpoint);
-    } else if (root && done_here == 0 && opt->resume && opt->max_iterations == 0 && !opt->in_walk_forward) {
-      if (pending_ran)  // the resume had only the abandoned evaluation left to do
+    } else if (root && r->done_here == 0 && opt->resume && opt->max_iterations == 0 && !opt->in_walk_forward) {
+      if (r->pending_ran)  // the resume had only the abandoned evaluation left to do
         fprintf(stderr, "ppo-train: the run is complete (%lld steps); iteration %lld's [eval] pass ran now\n",
-                (long long)trainer_counters(tr)->timesteps, (long long)start_iteration);
+                (long long)trainer_counters(tr)->timesteps, (long long)r->start_iteration);
       else
         fprintf(stderr,
                 "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
                 "with --set run.total_timesteps=N to train on\n",
-                (long long)trainer_counters(tr)->timesteps, (long long)cfg.run.total_timesteps);
+                (long long)trainer_counters(tr)->timesteps, (long long)r->cfg.run.total_timesteps);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
-              (long long)trainer_counters(tr)->iterations, (long long)trainer_counters(tr)->timesteps, result->seconds,
-              run_dir);
+              (long long)iterations, (long long)trainer_counters(tr)->timesteps, result->seconds, r->run_dir);
     }
   }
-  result->iterations = trainer_counters(tr)->iterations;
+  result->iterations = iterations;
   result->timesteps = trainer_counters(tr)->timesteps;
-  result->eval_pending = eval_pending >= 0 && eval_pending == result->iterations;
+  result->eval_pending = r->eval_pending >= 0 && r->eval_pending == result->iterations;
   result->peak_rss_bytes = peak_rss_bytes();
-  if (train_log) fclose(train_log);
-  if (root) metrics_log_close(&metrics);
-  evaluator_free(ev);
-  trainer_free(tr);
+  return status;
+}
+
+// lock_fd: the run directory's lock (lock_run_dir), held until train_run returns.
+static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, int *lock_fd) {
+  memset(result, 0, sizeof *result);
+  result->ep_rew_mean = NAN;
+  Run *r = CHECK_ALLOC(sizeof *r, "the run's state");
+  memset(r, 0, sizeof *r);
+  r->root = dist_is_root();
+  r->opt = *opt;
+  r->opt.quiet = opt->quiet || !r->root;  // every rank still reports its own errors
+  int status = run_prepare(r, result, lock_fd);
+  if (status == EXIT_OK && !opt->plan_only) {
+    status = run_open_outputs(r);
+    if (status == EXIT_OK) {
+      status = run_begin_loop(r);
+      if (status == EXIT_OK) status = run_loop(r, result);
+      status = run_finish(r, result, status);
+    }
+  }
+  run_close(r);
+  free(r);
   return status;
 }
 
