@@ -56,7 +56,8 @@ typedef struct {
   double entry_equity, exit_equity;  // equity just before the entry fill; at the exit fill, its cost paid
   double net_pnl;                    // exit_equity - entry_equity
   double cost;                       // every cost booked while it was open, its entry and exit legs included
-  int64_t bars;                      // steps held: exit_step - entry_step (0: opened and closed in one step)
+  int64_t bars;  // bars held: exit_step - entry_step, one more for the forced close after the last step (it
+                 // fills at the open after that step's mark); 0: opened and closed by one step's fills
 } ReportTrade;
 
 typedef struct {

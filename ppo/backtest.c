@@ -63,8 +63,10 @@ static int sign_of(double x) { return (x > 0) - (x < 0); }
 
 // A fill of dq units at `price` (mid `mid`, whole cost `cost`) in step `step`, with q_old units held
 // and cash_old before it: closes and/or opens trades with the env's rule (trading_env.c book_trades).
+// forced: the close after the last step, which fills one bar after that step's own fill would (the
+// open after its mark), so the trade held one bar more than the steps between the two say.
 static void ledger_fill(Ledger *lg, BacktestPass *p, int64_t step, double q_old, double cash_old, double dq,
-                        double price, double mid, double cost) {
+                        double price, double mid, double cost, bool forced) {
   const double q_new = q_old + dq, equity_at_fill = cash_old + q_old * mid;
   const int s_old = sign_of(q_old), s_new = sign_of(q_new);
   const bool closes = s_old != 0 && s_new != s_old, opens = s_new != 0 && s_new != s_old;
@@ -76,7 +78,7 @@ static void ledger_fill(Ledger *lg, BacktestPass *p, int64_t step, double q_old,
     t->exit_equity = equity_at_fill - exit_cost;
     t->net_pnl = t->exit_equity - t->entry_equity;
     t->cost += exit_cost;
-    t->bars = t->exit_step - t->entry_step;
+    t->bars = t->exit_step - t->entry_step + (forced ? 1 : 0);
     p->trades[p->n_trades++] = *t;
     lg->open = false;
   }
@@ -156,7 +158,7 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
   double spread = 0, slippage = 0, commission = 0, turnover = 0, notional = 0;
   if (e->fill_units != 0) {
     const double dq = e->fill_units;
-    ledger_fill(&s->ledger, p, i, q0, cash0, dq, e->fill_price, e->fill_mid, e->fill_cost);
+    ledger_fill(&s->ledger, p, i, q0, cash0, dq, e->fill_price, e->fill_mid, e->fill_cost, false);
     const double sl = e->fill_cost - e->fill_spread - e->fill_commission - e->fill_fee;
     p->fills[p->n_fills++] = (BacktestFill){.step = i,
                                             .ts = d->ts[next_open ? t0 + 1 : t0],
@@ -175,7 +177,7 @@ static void record_step(BacktestPass *p, PassState *s, int64_t i, double q0, dou
   if (s->ledger.open) s->ledger.trade.cost += e->fill_financing;
   if (end && e->exit_fill.units != 0) {  // the forced close at the next open (CLOSE: this close)
     const TradingFill *x = &e->exit_fill;
-    ledger_fill(&s->ledger, p, i, e->q, e->cash, x->units, x->price, x->mid, x->cost);
+    ledger_fill(&s->ledger, p, i, e->q, e->cash, x->units, x->price, x->mid, x->cost, true);
     const double sl = x->cost - x->spread - x->commission - x->fee;
     p->fills[p->n_fills++] = (BacktestFill){.step = i,
                                             .ts = d->ts[next_open ? e->t + 1 : e->t],
@@ -574,6 +576,7 @@ int backtest_workspace_run(BacktestWorkspace *ws, const BacktestSetup *setup) {
         p->env_trades_opened = e->trades_opened;
         p->env_trades_closed = e->trades_closed;
         p->env_trades_won = e->trades_won;
+        p->env_hold_bars = e->hold_bars_sum;
         backtest_pass_finish_input(p);
       }
     }

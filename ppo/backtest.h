@@ -74,6 +74,7 @@ typedef struct {
   ReportTrade *trades;
   int64_t n_trades;
   int env_trades_opened, env_trades_closed, env_trades_won;  // the env's own counts (cross-checks)
+  double env_hold_bars;                                      // the env's own sum of the trades' bars held
   // Stopped by max_loss before the split's end, at step stop_step (its equity net of the forced
   // close): the pass stays flat in cash from there to the split's end, so that its N, span and
   // periods per year are the benchmarks' (TRADING_ENV.md section 9: the same span for all).

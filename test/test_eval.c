@@ -116,8 +116,9 @@ Test(backtest, ledgers_explain_the_equity) {
     const char *what = backtest_strategy_name(b->spec.strategy);
     cr_expect_lt(backtest_ledger_check(b), 1e-12, "%s: equity rebuilt from the fills", what);
     double pnl = 0, trade_cost = 0, step_cost = 0;
-    int64_t won = 0;
+    int64_t won = 0, held = 0;
     for (int64_t t = 0; t < b->n_trades; t++) {
+      held += b->trades[t].bars;
       pnl += b->trades[t].net_pnl;
       trade_cost += b->trades[t].cost;
       won += b->trades[t].net_pnl > 0;
@@ -136,7 +137,12 @@ Test(backtest, ledgers_explain_the_equity) {
     cr_expect_eq(b->n_trades, b->env_trades_closed, "%s", what);
     cr_expect_eq(b->env_trades_opened, b->env_trades_closed, "%s: the forced close closes the last trade", what);
     cr_expect_eq(won, b->env_trades_won, "%s", what);
+    cr_expect_eq((double)held, b->env_hold_bars, "%s: bars held, the forced close's last bar included", what);
   }
+  // Buy-and-hold holds every bar of the pass: from the open after step 0's mark to the open after the last.
+  cr_expect_eq(passes[3].n_trades, 1);
+  cr_expect_eq(passes[3].trades[0].bars, passes[3].n, "buy-and-hold held %lld of %lld bars",
+               (long long)passes[3].trades[0].bars, (long long)passes[3].n);
   cr_expect_gt(passes[0].n_trades, 100, "a random policy trades a lot: %lld", (long long)passes[0].n_trades);
   for (int k = 0; k < K; k++) backtest_pass_free(&passes[k]);
   market_close(&m);
