@@ -1,6 +1,6 @@
 // test/program_util.h: helpers for the suites that run the programs (header-only, static functions):
 // run one with shell-quoted arguments and capture its output, read or write small text files, wait
-// for a running one's log, and stop one with SIGTERM.
+// for a running one's log, and stop one with a signal.
 #ifndef PPO_TEST_PROGRAM_UTIL_H
 #define PPO_TEST_PROGRAM_UTIL_H
 
@@ -61,13 +61,15 @@ static inline void wait_for_lines(const char *path, int lines, int seconds) {
   }
 }
 
-// SIGTERM to `pid`, then its end: it must exit, with status 0 (ppo-train checkpoints and returns 0).
-static inline void terminate_expect_exit_0(pid_t pid) {
-  cr_assert_eq(kill(pid, SIGTERM), 0);
+// Signal `sig` to `pid`, then its end: it must exit, with status 0 (ppo-train checkpoints and returns 0).
+static inline void signal_expect_exit_0(pid_t pid, int sig) {
+  cr_assert_eq(kill(pid, sig), 0);
   int status = 0;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_assert(WIFEXITED(status), "killed instead of exiting");
+  cr_assert(WIFEXITED(status), "killed by signal %d instead of exiting", sig);
   cr_expect_eq(WEXITSTATUS(status), 0);
 }
+
+static inline void terminate_expect_exit_0(pid_t pid) { signal_expect_exit_0(pid, SIGTERM); }
 
 #endif

@@ -740,12 +740,30 @@ static bool has_nan_word(const char *text) {
   return false;
 }
 
+// Trains the tiny configuration `ini` (written as NAME.ini) for one iteration into tmp_root/run,
+// then runs ppo-eval on its last checkpoint into tmp_root/eval (one sampled and one random seed, no
+// bootstrap, no plot); ppo-eval's output in out, the evaluation directory in dir.
+static void train_and_evaluate(const char *name, const char *ini, char *out, size_t capacity, char *dir,
+                               size_t dir_capacity) {
+  char cfg[512], run[512], args[4096];
+  snprintf(cfg, sizeof cfg, "%s/%s.ini", tmp_root, name);
+  write_text(cfg, ini);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, capacity), 0, "%s", out);
+  snprintf(dir, dir_capacity, "%s/eval", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
+           dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, capacity), 0, "%s", out);
+}
+
 // A flat price series at zero cost: every return is 0, so no Sharpe and no Sortino (report.json
 // has null). The summary says n/a for them everywhere, the cost-stress lines included (they printed
 // "Sharpe -nan").
 Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
-  char csv[512], cfg[512], run[512], args[4096], dir[512], text[1024];
+  char csv[512], dir[512], text[1024];
   snprintf(csv, sizeof csv, "%s/FLAT_1H.csv", tmp_root);
   FILE *f = fopen(csv, "w");
   cr_assert_not_null(f);
@@ -755,22 +773,13 @@ Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .f
     fprintf(f, "%s,1.0,1.0,1.0,1.0,100\n", utc_format(ts, false, text, sizeof text));
   }
   fclose(f);
-  snprintf(cfg, sizeof cfg, "%s/flat.ini", tmp_root);
   snprintf(text, sizeof text,
            "[run]\nname = flat\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\ncheckpoint_every = 0\n"
            "[env]\ntype = trading\ndata = %s\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
            "use_data_spread = false\nhalf_spread_bps = 0\ncommission_bps = 0\nslippage_bps = 0\n"
            "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n",
            csv);
-  write_text(cfg, text);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
-  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
-  snprintf(args, sizeof args,
-           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
-           dir);
-  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  train_and_evaluate("flat", text, out, sizeof out, dir, sizeof dir);
   cr_expect(strstr(out, "cost x1    agent greedy: total 0.00 %, Sharpe n/a\n"), "%s", out);
   cr_expect(!has_nan_word(out), "printf's nan or inf in: %s", out);
   snprintf(text, sizeof text, "%s/report.json", dir);
@@ -785,22 +794,15 @@ Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .f
 // width (the 91 digits pushed the rest of the oracle's row out of line); report.json keeps it exact.
 Test(eval_cli, a_huge_metric_keeps_the_table_aligned, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
-  char cfg[512], run[512], args[4096], dir[512], path[1024];
-  snprintf(cfg, sizeof cfg, "%s/minute.ini", tmp_root);
-  write_text(cfg,
-             "[run]\nname = minute\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
-             "checkpoint_every = 0\n"
-             "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 6000\nsynthetic_bar_seconds = 60\n"
-             "synthetic_sigma = 0.0005\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
-             "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n");
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
-  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
-  snprintf(args, sizeof args,
-           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
-           dir);
-  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  char dir[512], path[1024];
+  train_and_evaluate(
+      "minute",
+      "[run]\nname = minute\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+      "checkpoint_every = 0\n"
+      "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 6000\nsynthetic_bar_seconds = 60\n"
+      "synthetic_sigma = 0.0005\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
+      "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n",
+      out, sizeof out, dir, sizeof dir);
   snprintf(path, sizeof path, "%s/report.json", dir);
   char *report = read_text(path, NULL);
   cr_assert_not_null(report);
@@ -828,22 +830,14 @@ Test(eval_cli, a_huge_metric_keeps_the_table_aligned, .init = setup, .fini = tea
 // generic guesses and which key sets each; the commission the configuration set is not one.
 Test(eval_cli, generic_cost_defaults_are_reported, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
-  char cfg[512], run[512], args[4096], dir[512], path[1024];
-  snprintf(cfg, sizeof cfg, "%s/generic.ini", tmp_root);
-  write_text(cfg,
-             "[run]\nname = generic\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
-             "checkpoint_every = 0\n"
-             "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 3000\ncommission_bps = 0.2\n"
-             "n_envs = 2\nepisode_length = 100\nwindow = 4\n"
-             "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n");
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
-  snprintf(dir, sizeof dir, "%s/eval", tmp_root);
-  snprintf(args, sizeof args,
-           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --no-plot", run,
-           dir);
-  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  char dir[512], path[1024];
+  train_and_evaluate("generic",
+                     "[run]\nname = generic\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\n"
+                     "checkpoint_every = 0\n"
+                     "[env]\ntype = synthetic\nsynthetic_model = gbm\nsynthetic_bars = 3000\ncommission_bps = 0.2\n"
+                     "n_envs = 2\nepisode_length = 100\nwindow = 4\n"
+                     "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n",
+                     out, sizeof out, dir, sizeof dir);
   cr_expect(strstr(out,
                    "\nnote: half spread 1 bp is a generic default for an unknown symbol (SYNTH-GBM has no cost "
                    "defaults of its own): set [env] half_spread_bps to this instrument's cost\n") &&

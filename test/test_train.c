@@ -1120,11 +1120,7 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
 Test(train, sighup_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
   char dir[512], ckpt[600];
   pid_t pid = start_long_run("sighup", dir, sizeof dir, 3);
-  cr_assert_eq(kill(pid, SIGHUP), 0);
-  int status = 0;
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_assert(WIFEXITED(status), "killed by SIGHUP instead of exiting with a checkpoint");
-  cr_expect_eq(WEXITSTATUS(status), 0);
+  signal_expect_exit_0(pid, SIGHUP);
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   Config stored;
   cr_expect_eq(checkpoint_read_config(ckpt, &stored, NULL, 0, NULL), 0, "%s", error_message());
