@@ -115,6 +115,17 @@ static int write_config_file(const Config *cfg, const char *path) {
   return atomic_file_commit(&af);
 }
 
+// Is name a checkpoint's file name, ckpt_N.h5 with N in digits (save_checkpoint writes %06lld)? The
+// one rule for every reader of checkpoints/; *iteration gets N.
+static bool checkpoint_file_name(const char *name, long long *iteration) {
+  if (strncmp(name, "ckpt_", 5) != 0) return false;
+  const char *digits = name + 5;
+  size_t n = strspn(digits, "0123456789");
+  if (n == 0 || n > 18 || strcmp(digits + n, ".h5") != 0) return false;
+  *iteration = strtoll(digits, NULL, 10);
+  return true;
+}
+
 // Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all) up to iteration `current` (the
 // one just written), by iteration number, whatever cadence wrote them (a final or interrupted run's
 // checkpoint falls between multiples of every). Checkpoints past `current` are another timeline's
@@ -127,8 +138,7 @@ static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
   struct dirent *de;
   while ((de = readdir(d))) {
     long long it;
-    char tail[8];
-    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0 || it > current) continue;
+    if (!checkpoint_file_name(de->d_name, &it) || it > current) continue;
     if (count == cap) {
       cap = cap ? 2 * cap : 64;
       int64_t *grown = realloc(its, cap * sizeof *its);
@@ -264,10 +274,9 @@ bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacit
     bool read = fgets(name, sizeof name, f) != NULL;
     fclose(f);
     long long it;
-    char tail[8];
     name[read ? strcspn(name, "\n") : 0] = '\0';
-    if (read && sscanf(name, "ckpt_%lld.h%7s", &it, tail) == 2 && strcmp(tail, "5") == 0 &&
-        snprintf(path, capacity, "%s/%s", dir, name) < (int)capacity && path_exists(path))
+    if (read && checkpoint_file_name(name, &it) && snprintf(path, capacity, "%s/%s", dir, name) < (int)capacity &&
+        path_exists(path))
       return true;
   }
   // Else the one written last (what last.h5 would name): a run resumed from an earlier checkpoint
@@ -278,9 +287,9 @@ bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacit
   struct timespec newest_time = {0, 0};
   for (struct dirent *de; (de = readdir(d));) {
     long long it;
-    char tail[8], file[PATH_CAP + 300];
+    char file[PATH_CAP + 300];
     struct stat st;
-    if (sscanf(de->d_name, "ckpt_%lld.h%7s", &it, tail) != 2 || strcmp(tail, "5") != 0) continue;
+    if (!checkpoint_file_name(de->d_name, &it)) continue;
     snprintf(file, sizeof file, "%s/%s", dir, de->d_name);
     if (stat(file, &st) != 0) continue;
     bool later = st.st_mtim.tv_sec != newest_time.tv_sec     ? st.st_mtim.tv_sec > newest_time.tv_sec
@@ -625,9 +634,8 @@ static bool holds_checkpoint(const char *run_dir) {
   if (!d) return false;
   bool found = false;
   for (struct dirent *de; !found && (de = readdir(d));) {
-    size_t len = strlen(de->d_name);
-    found = strcmp(de->d_name, "last.h5") == 0 ||
-            (strncmp(de->d_name, "ckpt_", 5) == 0 && len > 8 && strcmp(de->d_name + len - 3, ".h5") == 0);
+    long long it;
+    found = strcmp(de->d_name, "last.h5") == 0 || checkpoint_file_name(de->d_name, &it);
   }
   closedir(d);
   return found;
