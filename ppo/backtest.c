@@ -64,7 +64,8 @@ static int sign_of(double x) { return (x > 0) - (x < 0); }
 // A fill of dq units at `price` (mid `mid`, whole cost `cost`) in step `step`, with q_old units held
 // and cash_old before it: closes and/or opens trades with the env's rule (trading_env.c book_trades).
 // forced: the close after the last step, which fills one bar after that step's own fill would (the
-// open after its mark), so the trade held one bar more than the steps between the two say.
+// open after its mark; CLOSE: its close), so the trade held one bar more than the steps between the
+// two say.
 static void ledger_fill(Ledger *lg, BacktestPass *p, int64_t step, double q_old, double cash_old, double dq,
                         double price, double mid, double cost, bool forced) {
   const double q_new = q_old + dq, equity_at_fill = cash_old + q_old * mid;

@@ -626,7 +626,9 @@ static void remove_dead_writers_files(const char *dir) {
   closedir(d);
 }
 
-// Does run_dir/checkpoints hold a checkpoint (ckpt_*.h5 or last.h5, dangling or not)?
+// Does run_dir/checkpoints hold a checkpoint (ckpt_*.h5 or last.h5, dangling or not)? Looser than
+// checkpoint_file_name on purpose: it guards another run's files against a fresh start over them,
+// so a renamed checkpoint (ckpt_old.h5) still counts.
 static bool holds_checkpoint(const char *run_dir) {
   char dir[PATH_CAP + 16];
   snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
@@ -634,8 +636,9 @@ static bool holds_checkpoint(const char *run_dir) {
   if (!d) return false;
   bool found = false;
   for (struct dirent *de; !found && (de = readdir(d));) {
-    long long it;
-    found = strcmp(de->d_name, "last.h5") == 0 || checkpoint_file_name(de->d_name, &it);
+    size_t len = strlen(de->d_name);
+    found = strcmp(de->d_name, "last.h5") == 0 ||
+            (strncmp(de->d_name, "ckpt_", 5) == 0 && len > 8 && strcmp(de->d_name + len - 3, ".h5") == 0);
   }
   closedir(d);
   return found;
@@ -887,7 +890,7 @@ static int run_open_outputs(Run *r) {
   snprintf(path, sizeof path, "%s/train.log", r->run_dir);
   r->train_log = fopen(path, opt->resume ? "a" : "w");
   if (!r->train_log) {
-    log_warn("%s: cannot open it (%s): the progress lines go to stderr only", path, strerror(errno));
+    log_warn("%s: cannot open it (%s): the progress lines are not kept in the run directory", path, strerror(errno));
   } else if (opt->resume) {  // lines of iterations after it above belong to the abandoned timeline
     char target[PATH_CAP];   // last.h5 moves on: the file it named then is the one read
     ssize_t n = readlink(opt->resume, target, sizeof target - 1);
