@@ -244,3 +244,11 @@ int config_key_index(const char *section, const char *key) {
     if (strcmp(config_keys[i].section, section) == 0 && strcmp(config_keys[i].key, key) == 0) return i;
   return -1;
 }
+
+const char *config_choice_name(const char *section, const char *key, int value) {
+  int i = config_key_index(section, key);
+  const char *const *names = i >= 0 ? config_keys[i].choices : NULL;
+  for (int k = 0; names && names[k]; k++)
+    if (k == value) return names[k];
+  return "?";
+}

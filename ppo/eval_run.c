@@ -389,11 +389,9 @@ static void json_pass(JsonWriter *w, const Evaluation *ev, int k) {
   json_object_end(w);
 }
 
-static const char *exec_name(TradingExec e) { return e == TRADING_EXEC_CLOSE ? "close" : "next_open"; }
-static const char *action_mode_name(TradingActionMode a) {
-  const char *names[] = {"discrete3", "discrete_k", "continuous", "toggle2"};
-  return (unsigned)a < 4 ? names[a] : "?";
-}
+// The config's names (ppo/env_config.c asserts the trading and config enums in step).
+static const char *exec_name(TradingExec e) { return config_choice_name("env", "exec", (int)e); }
+static const char *action_mode_name(TradingActionMode a) { return config_choice_name("env", "action_mode", (int)a); }
 
 static void write_report_json(FILE *out, const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o) {
   const TradingContext *c = &ev->market.context;

@@ -66,8 +66,6 @@ int evaluator_plan(Trainer *tr, size_t *host, size_t *backend) {
   return 0;
 }
 
-static const char *metric_names[] = {"sharpe", "sortino", "total_return", "calmar"};
-
 Evaluator *evaluator_init(Trainer *tr) {
   TradingSplit split;
   if (eval_split(tr, &split) != 0) return NULL;
@@ -97,7 +95,7 @@ void evaluator_free(Evaluator *ev) {
   free(ev);
 }
 
-const char *evaluator_metric_name(const Evaluator *ev) { return metric_names[ev->metric]; }
+const char *evaluator_metric_name(const Evaluator *ev) { return config_choice_name("eval", "metric", ev->metric); }
 
 int evaluator_run(Evaluator *ev, Trainer *tr, EvalResult *out) {
   // Sampled actions: Philox(seed) at subsequence = the training iteration, a fresh stream per evaluation.

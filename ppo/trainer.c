@@ -94,9 +94,7 @@ struct Trainer {
   double *ev_gathered;  // several ranks: every rank's explained-variance moments (ranks x NN_EV_MOMENTS)
 };
 
-static const char *device_name(ConfigDevice device) {
-  return device == CONFIG_DEVICE_CPU ? "cpu" : device == CONFIG_DEVICE_CUDA ? "cuda" : "auto";
-}
+static const char *device_name(ConfigDevice device) { return config_choice_name("run", "device", (int)device); }
 
 static NnDtype precision_dtype(ConfigPrecision precision) {
   return precision == CONFIG_PRECISION_FP16 ? NN_F16 : precision == CONFIG_PRECISION_BF16 ? NN_BF16 : NN_F32;

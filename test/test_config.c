@@ -670,6 +670,18 @@ Test(config_files, default_ini_parses) {
 // --- ppo-train -----------------------------------------------------------------------------------
 
 // Each corpus file names its expected messages in "; expect: ..." lines; @ stands for its path.
+// Every choice key's names come from the schema's one table (messages and reports use them).
+Test(config, choice_names_come_from_the_schema) {
+  cr_expect_str_eq(config_choice_name("run", "device", CONFIG_DEVICE_CUDA), "cuda");
+  cr_expect_str_eq(config_choice_name("eval", "metric", CONFIG_METRIC_CALMAR), "calmar");
+  cr_expect_str_eq(config_choice_name("env", "action_mode", CONFIG_ACTION_TOGGLE2), "toggle2");
+  cr_expect_str_eq(config_choice_name("env", "exec", CONFIG_EXEC_NEXT_OPEN), "next_open");
+  cr_expect_str_eq(config_choice_name("env", "exec", 7), "?");
+  cr_expect_str_eq(config_choice_name("env", "exec", -1), "?");
+  cr_expect_str_eq(config_choice_name("ppo", "gamma", 0), "?", "not a choice key");
+  cr_expect_str_eq(config_choice_name("run", "no_such_key", 0), "?");
+}
+
 Test(config_train, bad_config_corpus) {
   DIR *dir = opendir(CORPUS_DIR);
   cr_assert(dir, "cannot open %s", CORPUS_DIR);
