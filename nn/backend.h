@@ -219,6 +219,8 @@ void backend_gaussian_sample(Backend *backend, float *actions, float *logp, cons
 
 // --- value loss ------------------------------------------------------------------------------------------------
 
+// The seam's own value loss, kept for the op tests and ppo-bench's step: the trainer's update takes
+// its value loss inside backend_ppo_loss (SB3's, with the optional value clipping).
 // loss (1) = mean over B of (pred - target)^2 (summed in double).
 void backend_mse_forward(Backend *backend, float *loss, const float *pred, const float *target, int B);
 // dpred (B) = dloss (1) * 2 (pred - target) / B; dloss is backend memory (a device scalar).
@@ -246,7 +248,8 @@ void backend_scale_by(Backend *backend, float *x, const float *alpha, size_t n);
 void backend_global_norm(Backend *backend, float *total, const float *x, size_t n);
 // torch.nn.utils.clip_grad_norm_: total (1) = norm; coef = max_norm / (total + 1e-6); when coef < 1
 // or NaN (a NaN or infinite norm), x *= coef, as torch multiplies by the clamped coefficient always.
-// total may be NULL.
+// total may be NULL. Kept for the op tests (torch's clip_grad_norm_ step by step): the optimiser
+// clips through the fused unscale + norm and nn_clip_coef (nn/optim.c).
 void backend_clip_grad_norm(Backend *backend, float *total, float *x, size_t n, float max_norm);
 // GradScaler.unscale_: x *= (float)(1.0 / (double)*scale); *found_inf = 1.0f if any element of x
 // overflowed before scaling (x is multiplied anyway), else left as it is (the caller zeroes it).
