@@ -253,12 +253,18 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
     error_set("trading: use_data_spread = true but %s has no bid/ask columns (set it to auto or false)", data->source);
     return -1;
   }
-  if ((int)p.exec < TRADING_EXEC_NEXT_OPEN || (int)p.exec > TRADING_EXEC_CLOSE ||
-      (int)p.action_mode < TRADING_ACTION_DISCRETE3 || (int)p.action_mode > TRADING_ACTION_TOGGLE2 ||
-      (int)p.reward < TRADING_REWARD_LOG_RETURN || (int)p.reward > TRADING_REWARD_VOL_TARGET ||
-      (int)p.eval_split < TRADING_SPLIT_TRAIN || (int)p.eval_split > TRADING_SPLIT_TEST) {
-    error_set("trading: exec, action_mode, reward or eval_split out of range");
-    return -1;
+  const struct {
+    const char *name;
+    int value, count;
+  } choices[] = {{"exec", (int)p.exec, TRADING_EXEC_COUNT},
+                 {"action_mode", (int)p.action_mode, TRADING_ACTION_COUNT},
+                 {"reward", (int)p.reward, TRADING_REWARD_COUNT},
+                 {"eval_split", (int)p.eval_split, TRADING_SPLIT_TEST + 1}};
+  for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
+    if (choices[k].value < 0 || choices[k].value >= choices[k].count) {  // a caller's enum out of step
+      error_set("trading: %s = %d out of range (0..%d)", choices[k].name, choices[k].value, choices[k].count - 1);
+      return -1;
+    }
   }
 
   if (p.parity != TRADING_PARITY_NONE) {

@@ -88,13 +88,16 @@
 #define TRADING_DATE_AUTO INT64_MIN  // a split date resolved per instrument
 #define TRADING_AUTO_INT (-1)        // episode_length, window, warmup, use_data_spread: per instrument
 
-typedef enum { TRADING_EXEC_NEXT_OPEN, TRADING_EXEC_CLOSE } TradingExec;
+// Each choice enum ends with its count (the range checks use it; ppo/env_config.c asserts that the
+// configuration's enums list the same values in the same order).
+typedef enum { TRADING_EXEC_NEXT_OPEN, TRADING_EXEC_CLOSE, TRADING_EXEC_COUNT } TradingExec;
 typedef enum {
   TRADING_ACTION_DISCRETE3,   // {0, 1, 2} -> {-L, 0, L} (long_only: {0, L/2, L})
   TRADING_ACTION_DISCRETE_K,  // n_levels evenly spaced in [-L, L] (long_only: [0, L])
   TRADING_ACTION_CONTINUOUS,  // w* = L clip(a, -1, 1) (long_only: L (clip(a, -1, 1) + 1)/2), band rule
   TRADING_ACTION_TOGGLE2,     // {0 Sell, 1 Buy} -> {-L, L} (long_only: {0, L}): gym-anytrading's flip
                               // semantics are these two targets; starts flat, so the first action trades
+  TRADING_ACTION_COUNT,
 } TradingActionMode;
 typedef enum {
   TRADING_REWARD_LOG_RETURN,
@@ -102,6 +105,7 @@ typedef enum {
   TRADING_REWARD_DSR,
   TRADING_REWARD_D3R,
   TRADING_REWARD_VOL_TARGET,
+  TRADING_REWARD_COUNT,
 } TradingReward;
 typedef enum { TRADING_SPLIT_TRAIN, TRADING_SPLIT_VAL, TRADING_SPLIT_TEST } TradingSplit;
 typedef enum { TRADING_CLASS_FX, TRADING_CLASS_STOCK } TradingClass;  // FX and gold vs stocks (cost defaults)

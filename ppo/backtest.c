@@ -16,7 +16,8 @@
 const char *backtest_strategy_name(BacktestStrategy s) {
   static const char *names[] = {"agent_greedy", "agent_sampled", "buy_and_hold",    "flat",
                                 "random",       "ma_rule",       "oracle_zero_cost"};
-  return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
+  _Static_assert(sizeof names / sizeof names[0] == BT_STRATEGY_COUNT, "a strategy without its name, or the reverse");
+  return (unsigned)s < BT_STRATEGY_COUNT ? names[s] : "?";
 }
 
 static bool is_agent(BacktestStrategy s) { return s == BT_AGENT_GREEDY || s == BT_AGENT_SAMPLED; }

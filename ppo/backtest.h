@@ -46,6 +46,7 @@ typedef enum {
   BT_RANDOM,
   BT_MA_RULE,
   BT_ORACLE,
+  BT_STRATEGY_COUNT,  // the count: backtest_strategy_name's table is asserted against it
 } BacktestStrategy;
 
 const char *backtest_strategy_name(BacktestStrategy s);  // "agent_greedy", "buy_and_hold", ...

@@ -9,8 +9,12 @@
 #include "common/host_memory.h"
 #include "common/log.h"
 
-// The enums list their choices in the same order on both sides.
-_Static_assert((int)CONFIG_EXEC_CLOSE == (int)TRADING_EXEC_CLOSE, "exec enums out of step");
+// The enums list their choices in the same order on both sides, and as many (a choice added at the
+// end of one enum only trips the count).
+_Static_assert((int)CONFIG_EXEC_CLOSE == (int)TRADING_EXEC_CLOSE && (int)CONFIG_EXEC_CLOSE + 1 == TRADING_EXEC_COUNT,
+               "exec enums out of step");
+_Static_assert((int)CONFIG_ACTION_TOGGLE2 + 1 == TRADING_ACTION_COUNT, "action enums out of step");
+_Static_assert((int)CONFIG_REWARD_VOL_TARGET + 1 == TRADING_REWARD_COUNT, "reward enums out of step");
 _Static_assert((int)CONFIG_ACTION_DISCRETE_K == (int)TRADING_ACTION_DISCRETE_K &&
                    (int)CONFIG_ACTION_CONTINUOUS == (int)TRADING_ACTION_CONTINUOUS &&
                    (int)CONFIG_ACTION_TOGGLE2 == (int)TRADING_ACTION_TOGGLE2,

@@ -215,7 +215,7 @@ typedef struct {
   BacktestPassSpec *specs;
   BacktestPass *passes;
   Report *reports;
-  int n_passes;
+  int n_passes, pass_capacity;  // passes added; the arrays' length (evaluation_pass_count)
   int first_sampled, n_sampled, bh, flat, ma, oracle, first_random, n_random, first_stress;
   double cost_mult;  // the configuration's m
 } Evaluation;
@@ -251,7 +251,9 @@ static int evaluation_pass_count(const EvalRunOptions *o) {
   return 1 + o->sampled_seeds + 4 + o->random_seeds + N_STRESS * STRESS_PER_FACTOR;
 }
 
+// evaluation_pass_count sized the arrays: a pass added without counting it there would write past them.
 static void add_pass(Evaluation *ev, BacktestStrategy s, uint64_t seed, double mult) {
+  CHECK(ev->n_passes < ev->pass_capacity, "evaluation_pass_count does not count every pass evaluation_run adds");
   ev->specs[ev->n_passes++] = (BacktestPassSpec){.strategy = s, .seed = seed, .cost_mult = mult};
 }
 
@@ -332,7 +334,7 @@ static ReportOptions report_options_for(const Config *cfg, const EvalRunOptions 
 
 static int evaluation_run(Evaluation *ev, const EvalRunOptions *o) {
   const int S = o->sampled_seeds, R = o->random_seeds;
-  const int cap = evaluation_pass_count(o);
+  const int cap = ev->pass_capacity = evaluation_pass_count(o);
   ev->specs = calloc((size_t)cap, sizeof *ev->specs);
   ev->passes = calloc((size_t)cap, sizeof *ev->passes);
   ev->reports = calloc((size_t)cap, sizeof *ev->reports);

@@ -636,6 +636,9 @@ Test(trading_params, auto_resolution_per_instrument) {
   bad = p, bad.action_mode = TRADING_ACTION_DISCRETE_K, bad.n_levels = 4;
   cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
   cr_assert_not_null(strstr(error_message(), "n_levels"), "%s", error_message());
+  bad = p, bad.reward = TRADING_REWARD_COUNT;  // a caller's enum out of step: named, with the range
+  cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
+  cr_assert_not_null(strstr(error_message(), "reward = 5 out of range (0..4)"), "%s", error_message());
   // ppo-eval's cost stress doubles the configuration's cost_mult (at most 100): 200 is a context's
   // limit, past it and past reward_scale's 1e6 (the fp32 value loss) it refuses.
   bad = p, bad.cost_mult = 200;
