@@ -440,8 +440,9 @@ static int time_error(const LineReader *r, const char *column, const char *text,
 // Through the C library's zone database (TZ set for the load, restored after): mktime of the wall
 // clock as standard and as daylight time, each kept only if localtime gives the same wall clock
 // back. None: a time the zone skips (spring forward). Two: the hour repeated when daylight saving
-// ends; the earlier instant unless it is not after the row before, then the later (pandas'
-// tz_localize(ambiguous="infer") on rows in time order).
+// ends; the earlier instant unless it is not after the row before, then the later (rows in time
+// order; a file that holds that hour once, or with a gap in it, is read as its first pass, and
+// MarketCsvSummary counts the rows so that ppo-data can say so).
 
 typedef struct {
   bool active;
