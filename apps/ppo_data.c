@@ -157,7 +157,7 @@ static bool mostly_unchanged(const MarketData *data, const MarketMoves *m) {
   return data->rows > 20 && (double)m->unchanged > MARKET_SUSPECT_UNCHANGED * (double)(data->rows - 1);
 }
 
-static void warn_suspect_move(const char *input, const MarketData *data) {
+static void warn_suspect_prices(const char *input, const MarketData *data) {
   if (data->rows < 2) return;
   MarketMoves m = market_data_moves(data);
   if (fabs(log1p(m.largest_move)) > MARKET_SUSPECT_MOVE_LOG) {
@@ -275,7 +275,7 @@ static int command_import(int argc, char **argv) {
          data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
   print_import_summary(&summary);
   print_conversion(positional[0], &options, &summary);
-  warn_suspect_move(positional[0], data);
+  warn_suspect_prices(positional[0], data);
   market_data_free(data);
   return EXIT_OK;
 }
