@@ -367,6 +367,21 @@ bool market_name_ok(const char *s, size_t capacity, const char *extra) {
 
 bool market_symbol_ok(const char *symbol) { return market_name_ok(symbol, MARKET_SYMBOL_MAX, "._-/"); }
 
+// A '-'-separated part of a file name that says the bar size or the period rather than the
+// instrument: 1h, 15m, 1d (digits, then s/m/h/d/w), H1, M15, D1 (a letter, then digits), a year,
+// or one of the words below. BTCUSDT-1h-2023-01 names BTCUSDT; BRK-B keeps its B.
+static bool period_word(const char *w, size_t n) {
+  static const char *const words[] = {"DAILY", "HOURLY", "MINUTE", "WEEKLY", "TICK", "BARS", "KLINES"};
+  size_t digits = strspn(w, "0123456789");
+  if (digits > n) digits = n;
+  if (digits == 4 && n == 4) return true;                                                   // a year
+  if (digits > 0 && n == digits + 1 && strchr("SMHDW", w[digits])) return true;             // 1H, 15M
+  if (n >= 2 && strchr("MHDW", w[0]) && strspn(w + 1, "0123456789") >= n - 1) return true;  // H1, M15
+  for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+    if (strlen(words[k]) == n && strncmp(w, words[k], n) == 0) return true;
+  return false;
+}
+
 void market_symbol_from_path(const char *path, char *out, size_t capacity) {
   static const char *const category_words[] = {"FOREX", "FX",  "STOCKS", "STOCK", "EQUITY", "CFD", "CRYPTO",
                                                "INDEX", "CSV", "GZ",     "H5",    "HDF5",   "TXT"};
@@ -383,6 +398,13 @@ void market_symbol_from_path(const char *path, char *out, size_t capacity) {
       for (size_t k = 0; k < sizeof category_words / sizeof category_words[0]; k++)
         if (strcmp(word, category_words[k]) == 0) category = true;
       if (!category && n == len) {
+        for (char *dash = strchr(word, '-'); dash; dash = strchr(dash + 1, '-')) {
+          const char *next = dash + 1;
+          if (dash > word && period_word(next, strcspn(next, "-"))) {  // the rest is the bar size, dates
+            *dash = '\0';
+            break;
+          }
+        }
         market_copy_text(out, capacity, word);
         return;
       }

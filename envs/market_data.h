@@ -186,7 +186,8 @@ MarketMoves market_data_moves(const MarketData *data);
 #define MARKET_SUSPECT_UNCHANGED 0.5                // more than half the bars with an unchanged close: warned too
 // The default symbol for an input file: the first '_'/'.'-separated part of its name that is not a
 // category word (FOREX, STOCKS, CFD, ...), upper-cased: "XAUUSD_OANDA_1H_BIDASK.csv" -> "XAUUSD",
-// "STOCKS_GOOGL.csv" -> "GOOGL". Writes "" when nothing fits.
+// "STOCKS_GOOGL.csv" -> "GOOGL"; within it, a '-' before a bar size, a year or a period word ends
+// it: "BTCUSDT-1h-2023-01.csv" -> "BTCUSDT", while "BRK-B.csv" -> "BRK-B". Writes "" when nothing fits.
 void market_symbol_from_path(const char *path, char *out, size_t capacity);
 // Whether s is 1 to capacity - 1 letters, digits or characters of `extra` (ppo-data import's rule for
 // a symbol and a time zone).

@@ -1222,6 +1222,12 @@ Test(market_data, names_and_formats) {
       {"spy.csv", "SPY"},
       {"_.csv", ""},
       {"FOREX", ""},
+      {"BTCUSDT-1h-2023-01.csv", "BTCUSDT"},  // Binance's data dumps
+      {"EURUSD-H1-2019.csv", "EURUSD"},
+      {"SPY-daily.csv", "SPY"},
+      {"AAPL-2024.csv", "AAPL"},
+      {"BRK-B.csv", "BRK-B"},  // a ticker with a dash keeps it
+      {"EUR-USD_1H.csv", "EUR-USD"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     market_symbol_from_path(cases[k][0], symbol, sizeof symbol);
