@@ -941,7 +941,7 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
   bool have_line = layout->format != MARKET_FORMAT_CSV;  // a LEAN first line is data
   char *fields[CSV_MAX_COLUMNS];
   char reason[512];
-  int64_t previous_utc = 0;  // the last row's converted time (local_zone)
+  int64_t previous_utc = 0;       // the last row's converted time (local_zone)
   MarketBar previous_wall = {0};  // and its bar before the conversion
   bool first_zoned = false;       // the kind of time of the rows read so far (TimeForm.zoned)
   int64_t rows_read = 0;
