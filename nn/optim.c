@@ -37,7 +37,7 @@ void optim_step(Optimizer *optim, Policy *policy) {
   Backend *b = optim->backend;
   policy_grads_settle(policy);  // a zero_grad with no backward after it: the grads become zero for real
   float *grads = policy->grads_memory;
-  size_t n = policy->param_count;
+  size_t n = policy->slab_floats;
   // fp16 networks: their weights and biases, the slab up to log_std (the last tensor, a Gaussian
   // head's), whose gradient torch forms in fp32 even under autocast. Other dtypes: none (a scaler
   // over fp32 gradients sees inf and NaN only, as torch's GradScaler without autocast).

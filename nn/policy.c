@@ -367,7 +367,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
 
   SlabEntry e[POLICY_MAX_ENTRIES];
   int n = param_table(e, NULL, &policy->params, &policy->pi_shape, &policy->vf_shape, spec);
-  policy->param_count = table_bytes(e, n) / sizeof(float);
+  policy->slab_floats = table_bytes(e, n) / sizeof(float);
   policy->params_memory = backend_alloc(backend, policy->plan.params);
   table_point(e, n, policy->params_memory);
   n = param_table(e, NULL, &policy->grads, &policy->pi_shape, &policy->vf_shape, spec);
@@ -387,7 +387,7 @@ Policy *policy_init(Backend *backend, const PolicySpec *spec) {
       policy->lowp.pi.w[l] = base + (size_t)(policy->params.pi.w[l] - policy->params_memory) * es;
     for (int l = 0; l < policy->vf_shape.n_linear; l++)
       policy->lowp.vf.w[l] = base + (size_t)(policy->params.vf.w[l] - policy->params_memory) * es;
-    char *pad = base + align64(policy->param_count * es);  // the padded first layers, zero columns from the alloc
+    char *pad = base + align64(policy->slab_floats * es);  // the padded first layers, zero columns from the alloc
     policy->lowp.pi.w_in = padded(spec) ? pad : policy->lowp.pi.w[0];
     policy->lowp.vf.w_in = padded(spec) ? pad + padded_w_bytes(spec, &policy->pi_shape) : policy->lowp.vf.w[0];
   } else {
@@ -440,14 +440,14 @@ void policy_zero_grad(Policy *policy) { policy->grads_zero_pending = 1; }
 
 void policy_grads_settle(Policy *policy) {
   if (!policy->grads_zero_pending) return;
-  backend_memset_zero(policy->backend, policy->grads_memory, policy->param_count * sizeof(float));
+  backend_memset_zero(policy->backend, policy->grads_memory, policy->slab_floats * sizeof(float));
   policy->grads_zero_pending = 0;
 }
 
 void policy_refresh_lowp(Policy *policy) {
   if (policy->spec.dtype == NN_F32) return;
   backend_cast(policy->backend, policy->lowp_memory, policy->spec.dtype, policy->params_memory, NN_F32,
-               policy->param_count);
+               policy->slab_floats);
   policy_refresh_derived(policy);
 }
 

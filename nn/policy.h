@@ -4,7 +4,7 @@
 //
 // The policy owns six slabs, each one backend allocation made in policy_init and addressed
 // through the pointer structs below, filled from one size table (STYLE rule 3, llm.c):
-//   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, param_count floats:
+//   params (fp32 master), grads, adam_m, adam_v (all PolicyParams layout, slab_floats floats:
 //           the tensors in order, each at a multiple of 32 floats, zeros between them),
 //   lowp   (fp16 / bf16 copy of the params slab, same layout, so Adam writes it in the same
 //           pass; the GEMMs read its weights; absent in fp32 runs; then, when the observations are
@@ -85,8 +85,9 @@ typedef struct {
   MlpShape pi_shape, vf_shape;
   double largest_layer;  // the largest in x out of a layer of either network (the first layer's input as
                          // its forward GEMM reads it): B times it bounds a GEMM's multiply-adds at batch B
-  size_t param_count;  // floats in each of params, grads, adam_m, adam_v (the padding included)
-  size_t parameters;   // the networks' parameters (param_count less the padding between tensors)
+  size_t slab_floats;    // floats in each of params, grads, adam_m, adam_v (the padding included)
+  size_t parameters;     // the networks' parameters (slab_floats less the padding between tensors; checkpoints'
+                         // param_count attribute)
   PolicyMemoryPlan plan;
   float *params_memory, *grads_memory, *m_memory, *v_memory;  // the slabs
   void *lowp_memory, *acts_memory;
@@ -107,7 +108,7 @@ int policy_padded_obs_dim(const PolicySpec *spec);
 // Checks the spec; on bad values returns -1 and sets error_message() naming the field and what is allowed.
 int policy_spec_check(const PolicySpec *spec);
 size_t policy_parameter_count(const PolicySpec *spec);  // weights, biases (and log_std) of both networks
-// A host copy of a params-layout slab (param_count floats) in place to the packed order (the
+// A host copy of a params-layout slab (slab_floats floats) in place to the packed order (the
 // `parameters` floats of every tensor, one after the other, as checkpoints store Adam's m and v),
 // and back (the padding zeroed).
 void policy_slab_pack(const Policy *policy, float *host);

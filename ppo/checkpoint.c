@@ -204,7 +204,7 @@ static int write_state(Trainer *tr, hid_t f, float *host, const EnvRows *rows, c
   Optimizer *opt = trainer_optimizer(tr);
   TrainerState st = trainer_state(tr);
   const TrainCounters *c = &st.counters;
-  size_t P = pol->param_count;
+  size_t P = pol->slab_floats;
   const EnvSpec *spec = trainer_env_spec(tr);
   int N = vecenv_num_envs(st.vec) * rows->ranks, O = spec->obs_dim;  // the envs of every rank
 
@@ -324,7 +324,7 @@ static int save(Trainer *tr, const char *path, const SaveExtras *extras) {
     return 0;
   }
   Policy *pol = trainer_policy(tr);
-  float *host = malloc(pol->param_count * sizeof(float) + 64);
+  float *host = malloc(pol->slab_floats * sizeof(float) + 64);
   CHECK(host, "out of host memory (checkpoint staging)");
   H5ioWriter w;
   int rc = -1;
@@ -531,9 +531,9 @@ static int check_counters(const TrainCounters *c, const Config *cfg, int ranks, 
   return 0;
 }
 
-// The fp32 parameters into the policy's params slab (host: staging of param_count floats).
+// The fp32 parameters into the policy's params slab (host: staging of slab_floats floats).
 static int read_params(hid_t f, Policy *pol, float *host) {
-  const size_t P = pol->param_count;
+  const size_t P = pol->slab_floats;
   int64_t param_count;
   if (h5io_attr_read_int64(f, "/", "param_count", &param_count) != 0) return -1;
   if (param_count != (int64_t)pol->parameters) {
@@ -584,7 +584,7 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   Policy *pol = trainer_policy(tr);
   Optimizer *opt = trainer_optimizer(tr);
   TrainerState st = trainer_state(tr);
-  size_t P = pol->param_count;
+  size_t P = pol->slab_floats;
   const EnvSpec *spec = trainer_env_spec(tr);
   int N = vecenv_num_envs(st.vec), O = spec->obs_dim;
 
@@ -716,7 +716,7 @@ int checkpoint_load(Trainer *tr, const char *path) {
   if (f < 0) return -1;
   int rc = read_format(f, path);
   if (rc == 0) {
-    float *host = malloc(trainer_policy(tr)->param_count * sizeof(float) + 64);
+    float *host = malloc(trainer_policy(tr)->slab_floats * sizeof(float) + 64);
     CHECK(host, "out of host memory (checkpoint staging)");
     rc = read_state(tr, f, host);
     free(host);
@@ -731,7 +731,7 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
   if (f < 0) return -1;
   int rc = read_format(f, path);
   if (rc == 0) {
-    float *host = malloc(policy->param_count * sizeof(float) + 64);
+    float *host = malloc(policy->slab_floats * sizeof(float) + 64);
     CHECK(host, "out of host memory (checkpoint staging)");
     rc = read_params(f, policy, host);  // CHECKPOINT_OTHER_SHAPE is passed on
     free(host);

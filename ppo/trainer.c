@@ -83,7 +83,7 @@ struct Trainer {
   VecEnvStateInfo snap_info;
   TrainCounters snap_counters;
   // The optimiser's state at the start of the update (backend memory, one allocation): params,
-  // Adam m, v (param_count floats each), then the OptimScalars; restored when an update is stopped.
+  // Adam m, v (slab_floats floats each), then the OptimScalars; restored when an update is stopped.
   float *update_snap;
   TrainerStopCheck stop_check;  // polled during the rollout and the update; NULL (calloc): trainer_stop_requested
   void *stop_ctx;
@@ -379,7 +379,7 @@ int trainer_allocate(Trainer *tr) {
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
   if (tr->ranks > 1 && !tr->plan.device_is_host) {
-    tr->replica_host = malloc(tr->policy->param_count * sizeof(float));
+    tr->replica_host = malloc(tr->policy->slab_floats * sizeof(float));
     CHECK(tr->replica_host, "out of host memory (the replica check's copy of a slab)");
   }
   if (tr->ranks > 1) {
@@ -431,7 +431,7 @@ static bool slab_identical(Trainer *tr, const float *slab, size_t bytes) {
 bool trainer_replicas_agree(Trainer *tr) {
   if (tr->ranks == 1) return true;
   Policy *pol = tr->policy;
-  size_t bytes = pol->param_count * sizeof(float);
+  size_t bytes = pol->slab_floats * sizeof(float);
   OptimScalars os;
   optim_read_state(tr->optim, &os);
   bool same = slab_identical(tr, pol->params_memory, bytes);
@@ -693,7 +693,7 @@ static void dist_scale_loss_seeds(Trainer *tr, int B) {
 static void dist_sum_gradients(Trainer *tr) {
   Policy *pol = tr->policy;
   policy_grads_settle(pol);
-  dist_allreduce_sum_f32(tr->backend, pol->grads_memory, pol->param_count);
+  dist_allreduce_sum_f32(tr->backend, pol->grads_memory, pol->slab_floats);
 }
 
 // --- update --------------------------------------------------------------------------------------------

@@ -82,10 +82,10 @@ int main(int argc, char **argv) {
   FILE *f = fopen(path, "wb");
   if (!f) dist_abort(EXIT_RUNTIME, "cannot write %s", path);
   Policy *pol = trainer_policy(tr);
-  int64_t param_count = (int64_t)pol->param_count;
-  fwrite(&param_count, sizeof param_count, 1, f);
+  int64_t floats = (int64_t)pol->slab_floats;
+  fwrite(&floats, sizeof floats, 1, f);
   const float *slabs[] = {pol->params_memory, pol->m_memory, pol->v_memory};  // CPU backend: host memory
-  for (int k = 0; k < 3; k++) fwrite(slabs[k], sizeof(float), pol->param_count, f);
+  for (int k = 0; k < 3; k++) fwrite(slabs[k], sizeof(float), pol->slab_floats, f);
   VecNormalize *norm = trainer_state(tr).norm;
   fwrite(norm->obs_rms.mean, sizeof(double), 2 * (size_t)norm->obs_dim + 2, f);  // obs mean, var, ret mean, var
   fwrite(&norm->obs_rms.count, sizeof(double), 1, f);

@@ -114,12 +114,12 @@ Test(nn_policy, init_gains_biases_and_log_std) {
     at += 32;
     total += sizes[k];
   }
-  cr_assert_eq(p->param_count, at);
+  cr_assert_eq(p->slab_floats, at);
   cr_assert_eq(p->parameters, total);
   cr_assert_eq(policy_parameter_count(&spec), total);
   // pack: the tensors one after the other (a checkpoint's optim/m and v); unpack: back, padding zeroed
-  float *host = malloc(p->param_count * sizeof(float)), *want = malloc(total * sizeof(float));
-  for (size_t i = 0; i < p->param_count; i++) host[i] = (float)i + 0.5f;
+  float *host = malloc(p->slab_floats * sizeof(float)), *want = malloc(total * sizeof(float));
+  for (size_t i = 0; i < p->slab_floats; i++) host[i] = (float)i + 0.5f;
   size_t next = 0;
   for (int k = 0; k < 13; k++)
     for (size_t i = 0; i < sizes[k]; i++) want[next++] = (float)(32 * k + i) + 0.5f;
@@ -233,7 +233,7 @@ static void fd_check(PolicyHead head) {
   policy_evaluate(p, x.obs, x.actions, x.B);
   policy_backward(p, x.obs, x.actions, x.wl, x.we, x.wv, x.B);
   const float h = 1e-2f;
-  for (size_t i = 0; i < p->param_count; i++) {
+  for (size_t i = 0; i < p->slab_floats; i++) {
     float save = p->params_memory[i];
     p->params_memory[i] = save + h;
     double lp = objective(p, &x);
@@ -242,7 +242,7 @@ static void fd_check(PolicyHead head) {
     p->params_memory[i] = save;
     double fd = (lp - lm) / (2.0 * h), got = p->grads_memory[i];
     cr_assert(fabs(got - fd) <= 3e-3 * fabs(fd) + 3e-4, "param %zu of %zu: backward %.7g, finite difference %.7g", i,
-              p->param_count, got, fd);
+              p->slab_floats, got, fd);
   }
   policy_free(p);
   backend_close(b);
@@ -268,7 +268,7 @@ Test(nn_policy, low_precision_gradients_follow_fp32) {
     policy_backward(p32, x.obs, x.actions, x.wl, x.we, x.wv, 8);
     policy_backward(plp, x.obs, x.actions, x.wl, x.we, x.wv, 8);
     double num = 0, den = 0;
-    for (size_t i = 0; i < p32->param_count; i++) {
+    for (size_t i = 0; i < p32->slab_floats; i++) {
       double d = (double)plp->grads_memory[i] - p32->grads_memory[i];
       num += d * d, den += (double)p32->grads_memory[i] * p32->grads_memory[i];
     }
@@ -342,7 +342,7 @@ Test(nn_policy, padded_first_layer_is_the_unpadded_product) {
       policy_zero_grad(p);
       policy_backward(p, obs, actions, dlogp, NULL, dvalues, B);
       optim_step(o, p);
-      memcpy(q->params_memory, p->params_memory, p->param_count * sizeof(float));  // q follows p's weights
+      memcpy(q->params_memory, p->params_memory, p->slab_floats * sizeof(float));  // q follows p's weights
       policy_refresh_lowp(q);
     }
     // the forward reads the padded copies: spoiling the packed first layers changes no output
@@ -374,7 +374,7 @@ Test(nn_policy, stored_observations_give_the_fp32_bits) {
     Policy *p = policy_init(b, &spec);
     cr_assert(p, "%s", error_message());
     cr_assert_eq(policy_obs_dtype(p), (NnDtype)dt);
-    size_t es = nn_dtype_size((NnDtype)dt), n = p->param_count;
+    size_t es = nn_dtype_size((NnDtype)dt), n = p->slab_floats;
     float obs[B * O], actions[B * 3], wl[B], we[B], wv[B];
     Rng rng;
     rng_seed(&rng, 43);
@@ -426,7 +426,7 @@ Test(nn_policy, lanes_together_give_the_bits_of_one_thread) {
     spec.pi_layers[0] = spec.pi_layers[1] = spec.vf_layers[0] = spec.vf_layers[1] = 64;
     Policy *p = policy_init(b, &spec);
     cr_assert(p, "%s", error_message());
-    size_t n = p->param_count;
+    size_t n = p->slab_floats;
     float obs[B * O], actions[B * A], wl[B], we[B], wv[B];
     Rng rng;
     rng_seed(&rng, 71);
@@ -590,7 +590,7 @@ Test(nn_optim, fp16_network_gradients_overflow_at_65520_and_log_std_at_inf) {
                {p->grads.log_std, 1e30f, 0.0f},
                {p->grads.log_std, INFINITY, 1.0f}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    memset(p->grads_memory, 0, p->param_count * sizeof(float));  // CPU backend: host memory
+    memset(p->grads_memory, 0, p->slab_floats * sizeof(float));  // CPU backend: host memory
     cases[k].at[0] = cases[k].value;
     optim_step(o, p);
     OptimScalars st;
@@ -617,15 +617,15 @@ Test(nn_optim, fp16_overflow_skips_backs_off_and_recovers) {
   optim_read_state(o, &st);
   cr_assert(st.found_inf == 0.0f && st.adam_step == 1 && st.scale == 65536.0f && st.tracker == 1);
   // A huge loss: its gradient times 65536 overflows fp32 (inf), the step is skipped.
-  float *before = malloc(p->param_count * sizeof(float));
-  memcpy(before, p->params_memory, p->param_count * sizeof(float));
+  float *before = malloc(p->slab_floats * sizeof(float));
+  memcpy(before, p->params_memory, p->slab_floats * sizeof(float));
   critic_step(p, o, &x, target, 1e36f);
   optim_read_state(o, &st);
   cr_assert_eq(st.found_inf, 1.0f);
   cr_assert_eq(st.adam_step, 1, "a skipped step does not count");
   cr_assert_eq(st.scale, 32768.0f, "backoff halves the scale");
   cr_assert_eq(st.tracker, 0);
-  cr_assert(memcmp(before, p->params_memory, p->param_count * sizeof(float)) == 0, "parameters untouched");
+  cr_assert(memcmp(before, p->params_memory, p->slab_floats * sizeof(float)) == 0, "parameters untouched");
   // Training goes on. fp16 activations overflow again whenever the scale has grown too far (the
   // scaled gradients pass 65504): each step must follow the rules exactly, mirrored here.
   float loss = 0;

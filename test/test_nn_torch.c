@@ -145,8 +145,8 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
                   .max_grad_norm = 0.5f,
                   .scaler = grad_scaler_defaults(dtype == NN_F16)};
   Optimizer *opt = optim_init(be, &os);
-  float *before = malloc(p->param_count * sizeof(float));
-  memcpy(before, p->params_memory, p->param_count * sizeof(float));
+  float *before = malloc(p->slab_floats * sizeof(float));
+  memcpy(before, p->params_memory, p->slab_floats * sizeof(float));
   float *t_ptr[4 * NN_MAX_LINEAR + 1];
   size_t t_len[4 * NN_MAX_LINEAR + 1];
   int nt = tensors(p, p->grads_memory, t_ptr, t_len);
@@ -186,7 +186,7 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
       optim_read_state(opt, &st);
       float inv = dtype == NN_F16 ? (float)(1.0 / st.scale) : 1.0f;
       double norm = 0;
-      for (size_t i = 0; i < p->param_count; i++) norm += (double)p->grads_memory[i] * inv * p->grads_memory[i] * inv;
+      for (size_t i = 0; i < p->slab_floats; i++) norm += (double)p->grads_memory[i] * inv * p->grads_memory[i] * inv;
       norm = sqrt(norm);
       double want = get(fx, "grad_norm")->v[0];
       expect(norm, want, tol.grad_rel, 0, "grad_norm", 0);
@@ -200,7 +200,7 @@ static void policy_case(const char *file, NnDtype dtype, Tolerance tol) {
           cr_assert_lt((size_t)ix->v[k], t_len[t]);
           // entries are held to the tolerance relative to the whole gradient's size
           expect(t_ptr[t][(size_t)ix->v[k]] * inv, g->v[k], tol.grad_rel,
-                 tol.grad_rel * want / sqrt((double)p->param_count) * 4, name, k);
+                 tol.grad_rel * want / sqrt((double)p->slab_floats) * 4, name, k);
         }
       }
     }

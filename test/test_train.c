@@ -302,7 +302,7 @@ static void iteration_parity_case(const char *precision, double param_tol, doubl
     cr_assert_str_eq(backend_name(trainer_backend(tr)), devices[d]);
     cr_assert_eq(trainer_iteration(tr, &stats[d]), TRAINER_OK);
     Policy *pol = trainer_policy(tr);
-    n = pol->param_count;
+    n = pol->slab_floats;
     params[d] = malloc(n * sizeof(float));
     backend_download(trainer_backend(tr), params[d], pol->params_memory, n * sizeof(float));
     trainer_free(tr);
