@@ -5,11 +5,12 @@
 #define PPO_TEST_PROGRAM_UTIL_H
 
 #include <criterion/criterion.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 // Runs `bin` with `args` (shell words), stdout and stderr together in `out`; returns the exit status.
 static inline int run_program(const char *bin, const char *args, char *out, size_t capacity) {
@@ -59,6 +60,19 @@ static inline void wait_for_lines(const char *path, int lines, int seconds) {
     if (n >= lines) return;
     nanosleep(&(struct timespec){0, 50000000}, NULL);
   }
+}
+
+// A new empty directory for one test, /tmp/ppo_test_NAME_ plus mkdtemp's six random characters,
+// into out; scratch_dir_remove deletes it and everything in it.
+static inline void scratch_dir(char *out, size_t capacity, const char *name) {
+  cr_assert_lt(snprintf(out, capacity, "/tmp/ppo_test_%s_XXXXXX", name), (int)capacity);
+  cr_assert_not_null(mkdtemp(out), "mkdtemp %s", out);
+}
+
+static inline void scratch_dir_remove(const char *dir) {
+  char command[1100];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0, "%s", command);
 }
 
 // Signal `sig` to `pid`, then its end: it must exit, with status 0 (ppo-train checkpoints and returns 0).

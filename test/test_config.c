@@ -743,8 +743,8 @@ Test(config_train, plan_says_which_costs_are_generic_defaults) {
 // .lock, the first file it opens, took descriptor 2 and filled with the configuration, the memory
 // plan and the progress lines after the pid.
 Test(config_train, closed_stderr_does_not_become_the_lock_file) {
-  char dir[] = "/tmp/ppo_test_closed_stderr_XXXXXX", run[128], lock[160], cfg[512];
-  cr_assert_not_null(mkdtemp(dir));
+  char dir[128], run[160], lock[200], cfg[512];
+  scratch_dir(dir, sizeof dir, "closed_stderr");
   snprintf(run, sizeof run, "%s/run", dir);
   snprintf(lock, sizeof lock, "%s/.lock", run);
   snprintf(cfg, sizeof cfg, "%s/configs/default.ini", PPO_SOURCE_DIR);
@@ -768,15 +768,13 @@ Test(config_train, closed_stderr_does_not_become_the_lock_file) {
   text[n] = '\0';
   fclose(f);
   cr_expect_eq(strspn(text, "0123456789"), strlen(text) - 1, "the lock holds more than its pid:\n%s", text);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_dir_remove(dir);
 }
 
 // --resume takes a run directory for its newest checkpoint; a directory without one is bad usage.
 Test(config_train, resume_takes_a_run_directory) {
-  char dir[] = "/tmp/ppo_test_resume_dir_XXXXXX", args[2048], out[1 << 16], path[256];
-  cr_assert_not_null(mkdtemp(dir));
+  char dir[128], args[2048], out[1 << 16], path[256];
+  scratch_dir(dir, sizeof dir, "resume_dir");
   const char *sets = "--set ppo.n_steps=64 --set eval.every=0 --quiet";
   snprintf(args, sizeof args,
            "'%s/configs/default.ini' --run-dir '%s/run' --iterations 1 %s --set env.data='%s/data/XAUUSD_1H.h5'",
@@ -793,9 +791,7 @@ Test(config_train, resume_takes_a_run_directory) {
   snprintf(args, sizeof args, "--resume '%s'", dir);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it)"), "%s", out);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_dir_remove(dir);
 }
 
 Test(config_train, plan_prints_the_config_the_market_and_the_memory_plan) {

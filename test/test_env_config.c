@@ -13,6 +13,7 @@
 #include "envs/market_data.h"
 #include "envs/vecenv.h"
 #include "ppo/env_config.h"
+#include "program_util.h"
 
 static Config load(int n, const char *const *sets) {
   Config c;
@@ -129,8 +130,8 @@ static void write_hourly_csv(char *path, size_t capacity, const char *dir, const
 // were auto and from where (the EURUSD preset, the symbol from the file name) and what to do; the
 // dates of an unknown symbol are said to follow the data, without the preset's advice.
 Test(env_config, split_dates_from_a_preset_say_so) {
-  char dir[] = "/tmp/ppo_test_env_config_XXXXXX", path[512], set[600];
-  cr_assert_not_null(mkdtemp(dir));
+  char dir[128], path[512], set[600];
+  scratch_dir(dir, sizeof dir, "env_config");
   write_hourly_csv(path, sizeof path, dir, "EURUSD_H1_2019.csv", 2000);
   snprintf(set, sizeof set, "env.data=%s", path);
   const char *sets[] = {set};
@@ -157,9 +158,7 @@ Test(env_config, split_dates_from_a_preset_say_so) {
                 strstr(text, "test_start 2019-03-13 (auto: the day after the bar at 85 % of the rows)") &&
                 !strstr(text, "preset"),
             "%s", text);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_dir_remove(dir);
 }
 
 // A generated market is built before the memory plan: one that cannot fit is refused by name

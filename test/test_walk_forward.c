@@ -516,21 +516,21 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
   }
   // A training run and a walk-forward do not share a directory (the README's two commands once
   // both wrote runs/default): each refuses the other's, writing nothing.
-  char plain[600], file[700];
-  snprintf(plain, sizeof plain, "%s/plain", tmp_root);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --iterations 1", cfg, plain);
-  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
-  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, plain);
-  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
-  cr_expect(strstr(out, "plain holds a training run (metrics.csv), not a walk-forward"), "%s", out);
-  snprintf(file, sizeof file, "%s/folds.csv", plain);
-  cr_expect(!exists(file), "the refused walk-forward wrote its plan");
-  snprintf(dir, sizeof dir, "%s/wf", tmp_root);
-  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --iterations 1", cfg, dir);
-  cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --iterations 1", cfg, dir);
-  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
-  cr_expect(strstr(out, "wf holds a walk-forward (folds.csv)"), "%s", out);
-  snprintf(file, sizeof file, "%s/metrics.csv", dir);
-  cr_expect(!exists(file), "the refused training run wrote metrics.csv");
+  static const struct {
+    const char *name, *first, *second, *refusal, *not_written;
+  } pairs[] = {
+      {"plain", "", "--walk-forward ", "plain holds a training run (metrics.csv), not a walk-forward", "folds.csv"},
+      {"wf", "--walk-forward ", "", "wf holds a walk-forward (folds.csv)", "metrics.csv"},
+  };
+  for (int k = 0; k < 2; k++) {
+    char file[700];
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, pairs[k].name);
+    snprintf(args, sizeof args, "%s'%s' --run-dir '%s' --quiet --iterations 1", pairs[k].first, cfg, dir);
+    cr_assert_eq(run_train(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "%s'%s' --run-dir '%s' --quiet", pairs[k].second, cfg, dir);
+    cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, pairs[k].refusal), "%s", out);
+    snprintf(file, sizeof file, "%s/%s", dir, pairs[k].not_written);
+    cr_expect(!exists(file), "the refused run wrote %s", pairs[k].not_written);
+  }
 }
