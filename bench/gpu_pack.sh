@@ -7,11 +7,13 @@
 #
 #   bench/gpu_pack.sh [ARCH]        # ARCH: CUDA architecture, default 90 (H100, H200)
 #
-# Writes .gpu/ppo-gpu.tar.xz (the folder is ignored through .git/info/exclude, which this script
-# extends): build-gpu/bin, and under .gpu/run/ the libraries, the source path and the commit. The build tree is build-gpu/ in the repository root; the test suites find their
-# fixtures through the absolute source path compiled into them, so the session script links that
-# path to wherever the repository lands on the GPU machine. glibc, libstdc++ and the CUDA
-# libraries are the GPU machine's own (newer than this machine's; the driver matches its toolkit).
+# Writes .gpu/ppo-gpu.tar.xz (build-gpu/bin, and under .gpu/run/ the libraries, the source path and
+# the commit) and, when pip can fetch them, SB3's wheels into .gpu/whl; .gpu/ is ignored through
+# .git/info/exclude, which this script extends. The build tree is build-gpu/ in the repository
+# root; the test suites find their fixtures through the absolute source path compiled into them,
+# so the session script links that path to wherever the repository lands on the GPU machine.
+# glibc, libstdc++ and the CUDA libraries are the GPU machine's own (newer than this machine's;
+# the driver matches its toolkit).
 set -euo pipefail
 arch=${1:-90}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,4 +41,12 @@ done
 tar -C "$root" -cJf .gpu/ppo-gpu.tar.xz build-gpu/bin -C .gpu/stage .gpu/run
 rm -rf .gpu/stage
 ls -l .gpu/ppo-gpu.tar.xz
+
+# SB3 for the side-by-side run on the GPU: the device image has torch, numpy, pandas, matplotlib and
+# cloudpickle but not these, and fetches nothing. The versions are the ones bench/sb3_compare.py was
+# run with here; gpu_session.sh installs them when they are there and skips SB3 when they are not.
+rm -rf .gpu/whl
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_17_x86_64 -d .gpu/whl stable-baselines3==2.9.2 gymnasium==1.4.0 \
+  farama-notifications==0.0.6 || echo "gpu_pack: could not fetch SB3's wheels; the GPU session skips SB3" >&2
 echo "carry .gpu and run: bash bench/gpu_session.sh"

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # bench/gpu_session.sh: everything a GPU session runs, from the archive bench/gpu_pack.sh made.
 #
+#   bash bench/gpu_session.sh first   # the default: fits one device call. Runs, most important
+#                                     # first, the CUDA suites, a headline training run, memcheck on
+#                                     # the op suite, the backend and PyTorch tables, the other
+#                                     # precisions, SB3, racecheck and the per-op profile; each step
+#                                     # bounded, all within PPO_GPU_BUDGET seconds (default 480);
+#                                     # a summary table last
 #   bash bench/gpu_session.sh tests   # the CUDA suites and test_train's CUDA cases
 #   bash bench/gpu_session.sh memcheck | racecheck   # the CUDA suites (and a short ppo-train) under
 #                                     # compute-sanitizer
@@ -8,17 +14,30 @@
 #                                     # configs/seed.ini, SB3 on the same GPU when it is importable
 #   bash bench/gpu_session.sh kernels # per-op table (PPO_PROFILE=1) and per-kernel table (Nsight
 #                                     # Compute, the kernel's duration) of a short headline run
-#   bash bench/gpu_session.sh all
+#   bash bench/gpu_session.sh all     # every stage but `first`: more than one 10-minute call
 #
-# Run from the repository root with .gpu/ppo-gpu.tar.xz present. Raw output goes to $OUT (the
-# device tool's folder) or, without it, to bench/results/; each file name carries the UTC date, and
-# session.txt records the device, driver and the commit the archive was built from.
+# Run from the repository root with .gpu/ppo-gpu.tar.xz present (carry .gpu). A session has 15
+# minutes of device time in all, the machine's start included, and the device tool brings back at
+# most 8 files from $OUT. So with $OUT set every stage writes its raw output to .gpu/results/STAMP/
+# and packs that folder into $OUT/gpu-STAMP.tar.xz, beside a copy of the summary; unpack it into
+# bench/results/ here. Without $OUT the files go straight to bench/results/. Each file name carries
+# the UTC date; STAMP-gpu-session.txt records the device, driver and the commit the archive was
+# built from. SB3's wheels, when gpu_pack.sh fetched them into .gpu/whl, are installed into
+# /tmp/site for the SB3 comparison.
 set -uo pipefail
-stage=${1:-all}
+stage=${1:-first}
 root=$(pwd)
-out=${OUT:-$root/bench/results}
-mkdir -p "$out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if [ -n "${OUT:-}" ]; then out=$root/.gpu/results/$stamp; else out=$root/bench/results; fi
+mkdir -p "$out"
+summary=$out/$stamp-gpu-summary.txt
+
+pack_results() {
+  [ -n "${OUT:-}" ] || return 0
+  [ -f "$summary" ] && cp "$summary" "$OUT/"
+  tar -C "$root/.gpu/results" -cJf "$OUT/gpu-$stamp.tar.xz" "$stamp"
+}
+trap pack_results EXIT
 
 tar -xJf .gpu/ppo-gpu.tar.xz -C "$root"  # build-gpu/bin and .gpu/run/
 run=$root/.gpu/run
@@ -38,6 +57,10 @@ export LD_LIBRARY_PATH="$run/lib:/usr/local/cuda/lib64:${cuda_libs}${LD_LIBRARY_
 bin=$root/build-gpu/bin
 export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+if ls .gpu/whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .gpu/whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 {
   echo "date      $stamp"
@@ -46,7 +69,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
   echo "cpu       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
   ldd "$bin/ppo-train" | grep -E "not found" || true
   ldd "$bin/libppo_cuda.so" | grep -E "not found|cublas|cudart|nccl" || true  # the CUDA backend's module
-} | tee "$out/$stamp-gpu-session.txt"
+} 2>&1 | tee "$out/$stamp-gpu-session.txt"
 
 run_tests() {
   local log=$out/$stamp-gpu-tests.txt
@@ -121,12 +144,71 @@ for name, (n, ns) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
 PY
 }
 
+# The first stage: one bounded step after another until PPO_GPU_BUDGET seconds have passed.
+# step NAME LIMIT PATTERN COMMAND: runs COMMAND (a bash command line) for at most LIMIT seconds, or
+# what is left of the budget, with its output in STAMP-gpu-NAME.txt, and adds a summary row: the
+# status (ok, rc N, timeout, or skipped when under 20 s are left), the output lines matching the
+# extended regular expression PATTERN and, when the step failed, its last two lines.
+export bin out stamp
+step() {
+  local name=$1 limit=$2 pattern=$3 cmd=$4 left=$((deadline - SECONDS)) t0=$SECONDS rc status
+  if [ "$left" -lt 20 ]; then
+    printf '%-16s %-8s %5s\n' "$name" skipped - | tee -a "$summary"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name (at most $limit s): $cmd"
+  timeout -k 10 "$limit" bash -c "$cmd" >"$out/$stamp-gpu-$name.txt" 2>&1
+  rc=$?
+  case $rc in 0) status=ok ;; 124 | 137) status=timeout ;; *) status="rc $rc" ;; esac
+  local file=$out/$stamp-gpu-$name.txt shown
+  shown=$(grep -E -- "$pattern" "$file")
+  [ $rc -ne 0 ] && shown="$shown | last: $(grep -v '^[[:space:]]*$' "$file" | tail -n 2)"
+  printf '%-16s %-8s %5d  %s\n' "$name" "$status" $((SECONDS - t0)) "$(echo "$shown" | tr -s ' \n' ' ' | cut -c1-400)" |
+    tee -a "$summary"
+}
+
+run_first() {
+  deadline=$((SECONDS + ${PPO_GPU_BUDGET:-480}))
+  local suite='Synthesis|Skipped'
+  local seed="\$bin/ppo-bench train --config configs/seed.ini --set run.device=cuda"
+  local train="$seed --iterations 2"
+  local rate='end to end|^  rollout|^  update'
+  printf '%-16s %-8s %5s  %s\n' step status s 'matching output' >"$summary"
+  step rng_cuda 60 "$suite" '$bin/test_rng_cuda --verbose --jobs 4'
+  step cuda_core 90 "$suite" '$bin/test_cuda_core --verbose --jobs 4'
+  step cuda_ops 120 "$suite" '$bin/test_cuda_ops --verbose --jobs 4'
+  step train_cuda 120 "$suite" "\$bin/test_train --verbose --jobs 4 --filter 'train/*cuda*' &&
+    \$bin/test_train --verbose --jobs 4 --filter 'train/the_update_makes_no_host_wait*'"
+  step seed_fp16 120 "$rate" "$train --set run.precision=fp16 --json \$out/\$stamp-gpu-train-seed-fp16.json"
+  step memcheck_ops 150 'ERROR SUMMARY|Synthesis' 'compute-sanitizer --tool memcheck --target-processes all \
+    --error-exitcode 9 $bin/test_cuda_ops --jobs 1'
+  step backend 90 'machine_best|update_step|rollout' \
+    '$bin/ppo-bench backend --backend cuda --json $out/$stamp-gpu-backend.jsonl'
+  step torch 90 'ratio|samples/s' 'python3 bench/torch_reference.py --device cuda \
+    --ours $out/$stamp-gpu-backend.jsonl --json $out/$stamp-gpu-torch.jsonl'
+  step seed_bf16 90 "$rate" "$train --set run.precision=bf16 --json \$out/\$stamp-gpu-train-seed-bf16.json"
+  step seed_fp32 90 "$rate" "$train --set run.precision=fp32 --json \$out/\$stamp-gpu-train-seed-fp32.json"
+  step sb3 150 'ratio|sps|steps/s' 'python3 -c "import stable_baselines3" && python3 bench/sb3_compare.py \
+    --config configs/seed.ini --device cuda --timesteps 262144 --engine $bin/ppo-bench \
+    --json $out/$stamp-gpu-sb3-seed.json'
+  step memcheck_train 60 'ERROR SUMMARY' 'compute-sanitizer --tool memcheck --error-exitcode 9 \
+    $bin/ppo-train configs/cartpole.ini --set run.device=cuda --set run.total_timesteps=4096 \
+    --run-dir /tmp/san_run --quiet'
+  step racecheck_core 120 'ERROR SUMMARY|Synthesis' 'compute-sanitizer --tool racecheck \
+    --target-processes all --error-exitcode 9 $bin/test_cuda_core --jobs 1'
+  step profile 60 'update|gemm' "PPO_PROFILE=1 $seed --set ppo.n_steps=64 --iterations 1"
+  echo
+  cat "$summary"
+}
+
 case $stage in
+  first) run_first ;;
   tests) run_tests ;;
   memcheck) run_sanitizer memcheck 180 ;;
   racecheck) run_sanitizer racecheck 240 ;;
   bench) run_bench ;;
   kernels) run_kernels ;;
   all) run_tests; run_sanitizer memcheck 180; run_sanitizer racecheck 240; run_bench; run_kernels ;;
-  *) echo "usage: bash bench/gpu_session.sh tests|memcheck|racecheck|bench|kernels|all" >&2; exit 2 ;;
+  *) echo "usage: bash bench/gpu_session.sh first|tests|memcheck|racecheck|bench|kernels|all" >&2; exit 2 ;;
 esac
