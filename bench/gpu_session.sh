@@ -168,6 +168,8 @@ step() {
     tee -a "$summary"
 }
 
+# The commands are single-quoted on purpose: the step's own bash expands $bin, $out and $stamp.
+# shellcheck disable=SC2016
 run_first() {
   deadline=$((SECONDS + ${PPO_GPU_BUDGET:-480}))
   local suite='Synthesis|Skipped'
