@@ -69,7 +69,15 @@ fi
   echo "cpu       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
   ldd "$bin/ppo-train" | grep -E "not found" || true
   ldd "$bin/libppo_cuda.so" | grep -E "not found|cublas|cudart|nccl" || true  # the CUDA backend's module
+  # Criterion runs up to 4 test processes at once: in the exclusive-process mode only one gets the GPU.
+  nvidia-smi -q | grep -i -m1 "compute mode"
 } 2>&1 | tee "$out/$stamp-gpu-session.txt"
+# A library the CUDA module cannot find (libnccl.so.2 comes from the image's Python nvidia packages)
+# would make every CUDA suite skip: stop here with the reason instead of spending the device time.
+if ldd "$bin/libppo_cuda.so" | grep -q "not found"; then
+  echo "libppo_cuda.so has unresolved libraries (above): fix LD_LIBRARY_PATH first" | tee -a "$out/$stamp-gpu-session.txt"
+  exit 2
+fi
 
 run_tests() {
   local log=$out/$stamp-gpu-tests.txt
@@ -125,7 +133,7 @@ run_kernels() {
   # The seam's own per-op table (each op waited for; no ncu needed), same run.
   PPO_PROFILE=1 "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set ppo.n_steps=64 \
     --iterations 1 2>&1 | tee "$out/$stamp-gpu-ops-profile.txt"
-  ncu --metrics gpu__time_duration.sum --launch-count 6000 --csv --print-units base \
+  ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 6000 --csv --print-units base \
     "$bin/ppo-bench" train --config configs/seed.ini --set run.device=cuda --set ppo.n_steps=64 --iterations 1 \
     >"$csv" 2>"$out/$stamp-gpu-kernels.log"
   python3 - "$csv" <<'PY' | tee "$out/$stamp-gpu-kernels.txt"

@@ -769,3 +769,96 @@ Test(cuda_mse, forward_and_backward_match_cpu) {
   }
   close_pair(p);
 }
+
+// --- a recorded training step against the same step run eagerly ----------------------------------------------
+//
+// The graph test above records one scale kernel. This one records what the trainer's update graph
+// holds (memset nodes, cuBLAS GEMMs into fp32 and fp16 C, the bias + activation backward whose
+// partials live in the cuBLAS workspace, the fused unscale + norm through ctx->partials, Adam through
+// the scalar slots and the device step counter, the GradScaler update) and checks every replay
+// bit-exactly against the same calls made eagerly on a twin set of buffers. Adam writes the fp16
+// weights the next call's GEMM reads, so a replay that reused stale values or raced shows at once.
+typedef struct {
+  Backend *b;
+  uint16_t *x, *w;  // input (B, K) fp16; weights (H, K) fp16 = params rounded
+  float *pre, *dbias, *grads, *params, *m, *v;
+  uint16_t *y, *din, *din_t;  // (B, H) fp16; din_t (H, B)
+  float *scale, *found_inf, *total, *coef;
+  int32_t *step, *tracker;
+} StepBufs;
+enum { SB_B = 257, SB_H = 384, SB_K = 200 };
+
+static void train_step(void *p) {
+  StepBufs *s = p;
+  size_t n = (size_t)SB_H * SB_K;
+  backend_gemm(s->b, NN_F16, 0, 1, SB_B, SB_H, SB_K, 1.0f, s->x, s->w, 0.0f, s->pre);
+  backend_bias_act_forward(s->b, s->y, NN_F16, s->pre, s->dbias, SB_B, SB_H, NN_ACT_TANH);
+  backend_memset_zero(s->b, s->grads, n * sizeof(float));
+  backend_bias_act_backward_t(s->b, s->din, s->din_t, NN_F16, s->dbias, s->pre, NN_F32, s->y, NN_F16, SB_B, SB_H,
+                              NN_ACT_TANH);
+  backend_gemm(s->b, NN_F16, 0, 0, SB_H, SB_K, SB_B, 1.0f, s->din_t, s->x, 1.0f, s->grads);
+  backend_memset_zero(s->b, s->found_inf, sizeof(float));
+  backend_unscale_clip_coef(s->b, s->grads, n, n, s->scale, s->found_inf, s->total, s->coef, 0.5f);
+  AdamHyper hyper = {1e-3, 0.9, 0.999, 1e-5};
+  backend_adam_step(s->b, s->params, s->grads, s->m, s->v, n, hyper, NULL, s->step, s->found_inf, s->coef, s->w,
+                    NN_F16);
+  backend_grad_scaler_update(s->b, s->scale, s->tracker, s->found_inf, 2.0, 0.5, 2);
+}
+
+static StepBufs step_bufs(Backend *b, const uint16_t *x, const float *params) {
+  size_t n = (size_t)SB_H * SB_K, bh = (size_t)SB_B * SB_H;
+  StepBufs s = {.b = b};
+  s.x = put(b, x, (size_t)SB_B * SB_K * 2);
+  s.params = put(b, params, n * 4);
+  s.w = backend_alloc(b, n * 2);
+  backend_cast(b, s.w, NN_F16, s.params, NN_F32, n);
+  s.pre = backend_alloc(b, bh * 4), s.y = backend_alloc(b, bh * 2);
+  s.din = backend_alloc(b, bh * 2), s.din_t = backend_alloc(b, bh * 2);
+  s.dbias = backend_alloc(b, SB_H * 4), s.grads = backend_alloc(b, n * 4);
+  s.m = backend_alloc(b, n * 4), s.v = backend_alloc(b, n * 4);
+  float scale = 1024.0f;
+  s.scale = put(b, &scale, 4);
+  s.found_inf = backend_alloc(b, 4), s.total = backend_alloc(b, 4), s.coef = backend_alloc(b, 4);
+  s.step = backend_alloc(b, 4), s.tracker = backend_alloc(b, 4);
+  return s;
+}
+
+static void assert_same_device_bytes(Backend *b, const void *x, const void *y, size_t bytes, const char *what, int k) {
+  unsigned char *hx = get(b, x, bytes), *hy = get(b, y, bytes);
+  for (size_t i = 0; i < bytes; i++)
+    cr_assert_eq(hx[i], hy[i], "call %d: %s byte %zu: eager %02x, graph %02x", k, what, i, hx[i], hy[i]);
+  free(hx), free(hy);
+}
+
+Test(cuda_graph, a_recorded_training_step_equals_the_eager_one_bit_for_bit) {
+  Backend *b = cuda_or_skip();
+  size_t n = (size_t)SB_H * SB_K, bh = (size_t)SB_B * SB_H;
+  Rng rng;
+  rng_seed(&rng, 4242);
+  float *xf = malloc((size_t)SB_B * SB_K * 4), *params = malloc(n * 4);
+  fill(xf, (size_t)SB_B * SB_K, &rng, -1, 1);
+  fill(params, n, &rng, -0.1, 0.1);
+  uint16_t *x = stored(xf, (size_t)SB_B * SB_K, NN_F16);
+  StepBufs eager = step_bufs(b, x, params), rec = step_bufs(b, x, params);
+  BackendGraph graph = {0};
+  for (int k = 0; k < 6; k++) {  // warm-up, recording + launch, then four replays
+    train_step(&eager);
+    backend_graph_run(b, &graph, train_step, &rec);
+    cr_assert_eq(graph.exec != NULL, k >= 1, "call %d: graph %p", k, graph.exec);
+    assert_same_device_bytes(b, eager.params, rec.params, n * 4, "params", k);
+    assert_same_device_bytes(b, eager.w, rec.w, n * 2, "fp16 weights", k);
+    assert_same_device_bytes(b, eager.m, rec.m, n * 4, "adam m", k);
+    assert_same_device_bytes(b, eager.v, rec.v, n * 4, "adam v", k);
+    assert_same_device_bytes(b, eager.dbias, rec.dbias, SB_H * 4, "dbias", k);
+    assert_same_device_bytes(b, eager.din_t, rec.din_t, bh * 2, "din_t", k);
+    assert_same_device_bytes(b, eager.total, rec.total, 4, "grad norm", k);
+    assert_same_device_bytes(b, eager.scale, rec.scale, 4, "loss scale", k);
+    assert_same_device_bytes(b, eager.step, rec.step, 4, "adam step", k);
+  }
+  int32_t steps = 0;
+  backend_download(b, &steps, rec.step, 4);
+  cr_assert_eq(steps, 6, "every call stepped (no inf at these sizes): %d", steps);
+  backend_graph_reset(b, &graph);
+  free(xf), free(params), free(x);
+  backend_close(b);
+}
