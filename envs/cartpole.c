@@ -140,10 +140,17 @@ static void cartpole_kind_step(void *env, const void *action, float *obs, float 
 
 static void cartpole_kind_close(void *env) { (void)env; }  // owns nothing
 
-// A state read from a checkpoint: finite physics and return, and a step count inside its limit.
-static int cartpole_kind_check_state(const void *env, const void *shared) {
+// A state read from a checkpoint: finite physics and return, this run's episode limit, and a step
+// count inside it.
+static int cartpole_kind_check_state(const void *env, const void *fresh, const void *shared) {
   (void)shared;
   const CartPole *e = env;
+  const CartPole *own = fresh;
+  if (e->max_episode_steps != own->max_episode_steps) {
+    error_set("cart-pole episode limit %d, but this run's is %d (the checkpoint is damaged)", (int)e->max_episode_steps,
+              (int)own->max_episode_steps);
+    return -1;
+  }
   if (!(isfinite(e->x) && isfinite(e->x_dot) && isfinite(e->theta) && isfinite(e->theta_dot) &&
         isfinite(e->episode_return))) {
     error_set("cart-pole state (%g, %g, %g, %g), return %g: must be finite (the checkpoint is damaged)", e->x, e->x_dot,

@@ -83,10 +83,11 @@ typedef struct EnvKind {
   // borrowed pointers at `shared`, or clears them when shared is NULL: a checkpoint stores states
   // with their pointers cleared (the same bytes in every run) and rebinds them when it is loaded.
   void (*rebind)(void *env, const void *shared);
-  // Optional: 0 when a state read from a checkpoint (and rebound) fits `shared`, else -1 and the
+  // Optional: 0 when a state read from a checkpoint (and rebound) fits this run, else -1 and the
   // message: indices into shared data in range, so a damaged checkpoint or a changed data file
-  // cannot make the env read outside it.
-  int (*check_state)(const void *env, const void *shared);
+  // cannot make the env read outside it; every number finite; and the fields init derives from the
+  // configuration (index, env count, limits) equal to `fresh`'s, this run's own state of the same env.
+  int (*check_state)(const void *env, const void *fresh, const void *shared);
 } EnvKind;
 
 const EnvKind *env_kind_find(

@@ -740,9 +740,19 @@ static void trading_kind_rebind(void *env, const void *shared) { ((TradingEnv *)
 // A loaded state's bars and level index must lie inside this run's data: window - 1 <= start <= t
 // <= end <= rows - 1, and end <= rows - 2 with next-open fills (the observation reads W bars up to t,
 // a next-open fill bar t + 1 <= end, and the episode's forced close the open after end).
-static int trading_kind_check_state(const void *env, const void *shared) {
+static int trading_kind_check_state(const void *env, const void *fresh, const void *shared) {
   const TradingEnv *e = env;
+  const TradingEnv *own = fresh;
   const TradingContext *c = shared;
+  // The stratified first start reads these (a reset of an env not yet started); read the flag's
+  // byte, since a bool holding another value may not be read as one.
+  unsigned char started;
+  memcpy(&started, &e->started, 1);
+  if (e->env_index != own->env_index || e->num_envs != own->num_envs || started > 1) {
+    error_set("env index %d of %d (started %u), but it is env %d of %d in this run: the checkpoint is damaged",
+              (int)e->env_index, (int)e->num_envs, started, (int)own->env_index, (int)own->num_envs);
+    return -1;
+  }
   const int64_t rows = c->data->rows, last = rows - 1 - (c->params.exec == TRADING_EXEC_NEXT_OPEN);
   if (!(c->window - 1 <= e->start && e->start <= e->t && e->t <= e->end && e->end <= last)) {
     error_set(
@@ -757,30 +767,62 @@ static int trading_kind_check_state(const void *env, const void *shared) {
   }
   // The account and the episode's running sums: finite, and the counts not negative. A NaN here
   // would reach every later reward and episode metric of the env.
+  // The last step's fill and the forced close are read by the episode logs and the ledger.
   const struct {
     const char *name;
     double value;
   } sums[] = {{"q", e->q},
               {"cash", e->cash},
               {"equity_peak", e->equity_peak},
+              {"entry_price", e->entry_price},
+              {"last_cost_bp", e->last_cost_bp},
               {"prev_equity", e->prev_equity},
+              {"exit_equity", e->exit_equity},
+              {"fill_units", e->fill_units},
+              {"fill_price", e->fill_price},
+              {"fill_commission", e->fill_commission},
+              {"fill_fee", e->fill_fee},
+              {"fill_financing", e->fill_financing},
+              {"fill_cost", e->fill_cost},
+              {"fill_mid", e->fill_mid},
+              {"fill_spread", e->fill_spread},
+              {"exit_fill.units", e->exit_fill.units},
+              {"exit_fill.price", e->exit_fill.price},
+              {"exit_fill.mid", e->exit_fill.mid},
+              {"exit_fill.commission", e->exit_fill.commission},
+              {"exit_fill.fee", e->exit_fill.fee},
+              {"exit_fill.spread", e->exit_fill.spread},
+              {"exit_fill.cost", e->exit_fill.cost},
+              {"reward_exact", e->reward_exact},
+              {"dsr.a", e->dsr.a},
+              {"dsr.b", e->dsr.b},
               {"reward_sum", e->reward_sum},
               {"ret_sum", e->ret_sum},
               {"ret_sq_sum", e->ret_sq_sum},
+              {"last_ret", e->last_ret},
               {"max_dd", e->max_dd},
               {"turnover_sum", e->turnover_sum},
               {"cost_sum", e->cost_sum},
+              {"trade_entry_equity", e->trade_entry_equity},
               {"hold_bars_sum", e->hold_bars_sum}};
   for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
     if (!isfinite(sums[k].value)) {
       error_set("%s = %g: must be finite (the checkpoint is damaged)", sums[k].name, sums[k].value);
       return -1;
     }
-  if (e->steps < 0 || e->bars_in_position < 0 || e->trades_opened < 0 || e->trades_closed < 0 || e->trades_won < 0) {
-    error_set("negative step or trade counts (steps %d, trades opened %d): the checkpoint is damaged", (int)e->steps,
-              (int)e->trades_opened);
-    return -1;
-  }
+  const struct {
+    const char *name;
+    int32_t value;
+  } counts[] = {{"steps", e->steps},
+                {"bars_in_position", e->bars_in_position},
+                {"trades_opened", e->trades_opened},
+                {"trades_closed", e->trades_closed},
+                {"trades_won", e->trades_won}};
+  for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+    if (counts[k].value < 0) {
+      error_set("%s = %d: must not be negative (the checkpoint is damaged)", counts[k].name, (int)counts[k].value);
+      return -1;
+    }
   return 0;
 }
 

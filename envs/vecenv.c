@@ -241,16 +241,27 @@ int vecenv_state_load(VecEnv *vec, const VecEnvStateInfo *info, const unsigned c
               info->ring_count, info->ring_next, (unsigned long long)info->episodes_total, own.log_capacity);
     return -1;
   }
+  // Every state is checked against this run's own state of the same env (its configuration: index,
+  // limits) before any is taken, so a refused load leaves the envs as they were.
   size_t size = vec->spec.state_size;
+  if (vec->kind->check_state) {
+    unsigned char *loaded = malloc(size ? size : 1);
+    CHECK(loaded, "vecenv_state_load: out of memory");
+    for (int i = 0; i < vec->num_envs; i++) {
+      memcpy(loaded, states + (size_t)i * size, size);
+      if (vec->kind->rebind) vec->kind->rebind(loaded, vec->shared);
+      if (vec->kind->check_state(loaded, vec->states + (size_t)i * vec->stride, vec->shared) != 0) {
+        error_prepend("env state %d: ", i);
+        free(loaded);
+        return -1;
+      }
+    }
+    free(loaded);
+  }
   for (int i = 0; i < vec->num_envs; i++) {
     unsigned char *env = vec->states + (size_t)i * vec->stride;
     memcpy(env, states + (size_t)i * size, size);
     if (vec->kind->rebind) vec->kind->rebind(env, vec->shared);
-    if (vec->kind->check_state && vec->kind->check_state(env, vec->shared) != 0) {
-      error_prepend("env state %d: ", i);
-      vec->started = 0;  // not loaded: the next reset starts every env afresh
-      return -1;
-    }
   }
   memcpy(vec->ring, ring, (size_t)own.log_capacity * (size_t)own.log_size * sizeof(float));
   vec->ring_count = info->ring_count;

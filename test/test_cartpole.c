@@ -270,13 +270,17 @@ Test(cartpole, damaged_states_are_refused) {
   float obs[4];
   cartpole_reset(&env, obs);
   cr_assert_not_null(cartpole_kind.check_state);
-  cr_expect_eq(cartpole_kind.check_state(&env, NULL), 0, "%s", error_message());
+  cr_expect_eq(cartpole_kind.check_state(&env, &env, NULL), 0, "%s", error_message());
   CartPole bad = env;
   bad.theta_dot = NAN;
-  cr_expect_eq(cartpole_kind.check_state(&bad, NULL), -1);
+  cr_expect_eq(cartpole_kind.check_state(&bad, &env, NULL), -1);
   cr_expect(strstr(error_message(), "must be finite"), "%s", error_message());
   bad = env;
   bad.steps = 501;
-  cr_expect_eq(cartpole_kind.check_state(&bad, NULL), -1);
+  cr_expect_eq(cartpole_kind.check_state(&bad, &env, NULL), -1);
   cr_expect(strstr(error_message(), "cart-pole step 501 of 500"), "%s", error_message());
+  bad = env;  // a limit other than this run's: episodes would run past 500 steps
+  bad.max_episode_steps = 2147483647;
+  cr_expect_eq(cartpole_kind.check_state(&bad, &env, NULL), -1);
+  cr_expect(strstr(error_message(), "episode limit 2147483647, but this run's is 500"), "%s", error_message());
 }

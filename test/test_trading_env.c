@@ -785,15 +785,65 @@ Test(trading_params, a_loaded_state_past_the_data_is_refused) {
   rng_seed(&rng, 1);
   trading_env_init(&e, &c, 0, 1, rng);
   trading_env_reset(&e, obs);
-  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "a fresh state: %s", error_message());
+  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "a fresh state: %s", error_message());
   e.end = d->rows - 2;
-  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "end = rows - 2: %s", error_message());
+  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "end = rows - 2: %s", error_message());
   e.end = d->rows - 1;  // its forced close would read open[rows]
-  cr_assert_eq(trading_kind.check_state(&e, &c), -1);
+  cr_assert_eq(trading_kind.check_state(&e, &e, &c), -1);
   cr_assert(strstr(error_message(), "do not fit this run's market"), "%s", error_message());
   p.exec = TRADING_EXEC_CLOSE;  // fills at the decision bar's close: the last bar is usable
   context_for(&c, d, f, &p);
-  cr_assert_eq(trading_kind.check_state(&e, &c), 0, "close execution, end = rows - 1: %s", error_message());
+  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "close execution, end = rows - 1: %s", error_message());
+  free(obs);
+  features_free(f);
+  market_data_free(d);
+}
+
+// Every other field a damaged checkpoint could carry: the env's index and count (the stratified first
+// start computes a bar from them), the started flag's byte, each double the fills, ledger and logs
+// read, and each counter; the message names the field.
+Test(trading_params, a_loaded_state_with_a_damaged_field_is_refused) {
+  MarketData *d = load_shipped("SPY_1D.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  TradingContext c;
+  context_for(&c, d, f, &p);
+  float *obs = obs_new(&c);
+  TradingEnv own, e;
+  Rng rng;
+  rng_seed(&rng, 1);
+  trading_env_init(&own, &c, 1, 4, rng);
+  trading_env_reset(&own, obs);
+  cr_assert_eq(trading_kind.check_state(&own, &own, &c), 0, "%s", error_message());
+
+  e = own;
+  e.env_index = 2147483647;
+  cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1);
+  cr_assert(strstr(error_message(), "env index 2147483647 of 4"), "%s", error_message());
+  e = own;
+  e.num_envs = 2;
+  cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1);
+  e = own;
+  memset(&e.started, 2, 1);
+  cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1);
+  cr_assert(strstr(error_message(), "started 2"), "%s", error_message());
+
+  double *fields[] = {&e.entry_price,    &e.last_cost_bp, &e.exit_equity, &e.fill_price, &e.fill_spread,
+                      &e.exit_fill.cost, &e.reward_exact, &e.dsr.b,       &e.last_ret,   &e.trade_entry_equity};
+  const char *names[] = {"entry_price",    "last_cost_bp", "exit_equity", "fill_price", "fill_spread",
+                         "exit_fill.cost", "reward_exact", "dsr.b",       "last_ret",   "trade_entry_equity"};
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+    e = own;
+    *fields[k] = NAN;
+    cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1, "%s = NaN accepted", names[k]);
+    char want[64];
+    snprintf(want, sizeof want, "%s = nan", names[k]);
+    cr_assert(strstr(error_message(), want), "%s: %s", names[k], error_message());
+  }
+  e = own;
+  e.bars_in_position = -7;
+  cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1);
+  cr_assert(strstr(error_message(), "bars_in_position = -7"), "%s", error_message());
   free(obs);
   features_free(f);
   market_data_free(d);
