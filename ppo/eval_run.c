@@ -963,6 +963,7 @@ static int eval_walk_forward(const EvalRunOptions *o) {
     fprintf(folds,
             "fold,checkpoint,test_first,test_last,steps,total_return,cagr,sharpe,sortino,max_drawdown,n_trades,"
             "cost_total_pct,bh_total_return,bh_sharpe,bh_max_drawdown\n");
+  int64_t prev_last = 0;  // the previous fold's last test bar
   for (int k = 0; k < count && status == 0; k++) {
     char ckpt[PATH_CAP], fold_out[PATH_CAP];
     snprintf(ckpt, sizeof ckpt, "%s/%s/best.h5", run, names[k]);
@@ -982,8 +983,20 @@ static int eval_walk_forward(const EvalRunOptions *o) {
     EvalRunOptions fo = *o;
     fo.quiet = true;
     status = evaluate_checkpoint(&fo, ckpt, TRADING_SPLIT_TEST, fold_out, &ev);
+    // The folds' test windows follow each other: one that starts before the last one ended (a
+    // fold copied or linked under another name) would count its bars twice in the chain.
+    if (status == 0 && k > 0 && ev.passes[0].ts[0] < prev_last) {
+      char a[64], b[64];
+      fprintf(stderr,
+              "ppo-eval: --walk-forward %s: %s's test window starts at %s, before %s's ended (%s): the folds overlap "
+              "(is one a copy of or a link to another?)\n",
+              run, names[k], time_text(ev.passes[0].ts[0], a, sizeof a), names[k - 1],
+              time_text(prev_last, b, sizeof b));
+      status = EXIT_BAD_INPUT;
+    }
     if (status == 0) {
       const BacktestPass *g = &ev.passes[0], *bh = &ev.passes[ev.bh];
+      prev_last = g->ts[g->n];
       const Report *r = &ev.reports[0], *rb = &ev.reports[ev.bh];
       char a[64], b[64];
       fprintf(folds, "%s,%s,%s,%s,%lld,%.10g,%.10g,%.10g,%.10g,%.10g,%lld,%.10g,%.10g,%.10g,%.10g\n", names[k], ckpt,

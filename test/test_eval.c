@@ -923,4 +923,12 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   cr_expect_float_eq(sharpe0 - sharpe_rf, 0.2 / vol, 1e-9, "Sharpe %g at rf 0, %g at rf 0.2, volatility %g", sharpe0,
                      sharpe_rf, vol);
   free(report);
+  // A fold linked under a later name would chain fold 0's test bars a second time: refused.
+  char link[1024];
+  snprintf(link, sizeof link, "%s/fold_03", run);
+  cr_assert_eq(symlink("fold_00", link), 0, "cannot link %s", link);
+  snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100 --quiet --out '%s/dup'",
+           run, tmp_root);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "fold_03's test window starts at") && strstr(out, "the folds overlap"), "%s", out);
 }
