@@ -537,6 +537,37 @@ Test(json_writer, writes_nested_values_escaped_and_exact) {
   free(buf);
 }
 
+// Well-formed UTF-8 passes through; each byte that does not begin a well-formed sequence (a Latin-1
+// byte, a lone continuation byte, an overlong form, a surrogate, past U+10FFFF, a sequence cut short)
+// becomes \ufffd, so strings read from files cannot make the document invalid JSON.
+Test(json_writer, strings_that_are_not_utf8_are_written_as_replacement_characters) {
+  const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\x88", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\x88\""},
+      {"caf\xe9", "\"caf\\ufffd\""},
+      {"\x80x", "\"\\ufffdx\""},
+      {"\xc0\xafx", "\"\\ufffd\\ufffdx\""},
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
+      {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      {"\xe2\x82", "\"\\ufffd\\ufffd\""},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    cr_assert_not_null(out);
+    JsonWriter w;
+    json_init(&w, out);
+    json_array_begin(&w);
+    json_string(&w, cases[k].in);
+    json_array_end(&w);
+    fclose(out);
+    cr_expect(strstr(buf, cases[k].out), "case %zu: %s", k, buf);
+    free(buf);
+  }
+}
+
 Test(json_writer, a_value_without_a_key_is_a_programming_error, .exit_code = 1) {
   JsonWriter w;
   json_init(&w, stderr);
