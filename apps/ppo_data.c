@@ -82,6 +82,7 @@ static bool output_ok(const char *output, const char *what) {
     fprintf(stderr, "ppo-data: %s (%s)\n", error_message(), what);
     return false;
   }
+  atomic_file_forget(tmp);  // only the name was wanted
   if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
     fprintf(stderr, "ppo-data: %s '%s' is a directory; name the file to write\n", what, output);
     return false;
@@ -373,6 +374,7 @@ static int command_features(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   cli_standard_streams();
+  atomic_file_remove_on_signals();  // Ctrl-C or a kill leaves no half-written temporary file behind
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("%s%s", usage_text, help_text);
     return EXIT_OK;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "apps/cli.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "ppo/eval_run.h"
 
@@ -59,6 +60,7 @@ static int usage_error(const char *fmt, const char *arg) {
 
 int main(int argc, char **argv) {
   cli_standard_streams();
+  atomic_file_remove_on_signals();  // Ctrl-C or a kill leaves no half-written temporary file behind
   EvalRunOptions o;
   eval_run_options_default(&o);
   const char *overrides[MAX_OVERRIDES];

@@ -3,12 +3,68 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
+
+// --- temporary files a signal removes ---------------------------------------------------------------
+//
+// Every temporary name this process makes is noted in a slot until it is published or removed (from
+// one thread at a time: the programs write their files from the main thread). Once
+// atomic_file_remove_on_signals() has run, SIGINT, SIGTERM and SIGHUP (unless ignored, as under
+// nohup) unlink the noted files (unlink is async-signal-safe) and then end the process as the
+// signal would have. A name the handler reads while it is being replaced can be a mix of two names;
+// only names that end in this process's ".tmp.PID" are unlinked, and those are its own temporaries.
+#define PENDING_SLOTS 16
+static char pending[PENDING_SLOTS][ATOMIC_PATH_MAX];
+static char pending_suffix[32];  // ".tmp.PID", set when the handlers are installed
+static size_t pending_suffix_len;
+
+static void pending_note(const char *tmp_path) {
+  size_t len = strlen(tmp_path);
+  if (len >= ATOMIC_PATH_MAX) return;
+  for (int k = 0; k < PENDING_SLOTS; k++)
+    if (pending[k][0] == '\0' || strcmp(pending[k], tmp_path) == 0) {
+      memcpy(pending[k], tmp_path, len + 1);
+      return;
+    }
+  // All slots busy (more than 16 files open at once): slot 0 is reused, and its file is left behind.
+  memcpy(pending[0], tmp_path, len + 1);
+}
+
+static void pending_forget(const char *tmp_path) {
+  for (int k = 0; k < PENDING_SLOTS; k++)
+    if (strcmp(pending[k], tmp_path) == 0) pending[k][0] = '\0';
+}
+
+static void remove_pending_and_exit(int sig) {
+  for (int k = 0; k < PENDING_SLOTS; k++) {
+    size_t len = strnlen(pending[k], ATOMIC_PATH_MAX);
+    if (len > pending_suffix_len && memcmp(pending[k] + len - pending_suffix_len, pending_suffix, pending_suffix_len) == 0)
+      unlink(pending[k]);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void atomic_file_remove_on_signals(void) {
+  snprintf(pending_suffix, sizeof pending_suffix, ".tmp.%ld", (long)getpid());
+  pending_suffix_len = strlen(pending_suffix);
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+    struct sigaction old;
+    if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup's SIGHUP stays ignored
+    struct sigaction sa = {.sa_handler = remove_pending_and_exit};
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[k], &sa, NULL);
+  }
+}
+
+void atomic_file_forget(const char *tmp_path) { pending_forget(tmp_path); }
 
 int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
   const char *slash = strrchr(path, '/');
@@ -23,6 +79,7 @@ int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
     error_set("%s: path too long (at most %zu characters)", path, capacity - 32);
     return -1;
   }
+  pending_note(tmp_path);
   return 0;
 }
 
@@ -47,13 +104,16 @@ int atomic_file_publish(const char *tmp_path, const char *path) {
   if (fsync_path(tmp_path, O_RDONLY) != 0) {
     error_set("%s: cannot flush to disk: %s", tmp_path, errno_text());
     unlink(tmp_path);
+    pending_forget(tmp_path);
     return -1;
   }
   if (rename(tmp_path, path) != 0) {
     error_set("%s: cannot rename %s into place: %s", path, tmp_path, errno_text());
     unlink(tmp_path);
+    pending_forget(tmp_path);
     return -1;
   }
+  pending_forget(tmp_path);
   char dir[ATOMIC_PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (slash) {
@@ -88,6 +148,7 @@ int atomic_file_commit(AtomicFile *af) {
   if (write_failed || close_failed) {
     error_set("%s: write failed: %s", af->path, errno_text());
     unlink(af->tmp_path);
+    pending_forget(af->tmp_path);
     return -1;
   }
   return atomic_file_publish(af->tmp_path, af->path);
@@ -103,7 +164,10 @@ int atomic_file_write_text(const char *path, const char *text) {
 void atomic_file_abort(AtomicFile *af) {
   if (af->stream) fclose(af->stream);
   af->stream = NULL;
-  if (af->tmp_path[0]) unlink(af->tmp_path);
+  if (af->tmp_path[0]) {
+    unlink(af->tmp_path);
+    pending_forget(af->tmp_path);
+  }
 }
 
 int make_directories(const char *path) {

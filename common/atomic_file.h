@@ -34,6 +34,14 @@ int atomic_file_commit(AtomicFile *af);  // fclose (checking write errors) + pub
 int atomic_file_write_text(const char *path, const char *text);  // open + text + commit; 0, or -1 and the message
 void atomic_file_abort(AtomicFile *af);                          // fclose + remove the temporary file; `path` untouched
 
+// For programs without their own stop handling (ppo-data, ppo-eval): installs handlers so that
+// SIGINT, SIGTERM and SIGHUP remove this process's temporary files that are not yet published or
+// removed, then end the process as the signal would have. A caller that removes a temporary file
+// itself instead of publishing it calls atomic_file_forget (a forgotten name is harmless: unlinking
+// it again finds nothing).
+void atomic_file_remove_on_signals(void);
+void atomic_file_forget(const char *tmp_path);
+
 // Creates directory `path` and its missing parents (mode 0777 before the umask); an existing
 // directory is fine. 0, or -1 and the error message naming the directory that could not be made.
 int make_directories(const char *path);

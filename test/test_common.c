@@ -6,6 +6,7 @@
 #include <criterion/redirect.h>
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,54 @@ Test(atomic_file, commit_replaces_and_leaves_no_temporary) {
   cr_assert_str_eq(text, "second");
   cr_assert_eq(count_entries(dir), 1);
   remove_tree(dir);
+}
+
+// A program killed mid-write (Ctrl-C during ppo-data import, a kill during ppo-eval) leaves neither
+// the half-written temporary file nor a final one; a file it published before stays. Under nohup
+// (SIGHUP ignored) SIGHUP stays ignored.
+Test(atomic_file, a_signal_removes_the_unpublished_temporary_files) {
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+    char dir[64], done[128], half[128], unnamed[128];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(done, sizeof done, "%s/done.csv", dir);
+    snprintf(half, sizeof half, "%s/half.csv", dir);
+    snprintf(unnamed, sizeof unnamed, "%s/other.h5", dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+      atomic_file_remove_on_signals();
+      AtomicFile a, b;
+      fputs("published", atomic_file_open(&a, done));
+      if (atomic_file_commit(&a) != 0) _exit(3);
+      fputs("half", atomic_file_open(&b, half));
+      fflush(b.stream);
+      char tmp[160];  // a temporary made by name (as h5io does), not yet published
+      if (atomic_file_temp_path(unnamed, tmp, sizeof tmp) != 0) _exit(4);
+      FILE *f = fopen(tmp, "wb");
+      if (!f) _exit(5);
+      fclose(f);
+      raise(sigs[k]);
+      _exit(6);  // not reached
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == sigs[k], "signal %d: status %#x", sigs[k], status);
+    cr_expect_eq(count_entries(dir), 1, "signal %d: only done.csv may be left", sigs[k]);
+    cr_expect_eq(access(done, F_OK), 0, "signal %d: the published file", sigs[k]);
+    remove_tree(dir);
+  }
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    signal(SIGHUP, SIG_IGN);
+    atomic_file_remove_on_signals();
+    raise(SIGHUP);
+    _exit(0);
+  }
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "an ignored SIGHUP ended the process: %#x", status);
 }
 
 Test(atomic_file, abort_keeps_the_old_file) {
