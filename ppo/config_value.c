@@ -485,11 +485,30 @@ char *config_value_format(const ConfigKey *key, const void *src, char *buf, size
   return buf;
 }
 
+// An integer's digits, in groups of three from 10,000 up: 4096, 10_000, 1_000_000_000.
+static void format_grouped(int64_t v, char *buf, size_t capacity) {
+  char digits[32];
+  snprintf(digits, sizeof digits, "%lld", (long long)(v < 0 ? -v : v));
+  size_t n = strlen(digits), used = 0;
+  if (v < 0 && used + 1 < capacity) buf[used++] = '-';
+  for (size_t i = 0; i < n && used + 2 < capacity; i++) {
+    if (n > 4 && i > 0 && (n - i) % 3 == 0) buf[used++] = '_';
+    buf[used++] = digits[i];
+  }
+  buf[used] = '\0';
+}
+
 // "0 <= value <= 1", "value > 0", "odd, 3 <= value <= 101".
 static char *format_range(const ConfigKey *key, char *buf, size_t capacity) {
   char lo[40], hi[40];
   format_real(key->min, lo, sizeof lo);
   format_real(key->max, hi, sizeof hi);
+  // An integer key's bounds with their digits written out, grouped as the parser accepts them
+  // (1_000_000): "<= 1e18" read as an invitation to write 1e18, which it refuses above 2^53.
+  if (key->type == CONFIG_TYPE_INT || key->type == CONFIG_TYPE_INT_LIST || key->type == CONFIG_TYPE_AUTO_INT) {
+    if (isfinite(key->min) && fabs(key->min) < 9.2e18) format_grouped((int64_t)key->min, lo, sizeof lo);
+    if (isfinite(key->max) && fabs(key->max) < 9.2e18) format_grouped((int64_t)key->max, hi, sizeof hi);
+  }
   const char *lo_op = (key->flags & CONFIG_FLAG_MIN_OPEN) ? "<" : "<=";
   const char *hi_op = (key->flags & CONFIG_FLAG_MAX_OPEN) ? "<" : "<=";
   const char *odd = (key->flags & CONFIG_FLAG_ODD) ? "odd, " : "";

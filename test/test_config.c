@@ -218,7 +218,7 @@ Test(config_types, integers_accept_groups_and_exact_exponents) {
   expect_error("[ppo]\nn_steps = 0x10\n", "not an integer");
   expect_error("[run]\nseed = 99999999999999999999\n", "out of range of a 64-bit integer");
   expect_error("[run]\nseed = 1e17\n", "not an exact integer");
-  expect_error("[run]\nseed = -1\n", "t.ini:2: [run] seed = -1: out of range (allowed: 0 <= value <= 1e18)");
+  expect_error("[run]\nseed = -1\n", "t.ini:2: [run] seed = -1: out of range (allowed: 0 <= value <= 1_000_000_000_000_000_000)");
 }
 
 Test(config_types, reals_are_finite_decimals) {
@@ -308,7 +308,7 @@ Test(config_types, dates_auto_and_none) {
                "t.ini:2: [env] reward_scale = 1e30: out of range (allowed: auto or 1e-12 <= value <= 1000000)");
   expect_error("[env]\nmax_leverage = 1e-10\n",
                "t.ini:2: [env] max_leverage = 1e-10: out of range (allowed: 1e-9 <= value <= 100)");
-  expect_error("[env]\nwindow = 0\n", "t.ini:2: [env] window = 0: out of range (allowed: auto or 1 <= value <= 10000)");
+  expect_error("[env]\nwindow = 0\n", "t.ini:2: [env] window = 0: out of range (allowed: auto or 1 <= value <= 10_000)");
   expect_error("[ppo]\ntarget_kl = off\n", "not a number or none (allowed: none or value > 0)");
   expect_error("[ppo]\ntarget_kl = 0\n", "t.ini:2: [ppo] target_kl = 0: out of range (allowed: none or value > 0)");
   expect_error("[env]\nuse_data_spread = sometimes\n", "not a boolean or auto");
@@ -391,7 +391,7 @@ Test(config_ini, each_error_class_with_location) {
   expect_error("[ppo]\ngamma ; = 1\n", "t.ini:2: syntax error");
   expect_error("[env]\nexec = next-open\n",
                "t.ini:2: [env] exec = next-open: not one of the choices (allowed: next_open, close)");
-  expect_error("[ppo]\nn_epochs = 0\n", "t.ini:2: [ppo] n_epochs = 0: out of range (allowed: 1 <= value <= 10000)");
+  expect_error("[ppo]\nn_epochs = 0\n", "t.ini:2: [ppo] n_epochs = 0: out of range (allowed: 1 <= value <= 10_000)");
   expect_error("[env]\nimpact_y = 0.1\n", "t.ini:2: [env] impact_y = 0.1: out of range (allowed: 0 <= value <= 0)");
 }
 
