@@ -282,8 +282,9 @@ static int command_import(int argc, char **argv) {
 }
 
 static int command_info(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (strncmp(argv[i], "--", 2) == 0) return usage_error("info: unknown option '%s' (info takes one FILE)", argv[i]);
   if (argc != 1) return usage_error("%s", "info takes exactly one FILE");
-  if (strncmp(argv[0], "--", 2) == 0) return usage_error("unknown option '%s'", argv[0]);
   MarketData *data = market_data_load(argv[0]);
   if (!data) {
     fprintf(stderr, "ppo-data: %s\n", error_message());

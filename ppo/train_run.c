@@ -109,6 +109,7 @@ static int write_config_file(const Config *cfg, const char *path) {
   AtomicFile af;
   if (!atomic_file_open(&af, path)) return -1;
   if (config_write_ini(cfg, af.stream) != 0) {
+    error_prepend("%s: ", path);  // "cannot write the configuration: No space left on device"
     atomic_file_abort(&af);
     return -1;
   }
