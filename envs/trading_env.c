@@ -217,6 +217,7 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   p.slippage_bps = auto_real(p.slippage_bps, fx ? 0.5 : 1.0);
   p.episode_length = auto_int(p.episode_length, c->daily ? 252 : 2048);
   p.window = auto_int(p.window, c->daily ? 30 : 32);
+  const bool warmup_auto = p.warmup == TRADING_AUTO_INT;
   p.warmup = auto_int(p.warmup, 3 * features->lookback);
 
   // The configuration's ranges (ppo/config_schema.c) are these, so a bad value is refused there,
@@ -331,10 +332,16 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   c->eval_end = c->split_hi[s] - tail;
   char when[32];
   if (!p.eval && c->episode_length < 1) {
+    char cause[200] = "lower warmup";
+    if (warmup_auto)
+      snprintf(cause, sizeof cause,
+               "warmup is auto, 3 x the longest feature lookback (%lld bars: ema_slow, sigma_halflife, the "
+               "longest return horizon): shorten those or set warmup",
+               (long long)features->lookback);
     error_set(
         "trading: the train split (rows %lld..%lld) has no room for an episode after the warm-up (first valid "
-        "start row %lld = max(warmup %lld, window - 1)); move val_start later or lower warmup",
-        (long long)c->split_lo[0], (long long)c->split_hi[0], (long long)first_valid, (long long)p.warmup);
+        "start row %lld = max(warmup %lld, window - 1)); move val_start later, or %s",
+        (long long)c->split_lo[0], (long long)c->split_hi[0], (long long)first_valid, (long long)p.warmup, cause);
     return -1;
   }
   if (p.eval && (p.eval_offset < 0 || c->eval_end - c->eval_start < 1)) {

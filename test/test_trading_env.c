@@ -799,6 +799,30 @@ Test(trading_params, a_loaded_state_past_the_data_is_refused) {
   market_data_free(d);
 }
 
+// A warm-up that leaves the train split no room names its cause: an auto warm-up is 3x the longest
+// feature lookback, so the spans to shorten are named; a warm-up that was set is to be lowered.
+Test(trading_params, a_warmup_past_the_train_split_names_its_cause) {
+  MarketData *d = load_shipped("SPY_1D.h5");
+  Features *f = features_for(d);
+  TradingParams p = trading_params_default();
+  p.warmup = 100000;
+  TradingContext c;
+  cr_assert_eq(trading_context_init(&c, d, f, &p), -1);
+  cr_expect(strstr(error_message(), "no room for an episode") && strstr(error_message(), "or lower warmup"), "%s",
+            error_message());
+  FeatureParams fp = features_params_default();
+  fp.ema_slow = 5000;  // 3 x 5000 bars: more than SPY's train split
+  cr_assert_eq(features_params_resolve(&fp, d), 0, "%s", error_message());
+  Features *slow = features_compute(d, &fp);
+  p = trading_params_default();
+  cr_assert_eq(trading_context_init(&c, d, slow, &p), -1);
+  cr_expect(strstr(error_message(), "warmup is auto, 3 x the longest feature lookback (5000 bars"), "%s",
+            error_message());
+  features_free(slow);
+  features_free(f);
+  market_data_free(d);
+}
+
 // Every other field a damaged checkpoint could carry: the env's index and count (the stratified first
 // start computes a bar from them), the started flag's byte, each double the fills, ledger and logs
 // read, and each counter; the message names the field.
