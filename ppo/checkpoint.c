@@ -531,6 +531,24 @@ static int check_counters(const TrainCounters *c, const Config *cfg, int ranks, 
   return 0;
 }
 
+// The Gaussian head's log std within [policy] log_std_init's range: a finite 3e38 passed the
+// finiteness check and sampled actions of infinite spread (exp(log_std) overflows).
+static int check_log_std(const float *log_std, size_t n) {
+  int count;
+  const ConfigKey *schema = config_schema(&count);
+  double lo = -HUGE_VAL, hi = HUGE_VAL;
+  for (int k = 0; k < count; k++)
+    if (strcmp(schema[k].section, "policy") == 0 && strcmp(schema[k].key, "log_std_init") == 0)
+      lo = schema[k].min, hi = schema[k].max;
+  for (size_t i = 0; i < n; i++)
+    if (log_std[i] < lo || log_std[i] > hi) {
+      error_set("params/log_std[%zu] = %g: allowed %g .. %g (the range of [policy] log_std_init; a damaged checkpoint)",
+                i, (double)log_std[i], lo, hi);
+      return -1;
+    }
+  return 0;
+}
+
 // The fp32 parameters into the policy's params slab (host: staging of slab_floats floats).
 static int read_params(hid_t f, Policy *pol, float *host) {
   const size_t P = pol->slab_floats;
@@ -547,7 +565,8 @@ static int read_params(hid_t f, Policy *pol, float *host) {
   if (pol->params.log_std) {
     hsize_t ad = (hsize_t)pol->spec.action_dim;
     float *log_std = host + (pol->params.log_std - pol->params_memory);
-    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, log_std) || check_tensor("params/log_std", log_std, ad, 1))
+    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, log_std) || check_tensor("params/log_std", log_std, ad, 1) ||
+        check_log_std(log_std, ad))
       return -1;
   }
   backend_upload(pol->backend, pol->params_memory, host, P * sizeof(float));

@@ -560,6 +560,29 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
   return f;
 }
 
+// The Gaussian head's log std is checked against [policy] log_std_init's range, not only for
+// finiteness: a finite 3e38 resumed into actions of infinite spread.
+Test(train, resume_refuses_a_log_std_out_of_range) {
+  const char *cfg = config_file("log_std");
+  char dir[512], ckpt[600], path[700];
+  snprintf(dir, sizeof dir, "%s/log_std", tmp_root);
+  const char *sets[] = {"run.total_timesteps=256", "eval.every=0", "env.action_mode=continuous"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  const char *more[] = {"run.total_timesteps=512"};
+  const double bad[] = {3e38, -21, 20.5};
+  const char *message[] = {"params/log_std[0] = 3e+38: allowed -20 .. 20", "params/log_std[0] = -21: allowed -20 .. 20",
+                           "params/log_std[0] = 20.5: allowed -20 .. 20"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(path, sizeof path, "%s/log_std_%d.h5", tmp_root, k);
+    copy_with_element(ckpt, path, "params/log_std", 0, bad[k]);
+    cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", message[k]);
+    cr_expect(strstr(error_message(), message[k]), "%s: %s", message[k], error_message());
+  }
+  copy_with_element(ckpt, path, "params/log_std", 0, 20);  // the bound itself resumes
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 0, "%s", error_message());
+}
+
 // The envs index the market's bars: a checkpoint whose market is not this run's (another data file
 // behind the same [env] data path) is refused by its recorded identity, and env states whose bars
 // fall outside the data (a damaged file) by the env's own check, each with exit status 2 before a
