@@ -167,19 +167,42 @@ static void best_record_text(char *buf, size_t capacity, const char *metric, int
 
 static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value);
 
+// A recorded best value that an evaluation can have written: best.h5 is written only for a
+// metric above -inf (the start; evaluator_run makes a NaN metric -inf), and a metric is +inf only
+// as a Sharpe or Sortino ratio with no spread or no downside. Any other value (NaN, -inf, +inf of
+// total_return or calmar) is a damaged record: resumed, it never let best.h5 be replaced (NaN) or
+// let any evaluation replace it (-inf), and was logged as "(best nan)" without a word.
+static int check_best_value(const char *path, const char *where, const char *metric_key, const char *metric,
+                            double value) {
+  if (isfinite(value)) return 0;
+  if (value > 0 && (strcmp(metric, "sharpe") == 0 || strcmp(metric, "sortino") == 0)) return 0;
+  error_set(
+      "%s: %s = %g (%s %s): must be a finite number (+inf only for sharpe or sortino: a pass without "
+      "spread or downside), the value of the evaluation that wrote best.h5; a damaged record: correct it, or move "
+      "best.h5 away and the next evaluation writes a new one",
+      path, where, value, metric_key, metric);
+  return -1;
+}
+
 // The metric and the value that selected best.h5, so a resumed run only replaces it with a better
 // evaluation: best.h5's own best_* attributes (checkpoint_save_best), or for a best.h5 written
-// before them the best.txt beside it. -INFINITY when there is none (or it names another metric).
+// before them the best.txt beside it. *best = -INFINITY when there is none (or it names another
+// metric). -1 and the message when the recorded value is one no evaluation writes (check_best_value).
 // best.txt, the same record for people, is written from best.h5's when they differ: a kill between
 // the two writes (best.h5 first) left an older record there, which no equal evaluation replaced.
-static double read_best(const char *run_dir, const char *metric) {
+static int read_best(const char *run_dir, const char *metric, double *best) {
   char path[PATH_CAP], name[64];
+  *best = -INFINITY;
   snprintf(path, sizeof path, "%s/best.h5", run_dir);
-  if (!path_exists(path)) return -INFINITY;
+  if (!path_exists(path)) return 0;
   int64_t best_iteration;
   double best_value;
   int rc = checkpoint_read_best(path, name, sizeof name, &best_iteration, &best_value);
   if (rc == 0) {
+    if (check_best_value(path, "root attribute best_value", "best_metric", name, best_value) != 0) return -1;
+    if (isinf(best_value))
+      log_warn("ppo-train: %s records best_value = inf (%s of iteration %lld): no later evaluation can replace it",
+               path, name, (long long)best_iteration);
     char want[256], txt[PATH_CAP];
     best_record_text(want, sizeof want, name, best_iteration, best_value);
     snprintf(txt, sizeof txt, "%s/best.txt", run_dir);
@@ -192,20 +215,24 @@ static double read_best(const char *run_dir, const char *metric) {
     }
     if (strcmp(have, want) != 0 && write_best(run_dir, name, best_iteration, best_value) != 0)
       log_warn("ppo-train: %s (best.h5 itself holds the record)", error_message());
-    return strcmp(name, metric) == 0 ? best_value : -INFINITY;
+    if (strcmp(name, metric) == 0) *best = best_value;
+    return 0;
   }
   if (rc < 0) {  // unreadable: the next evaluation replaces it
     log_warn("ppo-train: %s; the next evaluation replaces it", error_message());
-    return -INFINITY;
+    return 0;
   }
   snprintf(path, sizeof path, "%s/best.txt", run_dir);
   FILE *f = fopen(path, "r");
-  if (!f) return -INFINITY;
+  if (!f) return 0;
   double value;
   long long iteration;
   int n = fscanf(f, "metric %63s iteration %lld value %lf", name, &iteration, &value);
   fclose(f);
-  return n == 3 && strcmp(name, metric) == 0 ? value : -INFINITY;
+  if (n != 3) return 0;
+  if (check_best_value(path, "value", "metric", name, value) != 0) return -1;
+  if (strcmp(name, metric) == 0) *best = value;
+  return 0;
 }
 
 static int write_best(const char *run_dir, const char *metric, int64_t iteration, double value) {
@@ -865,6 +892,12 @@ static int run_open_outputs(Run *r) {
     r->ev = evaluator_init(r->tr);
     if (!r->ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
   }
+  // The best a resumed run must beat, checked before any file of the run directory is rewritten.
+  r->best = -INFINITY;
+  if (r->ev && opt->resume && read_best(r->run_dir, evaluator_metric_name(r->ev), &r->best) != 0) {
+    fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
   if (!r->root) return EXIT_OK;
   // The metrics table needs the env metric names: they come with the env spec.
   TrainStats shape;
@@ -910,7 +943,6 @@ static int run_begin_loop(Run *r) {
   r->t_start = timer_now();
   r->dev_mib = (double)trainer_memory_plan(r->tr)->device_total / 1048576.0;
   r->timesteps_at_start = trainer_counters(r->tr)->timesteps;
-  r->best = r->ev && opt->resume ? read_best(r->run_dir, evaluator_metric_name(r->ev)) : -INFINITY;
   r->eval_pending = r->saved_at = -1;
   const char *fail_rank = getenv("PPO_TEST_FAIL_RANK");  // fault injection for the multi-rank tests
   r->fail_after = fail_rank && atoi(fail_rank) == dist_rank() ? 2 : -1;

@@ -453,6 +453,69 @@ Test(train, resume_keeps_a_better_best_h5) {
   }
 }
 
+// A best_value no evaluation writes (NaN; -inf, below which nothing is written; +inf of a metric
+// that is not a ratio) is refused on resume with exit 2 naming the file and the attribute: a NaN
+// was resumed into a run that never replaced best.h5 and logged "(best nan)". +inf of sharpe or
+// sortino (a pass without spread or downside) still resumes. best.txt of a best.h5 without the
+// attributes is checked the same way.
+Test(train, resume_refuses_a_best_value_no_evaluation_writes) {
+  const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
+  const struct {
+    double value;
+    const char *metric;  // best_metric written (NULL: as recorded)
+    bool legacy;         // in best.txt, best.h5 without the attributes
+    const char *message; // NULL: resumes
+  } cases[] = {
+      {NAN, NULL, false, "best.h5: root attribute best_value = nan (best_metric sharpe): must be a finite number"},
+      {-INFINITY, NULL, false, "best.h5: root attribute best_value = -inf (best_metric sharpe): must be a finite"},
+      {INFINITY, "total_return", false, "best.h5: root attribute best_value = inf (best_metric total_return)"},
+      {NAN, NULL, true, "best.txt: value = nan (metric sharpe): must be a finite number"},
+      {INFINITY, NULL, false, NULL},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char dir[512], path[600], txt[600], ckpt[600], name[64];
+    snprintf(name, sizeof name, "best_bad_%zu", k);
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
+    cr_assert_eq(run(config_file(name), NULL, dir, 2, 1, sets), 0, "%s", error_message());
+    snprintf(path, sizeof path, "%s/best.h5", dir);
+    snprintf(txt, sizeof txt, "%s/best.txt", dir);
+    hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert(h >= 0);
+    cr_assert_geq(H5Adelete(h, "best_value"), 0);
+    if (cases[k].legacy) {
+      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
+      cr_assert_geq(H5Adelete(h, "best_iteration"), 0);
+    } else {
+      cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", cases[k].value), 0);
+    }
+    if (cases[k].metric) {
+      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
+      cr_assert_eq(h5io_attr_write_string(h, "/", "best_metric", cases[k].metric), 0);
+    }
+    H5Fclose(h);
+    if (cases[k].legacy) write_text(txt, "metric sharpe\niteration 2\nvalue nan\n");
+    char *txt_before = read_text(txt, NULL);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+    int status = run(NULL, ckpt, NULL, 1, 0, NULL);
+    if (!cases[k].message) {
+      cr_expect_eq(status, 0, "case %zu: %s", k, error_message());
+      int64_t iteration;
+      h = h5io_open_read(path);
+      cr_assert(h >= 0);
+      cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
+      h5io_close(h);
+      cr_expect_eq(iteration, 2, "case %zu: a recorded best of +inf stands", k);
+    } else {
+      cr_expect_eq(status, 2, "case %zu: %s", k, cases[k].message);
+      cr_expect(strstr(error_message(), cases[k].message), "case %zu: %s: %s", k, cases[k].message, error_message());
+      char *txt_after = read_text(txt, NULL);
+      cr_expect_str_eq(txt_after, txt_before, "case %zu: best.txt left as it was", k);
+      free(txt_after);
+    }
+    free(txt_before);
+  }
+}
+
 // best.txt is best.h5's record for people, written after it: a kill between the two writes left
 // an older record in best.txt, which an evaluation that did not beat best.h5's never replaced. A
 // resumed run writes it from best.h5's attributes (here a best_value nothing beats, so no later
