@@ -531,6 +531,65 @@ static int check_counters(const TrainCounters *c, const Config *cfg, int ranks, 
   return 0;
 }
 
+// The ranks attribute (absent: one rank): a count of at least 1, else the file is damaged (a
+// count of 0 or -5 was reported as "resume it with mpirun -np -5").
+static int read_ranks(hid_t f, int64_t *ranks) {
+  *ranks = 1;
+  if (h5io_attr_exists(f, "/", "ranks") &&
+      (h5io_attr_read_int64(f, "/", "ranks", ranks) != 0 || check_range("ranks", *ranks, 1, INT32_MAX) != 0))
+    return -1;
+  return 0;
+}
+
+// The run's counters: the root attributes and the rng/ datasets, each >= 0, the root's copies of
+// the rng counters equal to them, and all of them consistent with each other and the
+// configuration (check_counters). adam_step: optim/step.
+static int read_counters(hid_t f, const Config *cfg, int ranks, int64_t adam_step, TrainCounters *c) {
+  int64_t root_vector_steps, root_epochs_drawn;
+  memset(c, 0, sizeof *c);
+  if (h5io_attr_read_int64(f, "/", "iteration", &c->iterations) ||
+      h5io_attr_read_int64(f, "/", "timesteps", &c->timesteps) ||
+      h5io_attr_read_int64(f, "/", "n_updates", &c->n_updates) ||
+      h5io_attr_read_int64(f, "/", "skipped_steps", &c->skipped_steps) ||
+      h5io_attr_read_int64(f, "/", "vector_steps", &root_vector_steps) ||
+      h5io_attr_read_int64(f, "/", "epochs_drawn", &root_epochs_drawn) ||
+      read_i64(f, "rng/vector_steps", &c->vector_steps) || read_i64(f, "rng/epochs_drawn", &c->epochs_drawn))
+    return -1;
+  if (check_range("iteration", c->iterations, 0, INT64_MAX) || check_range("timesteps", c->timesteps, 0, INT64_MAX) ||
+      check_range("n_updates", c->n_updates, 0, INT64_MAX) ||
+      check_range("skipped_steps", c->skipped_steps, 0, INT64_MAX) ||
+      check_range("rng/vector_steps", c->vector_steps, 0, INT64_MAX) ||
+      check_range("rng/epochs_drawn", c->epochs_drawn, 0, INT64_MAX))
+    return -1;
+  if (check_counters(c, cfg, ranks, adam_step) != 0) return -1;
+  if (root_vector_steps != c->vector_steps || root_epochs_drawn != c->epochs_drawn) {
+    error_set(
+        "root attributes vector_steps = %lld, epochs_drawn = %lld: must equal rng/vector_steps = %lld and "
+        "rng/epochs_drawn = %lld (a damaged checkpoint)",
+        (long long)root_vector_steps, (long long)root_epochs_drawn, (long long)c->vector_steps,
+        (long long)c->epochs_drawn);
+    return -1;
+  }
+  return 0;
+}
+
+// The root attributes obs_dim and action_dim against the networks just read (whose shapes
+// h5io_read checked): anything else is a damaged attribute.
+static int check_dims(hid_t f, const Policy *pol) {
+  int64_t obs_dim, action_dim;
+  if (h5io_attr_read_int64(f, "/", "obs_dim", &obs_dim) || h5io_attr_read_int64(f, "/", "action_dim", &action_dim))
+    return -1;
+  if (obs_dim != pol->spec.obs_dim || action_dim != pol->spec.action_dim) {
+    error_set(
+        "root attributes obs_dim = %lld, action_dim = %lld: the stored networks take %d observations and give %d "
+        "action %s (a damaged checkpoint)",
+        (long long)obs_dim, (long long)action_dim, pol->spec.obs_dim, pol->spec.action_dim,
+        pol->spec.head == POLICY_HEAD_GAUSSIAN ? "dimensions" : "logits");
+    return -1;
+  }
+  return 0;
+}
+
 // The Gaussian head's log std within [policy] log_std_init's range: a finite 3e38 passed the
 // finiteness check and sampled actions of infinite spread (exp(log_std) overflows).
 static int check_log_std(const float *log_std, size_t n) {
@@ -569,6 +628,7 @@ static int read_params(hid_t f, Policy *pol, float *host) {
         check_log_std(log_std, ad))
       return -1;
   }
+  if (check_dims(f, pol) != 0) return -1;
   backend_upload(pol->backend, pol->params_memory, host, P * sizeof(float));
   return 0;
 }
@@ -598,6 +658,46 @@ static int check_market(Trainer *tr, hid_t f) {
   return -1;
 }
 
+// envs/state holds raw bytes: stored as anything but 8-bit unsigned integers (an int64 copy),
+// HDF5 would convert each value into a byte, clamping what does not fit, and resume other states.
+static int check_state_type(hid_t f) {
+  hid_t ds = H5Dopen2(f, "envs/state", H5P_DEFAULT);
+  if (ds < 0) {
+    error_set("no dataset envs/state (a damaged checkpoint)");
+    return -1;
+  }
+  hid_t type = H5Dget_type(ds);
+  bool bytes = type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
+               H5Tget_sign(type) == H5T_SGN_NONE;
+  size_t size = type >= 0 ? H5Tget_size(type) : 0;
+  bool is_signed = type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_sign(type) != H5T_SGN_NONE;
+  H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+  if (type >= 0) H5Tclose(type);
+  H5Dclose(ds);
+  if (bytes) return 0;
+  error_set("envs/state is stored as %s of %zu byte(s): must be uint8 (each env's state bytes; a damaged checkpoint)",
+            cls == H5T_INTEGER ? (is_signed ? "signed integers" : "unsigned integers")
+            : cls == H5T_FLOAT ? "floats"
+                               : "another type",
+            size);
+  return -1;
+}
+
+// The episode-log fields, by name (envs/episode_logs attribute log_names), are this env's: the
+// means logged after a resume are of the same fields.
+static int check_log_names(hid_t f, const EnvSpec *spec) {
+  char names[ENV_LOG_MAX * 40] = "", stored[ENV_LOG_MAX * 40 + 1];
+  for (int k = 0; k < spec->log_size; k++) {
+    strncat(names, k ? "," : "", sizeof names - strlen(names) - 1);
+    strncat(names, spec->log_names[k], sizeof names - strlen(names) - 1);
+  }
+  if (h5io_attr_read_string(f, "envs/episode_logs", "log_names", stored, sizeof stored) != 0) return -1;
+  if (strcmp(stored, names) == 0) return 0;
+  error_set("envs/episode_logs attribute log_names = \"%s\": this run's env logs \"%s\" (a damaged checkpoint)",
+            stored, names);
+  return -1;
+}
+
 static int read_state(Trainer *tr, hid_t f, float *host) {
   Backend *be = trainer_backend(tr);
   Policy *pol = trainer_policy(tr);
@@ -608,8 +708,8 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   int N = vecenv_num_envs(st.vec), O = spec->obs_dim;
 
   // The envs, their RNG states and episode logs belong to their ranks: the same number must resume.
-  int64_t ranks = 1;
-  if (h5io_attr_exists(f, "/", "ranks") && h5io_attr_read_int64(f, "/", "ranks", &ranks) != 0) return -1;
+  int64_t ranks;
+  if (read_ranks(f, &ranks) != 0) return -1;
   if (ranks != dist_size()) {
     error_set(
         "the checkpoint holds the envs of %lld rank(s) and this run has %d; resume it with as many ranks "
@@ -652,20 +752,7 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   if (vecnorm_load(st.norm, f, "normalize") != 0) return -1;
 
   TrainCounters c;
-  memset(&c, 0, sizeof c);
-  if (h5io_attr_read_int64(f, "/", "iteration", &c.iterations) ||
-      h5io_attr_read_int64(f, "/", "timesteps", &c.timesteps) ||
-      h5io_attr_read_int64(f, "/", "n_updates", &c.n_updates) ||
-      h5io_attr_read_int64(f, "/", "skipped_steps", &c.skipped_steps) ||
-      read_i64(f, "rng/vector_steps", &c.vector_steps) || read_i64(f, "rng/epochs_drawn", &c.epochs_drawn))
-    return -1;
-  if (check_range("iteration", c.iterations, 0, INT64_MAX) || check_range("timesteps", c.timesteps, 0, INT64_MAX) ||
-      check_range("n_updates", c.n_updates, 0, INT64_MAX) ||
-      check_range("skipped_steps", c.skipped_steps, 0, INT64_MAX) ||
-      check_range("rng/vector_steps", c.vector_steps, 0, INT64_MAX) ||
-      check_range("rng/epochs_drawn", c.epochs_drawn, 0, INT64_MAX) ||
-      check_counters(&c, trainer_config(tr), dist_size(), os.adam_step))
-    return -1;
+  if (read_counters(f, trainer_config(tr), dist_size(), os.adam_step, &c) != 0) return -1;
 
   // The action-sampling stream: another derivation from [run] seed (a build with other random
   // streams) would resume into other actions than the run's own.
@@ -689,7 +776,8 @@ static int read_state(Trainer *tr, hid_t f, float *host) {
   env_rows_alloc(&rows, &info, O, R);
   hsize_t sd[2] = {(hsize_t)R * Nr, (hsize_t)info.state_size}, rd[2] = {(hsize_t)R * K, (hsize_t)L};
   hsize_t od[2] = {(hsize_t)R * Nr, (hsize_t)O}, nd = (hsize_t)R * Nr, cd[2] = {(hsize_t)R, 3};
-  int rc = h5io_read(f, "envs/state", H5IO_UINT8, 2, sd, rows.states);
+  int rc = check_state_type(f) || check_log_names(f, spec) ? -1 : 0;
+  if (rc == 0) rc = h5io_read(f, "envs/state", H5IO_UINT8, 2, sd, rows.states);
   if (rc == 0) rc = h5io_read(f, "envs/episode_logs", H5IO_FLOAT32, 2, rd, rows.ring);
   if (rc == 0) rc = h5io_read(f, "envs/obs", H5IO_FLOAT32, 2, od, rows.obs);
   if (rc == 0) rc = h5io_read(f, "envs/episode_starts", H5IO_FLOAT32, 1, &nd, rows.episode_starts);
@@ -745,7 +833,8 @@ int checkpoint_load(Trainer *tr, const char *path) {
   return rc;
 }
 
-int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm, CheckpointInfo *info) {
+int checkpoint_load_policy(const char *path, const Config *stored, Policy *policy, VecNormalize *norm,
+                           CheckpointInfo *info) {
   hid_t f = h5io_open_read(path);
   if (f < 0) return -1;
   int rc = read_format(f, path);
@@ -756,12 +845,19 @@ int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm,
     free(host);
   }
   if (rc == 0 && norm) rc = vecnorm_load(norm, f, "normalize");
+  // The counters the report shows, checked as a resume checks them.
+  TrainCounters c;
+  int64_t ranks, step;
+  if (rc == 0)
+    rc = read_ranks(f, &ranks) || read_i64(f, "optim/step", &step) || check_range("optim/step", step, 0, INT32_MAX) ||
+                 read_counters(f, stored, (int)ranks, step, &c)
+             ? -1
+             : 0;
   if (rc == 0 && info) {
     memset(info, 0, sizeof *info);
-    rc = h5io_attr_read_int64(f, "/", "format_version", &info->format_version) ||
-         h5io_attr_read_int64(f, "/", "iteration", &info->iteration) ||
-         h5io_attr_read_int64(f, "/", "timesteps", &info->timesteps);
-    rc = rc ? -1 : 0;
+    rc = h5io_attr_read_int64(f, "/", "format_version", &info->format_version) ? -1 : 0;
+    info->iteration = c.iterations;
+    info->timesteps = c.timesteps;
     // The build is provenance for the report, not state: --resume does not need it, nor does this.
     if (rc == 0 && h5io_attr_read_string(f, "/", "build", info->build, sizeof info->build) != 0)
       snprintf(info->build, sizeof info->build, "unknown (no build attribute)");

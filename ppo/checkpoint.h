@@ -106,10 +106,13 @@ typedef struct {
 // Loads only what acting needs (ppo-eval): the parameters into `policy` (made by policy_init from
 // the checkpoint's own [policy] keys and env spec: the shapes are checked) and, when norm is not
 // NULL, the normalisation statistics into it (vecnorm_init with the checkpoint's [normalize] keys and
-// [env] n_envs). info (optional) receives the identity. 0, or -1 and the error message;
+// [env] n_envs). stored: the checkpoint's configuration (checkpoint_read_config), against which
+// the counters are checked as a resume checks them. info (optional) receives the identity. 0, or
+// -1 and the error message;
 // CHECKPOINT_OTHER_SHAPE (also with the message) when the stored networks have another size than
 // `policy`'s, so that the caller can say which of its settings decide that size.
 #define CHECKPOINT_OTHER_SHAPE (-2)
-int checkpoint_load_policy(const char *path, Policy *policy, VecNormalize *norm, CheckpointInfo *info);
+int checkpoint_load_policy(const char *path, const Config *stored, Policy *policy, VecNormalize *norm,
+                           CheckpointInfo *info);
 
 #endif

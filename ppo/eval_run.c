@@ -307,7 +307,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
                    nz->clip_reward, nz->epsilon, ev->stored.ppo.gamma) != 0)
     return EXIT_BAD_INPUT;
   ev->norm_ready = true;
-  int loaded = checkpoint_load_policy(checkpoint, ev->policy, &ev->norm, &ev->info);
+  int loaded = checkpoint_load_policy(checkpoint, &ev->stored, ev->policy, &ev->norm, &ev->info);
   if (loaded == CHECKPOINT_OTHER_SHAPE) {  // the env settings that decide the network's input and output
     char what[2048];
     snprintf(what, sizeof what, "%s", error_message());

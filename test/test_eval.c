@@ -736,6 +736,35 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "params/pi/bias0[0] = nan") && strstr(out, "a damaged checkpoint"), "%s", out);
   cr_expect(!strstr(out, "must be the training run's"), "%s", out);
+  // Counters the report would show as read: refused as a resume refuses them (one iteration of
+  // 256 steps x 2 envs), and root attributes that were never read.
+  const struct {
+    const char *attr;
+    int64_t value;
+    const char *message;
+  } counters[] = {
+      {"iteration", INT64_MIN, "iteration = -9223372036854775808: allowed 0 .."},
+      {"timesteps", -1, "timesteps = -1: allowed 0 .."},
+      {"timesteps", 1000, "timesteps = 1000 with 256 vector steps: must be vector steps x [env] n_envs x ranks"},
+      {"vector_steps", 3, "root attributes vector_steps = 3"},
+      {"obs_dim", 1, "root attributes obs_dim = 1"},
+      {"ranks", -5, "ranks = -5: allowed 1 .."},
+  };
+  for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
+    snprintf(bad, sizeof bad, "%s/counter_%zu.h5", tmp_root, k);
+    snprintf(args, sizeof args, "cp -L '%s' '%s'", last, bad);
+    cr_assert_eq(system(args), 0);
+    hid_t h = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert_geq(h, 0);
+    if (H5Aexists(h, counters[k].attr) > 0) cr_assert_geq(H5Adelete(h, counters[k].attr), 0);
+    cr_assert_eq(h5io_attr_write_int64(h, "/", counters[k].attr, counters[k].value), 0);
+    H5Fclose(h);
+    snprintf(args, sizeof args, "--checkpoint '%s' --out '%s'", bad, dir);
+    cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, counters[k].message) && strstr(out, "a damaged checkpoint"), "%s: %s", counters[k].message,
+              out);
+    cr_expect(!exists(dir), "nothing written");
+  }
 }
 
 // Whether `text` holds a whitespace-separated word that printf makes of a NaN or an infinity.

@@ -743,6 +743,14 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"envs/episode_logs", H5T_NATIVE_FLOAT, NAN, "envs/episode_logs[0] = nan: must be finite (a damaged"},
       {"envs/episode_starts", H5T_NATIVE_FLOAT, 7, "envs/episode_starts[0] = 7: must be 0 or 1"},
       {"rng/sample_seed", H5T_NATIVE_INT, 5, "rng/sample_seed = 5, but this build derives"},
+      // root attributes that were written and never read: each against what it must equal
+      {"vector_steps", 0, 63, "root attributes vector_steps = 63, epochs_drawn = 2: must equal rng/vector_steps = 64"},
+      {"epochs_drawn", 0, 5, "root attributes vector_steps = 64, epochs_drawn = 5: must equal"},
+      {"obs_dim", 0, 7, "root attributes obs_dim = 7, action_dim = 3: the stored networks take 69 observations"},
+      {"action_dim", 0, -1, "action_dim = -1: the stored networks take 69 observations and give 3 action logits"},
+      // a count of ranks that is no count: damaged, not "mpirun -np -5"
+      {"ranks", 0, 0, "ranks = 0: allowed 1 .. 2147483647 (a damaged checkpoint)"},
+      {"ranks", 0, -5, "ranks = -5: allowed 1 .. 2147483647 (a damaged checkpoint)"},
   };
   for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
     char name[32];
@@ -770,6 +778,34 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
     cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
   }
+  // The episode-log fields by name: another env's (or an edited) list is refused.
+  f = damaged_copy(ckpt, "log_names", path, sizeof path);
+  cr_assert_geq(H5Adelete_by_name(f, "envs/episode_logs", "log_names", H5P_DEFAULT), 0);
+  cr_assert_eq(h5io_attr_write_string(f, "envs/episode_logs", "log_names", "episode_return,episode_length"), 0);
+  H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "envs/episode_logs attribute log_names = \"episode_return,episode_length\": this "
+                                    "run's env logs \"episode_return,episode_length,total_return,"),
+            "%s", error_message());
+  // envs/state stored as int64 (the same numbers): HDF5 converted it into bytes, clamping
+  // whatever did not fit; refused by its type.
+  f = damaged_copy(ckpt, "state_int64", path, sizeof path);
+  ds = H5Dopen2(f, "envs/state", H5P_DEFAULT);
+  space = H5Dget_space(ds);
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  long long *wide = malloc((size_t)(dims[0] * dims[1]) * sizeof *wide);
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide), 0);
+  H5Dclose(ds);
+  cr_assert_geq(H5Ldelete(f, "envs/state", H5P_DEFAULT), 0);
+  ds = H5Dcreate2(f, "envs/state", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  cr_assert_geq(ds, 0);
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide), 0);
+  free(wide);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "envs/state is stored as signed integers of 8 byte(s): must be uint8"), "%s",
+            error_message());
+
   // Bytes changed behind HDF5's back (a bad disk, a partial copy): in the stored numbers, the
   // chunk's Fletcher32 checksum fails; in the root group's header (the configuration text, the
   // counters), the header's own checksum does. Each is refused naming the damage.
@@ -814,7 +850,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   H5Fclose(f);
   Trainer *tr = small_trainer(NULL, 0);
   CheckpointInfo info;
-  cr_expect_eq(checkpoint_load_policy(path, trainer_policy(tr), trainer_state(tr).norm, &info), 0, "%s",
+  cr_expect_eq(checkpoint_load_policy(path, trainer_config(tr), trainer_policy(tr), trainer_state(tr).norm, &info), 0, "%s",
                error_message());
   cr_expect_str_eq(info.build, "unknown (no build attribute)");
   trainer_free(tr);
