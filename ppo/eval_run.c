@@ -1070,11 +1070,36 @@ static int eval_walk_forward(const EvalRunOptions *o) {
 
 // --- entry -----------------------------------------------------------------------------------------------
 
+// The keys ppo-eval takes from the checkpoint whatever --set says: the network ([policy], [run]
+// precision), its normalisation ([normalize], with [env] n_envs and [ppo] gamma) and the training
+// keys ([ppo]). An override of one was silently ignored; the market, costs, [eval], [run] seed,
+// device, threads and tf32 are the evaluation's own and stay open to --set.
+static bool from_checkpoint(const char *override) {
+  size_t dot = strcspn(override, ".="), end = strcspn(override, "= ");
+  if (override[dot] != '.') return false;  // config_load names the malformed override
+  const char *key = override + dot + 1;
+  size_t key_len = end > dot ? end - dot - 1 : 0;
+  static const char *const sections[] = {"policy", "normalize", "ppo"};
+  for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
+    if (dot == strlen(sections[k]) && strncmp(override, sections[k], dot) == 0) return true;
+  return (dot == 3 && strncmp(override, "run", 3) == 0 && key_len == 9 && strncmp(key, "precision", 9) == 0) ||
+         (dot == 3 && strncmp(override, "env", 3) == 0 && key_len == 6 && strncmp(key, "n_envs", 6) == 0);
+}
+
 int eval_run(const EvalRunOptions *o) {
   if (o->sampled_seeds < 0 || o->random_seeds < 0 || o->bootstrap_samples < 0) {
     fprintf(stderr, "ppo-eval: --seeds, --random-seeds and --bootstrap take a count >= 0\n");
     return EXIT_BAD_INPUT;
   }
+  for (int k = 0; k < o->n_overrides; k++)
+    if (from_checkpoint(o->overrides[k])) {
+      fprintf(stderr,
+              "ppo-eval: --set %s: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
+              "n_envs) and [ppo] come from the checkpoint and cannot be changed for an evaluation; --set takes "
+              "[env] market and cost keys, [eval], and [run] seed, device, threads and tf32\n",
+              o->overrides[k]);
+      return EXIT_BAD_INPUT;
+    }
   if (o->walk_forward) return eval_walk_forward(o);
   if (!o->checkpoint) {
     fprintf(stderr, "ppo-eval: --checkpoint CKPT.h5 (or --walk-forward RUN_DIR) is required\n");

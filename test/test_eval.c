@@ -678,6 +678,15 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.window=8",
        "parameters, this configuration's 4356 (the evaluated [env] gives 133 observations"},
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.nosuchkey=1", "nosuchkey"},
+      // the network and its normalisation are the checkpoint's: these were silently ignored
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set policy.activation=relu",
+       "--set policy.activation=relu: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
+       "n_envs) and [ppo] come from the checkpoint"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set policy.pi_layers=32,32",
+       "--set policy.pi_layers=32,32: the network"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set normalize.obs=false", "--set normalize.obs=false: the"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.precision=fp16", "--set run.precision=fp16: the"},
+      {"--walk-forward '%s' --out '%s' --set ppo.gamma=0.9", "--set ppo.gamma=0.9: the network"},
       {"--checkpoint '%s/config.ini' --out '%s'", "config.ini"},
       {"--walk-forward '%s' --out '%s'", "no fold_NN directories"},
       {"--walk-forward '%s' --out '%s' --config configs/default.ini", "--config does not go with --walk-forward"},
