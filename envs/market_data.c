@@ -8,6 +8,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/time_utc.h"
 #include "envs/market_data_impl.h"
 
@@ -419,6 +420,7 @@ void market_symbol_from_path(const char *path, char *out, size_t capacity) {
 MarketData *market_data_load(const char *path) {
   static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   unsigned char head[8] = {0};
+  if (file_check_regular(path, "market data") != 0) return NULL;
   FILE *f = fopen(path, "rb");
   if (f) {
     size_t got = fread(head, 1, sizeof head, f);

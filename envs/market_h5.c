@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/h5io.h"
 #include "common/host_memory.h"
 #include "envs/market_data_impl.h"
@@ -172,6 +173,7 @@ static int read_all(hid_t file, const char *path, MarketData **out) {
 }
 
 MarketData *market_data_load_h5(const char *path) {
+  if (file_check_regular(path, "market data") != 0) return NULL;
   hid_t file = h5io_open_read(path);
   if (file < 0) return NULL;
   MarketData *data = NULL;

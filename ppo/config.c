@@ -21,6 +21,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/log.h"
 #include "ppo/config_value.h"
 
@@ -591,6 +592,7 @@ int config_load(Config *cfg, const char *path, int n_overrides, const char *cons
     config_set_defaults(cfg);
     return loader_finish(&loader);
   }
+  if (file_check_regular(path, "a configuration") != 0) return -1;
   FILE *file = fopen(path, "rb");
   if (!file) {
     error_set("%s: cannot read configuration: %s", path, strerror(errno));

@@ -444,7 +444,7 @@ Test(config_ini, missing_and_unreadable_files) {
   cr_assert_eq(config_load(&c, "/nonexistent/params.ini", 0, NULL), -1);
   cr_expect_str_eq(error_message(), "/nonexistent/params.ini: cannot read configuration: No such file or directory");
   cr_assert_eq(config_load(&c, CORPUS_DIR, 0, NULL), -1);
-  cr_expect_str_eq(error_message(), CORPUS_DIR ": cannot read configuration: Is a directory");
+  cr_expect_str_eq(error_message(), CORPUS_DIR ": is a directory: a configuration must be a regular file");
 }
 
 // --- cross-key checks ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -668,6 +669,9 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   write_text(cfg, train_config);
   snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
   cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  char fifo[600];  // opening one blocked ppo-eval forever
+  snprintf(fifo, sizeof fifo, "%s/fifo", run);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
   const struct {
     const char *args, *message;
   } cases[] = {
@@ -688,6 +692,8 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.precision=fp16", "--set run.precision=fp16: the"},
       {"--walk-forward '%s' --out '%s' --set ppo.gamma=0.9", "--set ppo.gamma=0.9: the network"},
       {"--checkpoint '%s/config.ini' --out '%s'", "config.ini"},
+      {"--checkpoint '%s' --out '%s'", "is a directory: give a checkpoint file, e.g. RUN/best.h5"},
+      {"--checkpoint '%s/fifo' --out '%s'", "fifo: is a FIFO (named pipe): a checkpoint must be a regular file"},
       {"--walk-forward '%s' --out '%s'", "no fold_NN directories"},
       {"--walk-forward '%s' --out '%s' --config configs/default.ini", "--config does not go with --walk-forward"},
       {"--walk-forward '%s' --out '%s' --set env.test_start=2018-01-02", "each fold's own"},

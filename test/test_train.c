@@ -569,6 +569,27 @@ Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
   cr_expect_eq(rows, 6, "iterations 1..6 once each: %d rows", rows);
 }
 
+// A FIFO (or any other non-regular file) as the configuration, the checkpoint or [env] data is
+// refused before it is opened: opening one blocked the run forever.
+Test(train, a_fifo_as_config_checkpoint_or_data_is_refused, .timeout = 60) {
+  char fifo[600], dir[600], set[700];
+  snprintf(fifo, sizeof fifo, "%s/fifo", tmp_root);
+  snprintf(dir, sizeof dir, "%s/fifo_run", tmp_root);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  cr_expect_eq(run(fifo, NULL, dir, 1, 0, NULL), 2);
+  cr_expect(strstr(error_message(), "fifo: is a FIFO (named pipe): a configuration must be a regular file"), "%s",
+            error_message());
+  cr_expect_eq(run(NULL, fifo, dir, 1, 0, NULL), 2);
+  cr_expect(strstr(error_message(), "fifo: is a FIFO (named pipe): a checkpoint must be a regular file"), "%s",
+            error_message());
+  snprintf(set, sizeof set, "env.data=%s", fifo);
+  const char *sets[] = {"env.type=trading", set};
+  cr_expect_eq(run(config_file("fifo"), NULL, dir, 1, 2, sets), 2);
+  cr_expect(strstr(error_message(), "fifo: is a FIFO (named pipe): market data must be a regular file"), "%s",
+            error_message());
+  cr_expect_neq(access(dir, F_OK), 0, "a refused run made %s", dir);
+}
+
 // Where a resumed run writes (and ppo-eval's default output goes): the checkpoints/ parent, else the
 // checkpoint's own directory.
 Test(train, checkpoint_run_dir_of_each_layout) {
