@@ -637,8 +637,8 @@ static int read_params(hid_t f, Policy *pol, float *host) {
   if (pol->params.log_std) {
     hsize_t ad = (hsize_t)pol->spec.action_dim;
     float *log_std = host + (pol->params.log_std - pol->params_memory);
-    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, log_std) || check_tensor("params/log_std", log_std, ad, 1) ||
-        check_log_std(log_std, ad))
+    if (h5io_read(f, "params/log_std", H5IO_FLOAT32, 1, &ad, log_std) ||
+        check_tensor("params/log_std", log_std, ad, 1) || check_log_std(log_std, ad))
       return -1;
   }
   if (check_dims(f, pol) != 0) return -1;
@@ -680,8 +680,8 @@ static int check_state_type(hid_t f) {
     return -1;
   }
   hid_t type = H5Dget_type(ds);
-  bool bytes = type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
-               H5Tget_sign(type) == H5T_SGN_NONE;
+  bool bytes =
+      type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 && H5Tget_sign(type) == H5T_SGN_NONE;
   size_t size = type >= 0 ? H5Tget_size(type) : 0;
   bool is_signed = type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_sign(type) != H5T_SGN_NONE;
   H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
@@ -706,8 +706,8 @@ static int check_log_names(hid_t f, const EnvSpec *spec) {
   }
   if (h5io_attr_read_string(f, "envs/episode_logs", "log_names", stored, sizeof stored) != 0) return -1;
   if (strcmp(stored, names) == 0) return 0;
-  error_set("envs/episode_logs attribute log_names = \"%s\": this run's env logs \"%s\" (a damaged checkpoint)",
-            stored, names);
+  error_set("envs/episode_logs attribute log_names = \"%s\": this run's env logs \"%s\" (a damaged checkpoint)", stored,
+            names);
   return -1;
 }
 

@@ -272,9 +272,10 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   if (ev->cfg.env.type == CONFIG_ENV_CARTPOLE) {  // the checkpoint's is a market: name what chose cartpole
     char where[512];
     config_describe_key(&ev->cfg, "env", "type", where, sizeof where);
-    error_set("%s: the evaluation's env is cartpole, the checkpoint's (%s) a market; ppo-eval backtests trading and "
-              "synthetic envs",
-              where, checkpoint);
+    error_set(
+        "%s: the evaluation's env is cartpole, the checkpoint's (%s) a market; ppo-eval backtests trading and "
+        "synthetic envs",
+        where, checkpoint);
     return EXIT_BAD_INPUT;
   }
   if (file_fingerprint(checkpoint, &ev->fingerprint, &ev->checkpoint_bytes) != 0) return EXIT_BAD_INPUT;

@@ -462,9 +462,9 @@ Test(train, resume_refuses_a_best_value_no_evaluation_writes) {
   const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
   const struct {
     double value;
-    const char *metric;  // best_metric written (NULL: as recorded)
-    bool legacy;         // in best.txt, best.h5 without the attributes
-    const char *message; // NULL: resumes
+    const char *metric;   // best_metric written (NULL: as recorded)
+    bool legacy;          // in best.txt, best.h5 without the attributes
+    const char *message;  // NULL: resumes
   } cases[] = {
       {NAN, NULL, false, "best.h5: root attribute best_value = nan (best_metric sharpe): must be a finite number"},
       {-INFINITY, NULL, false, "best.h5: root attribute best_value = -inf (best_metric sharpe): must be a finite"},
@@ -805,8 +805,9 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   cr_assert_eq(h5io_attr_write_string(f, "envs/episode_logs", "log_names", "episode_return,episode_length"), 0);
   H5Fclose(f);
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
-  cr_expect(strstr(error_message(), "envs/episode_logs attribute log_names = \"episode_return,episode_length\": this "
-                                    "run's env logs \"episode_return,episode_length,total_return,"),
+  cr_expect(strstr(error_message(),
+                   "envs/episode_logs attribute log_names = \"episode_return,episode_length\": this "
+                   "run's env logs \"episode_return,episode_length,total_return,"),
             "%s", error_message());
   // envs/state stored as int64 (the same numbers): HDF5 converted it into bytes, clamping
   // whatever did not fit; refused by its type.
@@ -871,8 +872,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   H5Fclose(f);
   Trainer *tr = small_trainer(NULL, 0);
   CheckpointInfo info;
-  cr_expect_eq(checkpoint_load_policy(path, trainer_config(tr), trainer_policy(tr), trainer_state(tr).norm, &info), 0, "%s",
-               error_message());
+  cr_expect_eq(checkpoint_load_policy(path, trainer_config(tr), trainer_policy(tr), trainer_state(tr).norm, &info), 0,
+               "%s", error_message());
   cr_expect_str_eq(info.build, "unknown (no build attribute)");
   trainer_free(tr);
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 0, "%s", error_message());
