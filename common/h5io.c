@@ -111,6 +111,9 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
   H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   H5Pset_attr_phase_change(fcpl, H5IO_COMPACT_ATTRIBUTES, 0);  // the root group's (checkpoints have 12)
+  // No times in the root group's header either (the other groups and the datasets: h5io_make_groups,
+  // h5io_write): the same content gives the same file bytes.
+  H5Pset_obj_track_times(fcpl, 0);
   writer->file = H5Fcreate(writer->tmp_path, H5F_ACC_TRUNC, fcpl, fapl);
   H5Pclose(fcpl);
   H5Pclose(fapl);
