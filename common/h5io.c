@@ -105,11 +105,14 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   }
   strcpy(writer->path, path);
   if (atomic_file_temp_path(path, writer->tmp_path, sizeof writer->tmp_path) != 0) return -1;
-  // The 1.8 format checksums the metadata (h5io.h), and attributes kept in the object header
-  // ("compact") with it; past 8 on an object HDF5 moves them to a fractal heap, which stores one too
-  // large for its blocks (a checkpoint's configuration text, some KiB) without a checksum.
+  // The 1.10 format checksums all the metadata (h5io.h): the superblock (v3), the object headers
+  // and the chunk indexes (fixed and extensible arrays, v2 B-trees), where the 1.8 format's v1
+  // B-trees had none, so one flipped bit there made a dataset read as zeros. Attributes are kept
+  // in the object header ("compact") with its checksum; past 8 on an object HDF5 moves them to a
+  // fractal heap, which stores one too large for its blocks (a checkpoint's configuration text,
+  // some KiB) without a checksum.
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
-  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
   H5Pset_attr_phase_change(fcpl, H5IO_COMPACT_ATTRIBUTES, 0);  // the root group's (checkpoints have 12)
   // No times in the root group's header either (the other groups and the datasets: h5io_make_groups,
   // h5io_write): the same content gives the same file bytes.
@@ -192,7 +195,7 @@ void h5io_close(hid_t file) {
 
 // --- datasets ------------------------------------------------------------------------------------------
 
-// The message for metadata HDF5 could not read: with the 1.8 format's checksums, damage.
+// The message for metadata HDF5 could not read: with the format's checksums (h5io_create), damage.
 static void h5io_set_damaged(hid_t loc, const char *what) {
   char file_name[512];
   error_set(
@@ -318,7 +321,12 @@ int h5io_shape(hid_t loc, const char *name, int max_rank, hsize_t *dims) {
   if (found <= 0) return -1;
   hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
   if (dset < 0) {
-    error_set("%s: %s is not a dataset", h5io_file_name(loc, file_name, sizeof file_name), name);
+    // A group by that name, or a dataset whose header (layout, chunk index) fails its checksum.
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 && info.type != H5O_TYPE_DATASET)
+      error_set("%s: %s is not a dataset", h5io_file_name(loc, file_name, sizeof file_name), name);
+    else
+      h5io_set_damaged(loc, name);
     return -1;
   }
   hid_t space = H5Dget_space(dset);

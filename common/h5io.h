@@ -38,8 +38,11 @@ typedef struct {
 } H5ioWriter;
 
 // --- files ------------------------------------------------------------------------------------------
-// Files are written in the HDF5 1.8 format (readable by HDF5 1.8 and later, h5py, h5dump), whose
-// metadata (superblock, object headers with their attributes) carries checksums.
+// Files are written in the HDF5 1.10 format (readable by HDF5 1.10 and later, h5py, h5dump), whose
+// metadata carries checksums: the superblock (version 3), the object headers with their attributes,
+// and the chunk indexes (fixed arrays; the 1.8 format's v1 B-trees had none, so a flipped bit there
+// went unnoticed). Files in the earlier formats (shipped data and checkpoints written before) are
+// read as they are.
 int h5io_create(H5ioWriter *writer, const char *path);  // opens a new file under a temporary name
 int h5io_commit(H5ioWriter *writer);                    // closes it and renames it to writer->path
 void h5io_abort(H5ioWriter *writer);                    // closes and deletes it; path untouched

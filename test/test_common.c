@@ -472,6 +472,83 @@ Test(h5io, abort_and_failed_create_leave_nothing) {
   remove_tree(dir);
 }
 
+// h5io_create writes the 1.10 format: a superblock of version 3 and chunk indexes with checksums
+// (a fixed array: a flipped bit in a chunk's address is refused, where the 1.8 format's v1 B-tree
+// read the dataset as zeros); files in the earlier formats still load: the earliest (superblock 0,
+// the shipped market files' until they are rebuilt) and 1.8 (checkpoints written before), both with
+// v1 B-tree chunk indexes. A dataset of several chunks, checksummed, and the root's attributes.
+Test(h5io, writes_the_1_10_format_and_reads_the_earlier_ones) {
+  char dir[64], path[128];
+  make_temp_dir(dir, sizeof dir);
+  enum { N = 100000 };  // 800 KB of float64: four chunks of about 256 KiB
+  double *values = malloc(N * sizeof *values), *got = malloc(N * sizeof *got);
+  cr_assert(values && got);
+  for (int i = 0; i < N; i++) values[i] = 0.5 * i;
+  const hsize_t dims[1] = {N};
+  static const struct {
+    const char *name;
+    H5F_libver_t low;  // -1: h5io_create
+    unsigned superblock;
+  } formats[] = {{"new", (H5F_libver_t)-1, 3}, {"earliest", H5F_LIBVER_EARLIEST, 0}, {"v18", H5F_LIBVER_V18, 2}};
+  for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
+    snprintf(path, sizeof path, "%s/%s.h5", dir, formats[k].name);
+    H5ioWriter w = {.file = H5I_INVALID_HID};
+    if ((int)formats[k].low < 0) {
+      cr_assert_eq(h5io_create(&w, path), 0, "%s", error_message());
+    } else {
+      hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+      H5Pset_libver_bounds(fapl, formats[k].low, H5F_LIBVER_V18);
+      w.file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+      H5Pclose(fapl);
+      cr_assert(w.file >= 0);
+    }
+    cr_assert_eq(h5io_write(w.file, "g/x", H5IO_FLOAT64, 1, dims, values, H5IO_CHECKSUM | 6), 0, "%s",
+                 error_message());
+    cr_assert_eq(h5io_attr_write_int64(w.file, "/", "answer", 42), 0, "%s", error_message());
+    if ((int)formats[k].low < 0)
+      cr_assert_eq(h5io_commit(&w), 0, "%s", error_message());
+    else
+      cr_assert(H5Fclose(w.file) >= 0);
+    hid_t file = h5io_open_read(path);
+    cr_assert(file >= 0, "%s: %s", formats[k].name, error_message());
+    H5F_info2_t info;
+    cr_assert(H5Fget_info2(file, &info) >= 0);
+    cr_expect_eq(info.super.version, formats[k].superblock, "%s: superblock version %u", formats[k].name,
+                 info.super.version);
+    memset(got, 0, N * sizeof *got);
+    int64_t answer = 0;
+    cr_expect_eq(h5io_read(file, "g/x", H5IO_FLOAT64, 1, dims, got), 0, "%s: %s", formats[k].name, error_message());
+    cr_expect_eq(memcmp(got, values, N * sizeof *got), 0, "%s: the values read back", formats[k].name);
+    cr_expect_eq(h5io_attr_read_int64(file, "/", "answer", &answer), 0, "%s", error_message());
+    cr_expect_eq(answer, 42);
+    h5io_close(file);
+  }
+  // The new file's fixed-array data block ("FADB": signature, version, client, header address, then
+  // per chunk its address, size and filter mask): one bit of the first chunk's address flipped.
+  snprintf(path, sizeof path, "%s/new.h5", dir);
+  FILE *f = fopen(path, "rb");
+  cr_assert(f);
+  static char bytes[1 << 20];
+  size_t size = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  cr_assert(size > 0 && size < sizeof bytes);
+  char *block = NULL;
+  for (size_t i = 0; i + 4 <= size && !block; i++)
+    if (memcmp(bytes + i, "FADB", 4) == 0) block = bytes + i;
+  cr_assert(block, "no fixed-array data block: not the 1.10 chunk index");
+  block[4 + 1 + 1 + 8] ^= 0x10;
+  snprintf(path, sizeof path, "%s/flipped.h5", dir);
+  f = fopen(path, "wb");
+  cr_assert(f && fwrite(bytes, 1, size, f) == size && fclose(f) == 0);
+  hid_t file = h5io_open_read(path);
+  cr_assert(file >= 0, "%s", error_message());
+  cr_expect_eq(h5io_read(file, "g/x", H5IO_FLOAT64, 1, dims, got), -1, "a flipped chunk address was read");
+  cr_expect(strstr(error_message(), "damaged"), "%s", error_message());
+  h5io_close(file);
+  free(values), free(got);
+  remove_tree(dir);
+}
+
 Test(h5io, reads_variable_length_string_attributes) {
   // h5py writes strings as variable-length by default; files made by users' scripts must load.
   char dir[64], path[128];

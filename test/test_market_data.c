@@ -1110,7 +1110,7 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
 
 // A market file changed behind HDF5's back (a bad disk, a partial copy) is refused naming the damage,
 // instead of training on altered prices: a price chunk fails its Fletcher32 checksum, the /bars
-// attributes their header's (HDF5 1.8 format; a file in the earliest format fails this case).
+// attributes their header's (HDF5 1.10 format, h5io_create; a file in the earliest format fails this case).
 Test(market_data, damaged_h5_is_refused_naming_the_damage) {
   char *dir = make_temp_dir();
   MarketData *d = small_data();
