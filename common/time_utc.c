@@ -23,7 +23,8 @@ static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) &&
 
 CivilTime utc_to_civil(int64_t seconds) {
   int64_t days = floor_div(seconds, 86400);
-  int64_t rem = seconds - days * 86400;
+  int64_t rem = seconds % 86400;  // not seconds - days * 86400: that product overflows near INT64_MIN
+  if (rem < 0) rem += 86400;
   int64_t z = days + 719468;
   int64_t era = (z >= 0 ? z : z - 146096) / 146097;
   int64_t doe = z - era * 146097;
@@ -86,7 +87,15 @@ bool utc_parse_iso(const char *text, int64_t *out) {
   return true;
 }
 
+bool utc_in_four_digit_years(int64_t seconds) {
+  return seconds >= utc_days_from_civil(0, 1, 1) * 86400 && seconds < utc_days_from_civil(10000, 1, 1) * 86400;
+}
+
 char *utc_format(int64_t seconds, bool date_only, char *buf, size_t capacity) {
+  if (!utc_in_four_digit_years(seconds)) {
+    snprintf(buf, capacity, "%lld seconds since 1970", (long long)seconds);
+    return buf;
+  }
   CivilTime t = utc_to_civil(seconds);
   if (date_only)
     snprintf(buf, capacity, "%04d-%02d-%02d", t.year, t.month, t.day);

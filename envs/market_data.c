@@ -157,6 +157,7 @@ bool market_copy_text(char *dst, size_t capacity, const char *src) {
 }
 
 char *market_time_format(int64_t ts, char *buf, size_t capacity) {
+  if (!utc_in_four_digit_years(ts)) return utc_format(ts, false, buf, capacity);  // the number of seconds
   CivilTime t = utc_to_civil(ts);
   if (t.second != 0)
     snprintf(buf, capacity, "%04d-%02d-%02d %02d:%02d:%02d", t.year, t.month, t.day, t.hour, t.minute, t.second);

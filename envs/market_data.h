@@ -195,7 +195,8 @@ bool market_name_ok(const char *s, size_t capacity, const char *extra);
 // A symbol is 1 to MARKET_SYMBOL_MAX - 1 letters, digits or . _ - / (ppo-data import's rule; the
 // HDF5 loader holds a file's symbol to it, so no newline or separator reaches a report line).
 bool market_symbol_ok(const char *symbol);
-// "YYYY-MM-DD HH:MM" plus ":SS" when the seconds are not zero; returns buf.
+// "YYYY-MM-DD HH:MM" plus ":SS" when the seconds are not zero; returns buf. Outside the years
+// 0000-9999 (a damaged checkpoint's data_first_ts, say): "N seconds since 1970" (utc_format).
 char *market_time_format(int64_t ts, char *buf, size_t capacity);
 
 #endif

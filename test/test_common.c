@@ -133,6 +133,38 @@ Test(time_utc, formats) {
   cr_assert_str_eq(utc_format(-1, true, buf, sizeof buf), "1969-12-31");
 }
 
+// Any int64 formats without overflow (a damaged checkpoint's data_first_ts of INT64_MIN overflowed
+// days * 86400 in utc_to_civil, UBSan): dates within the years 0000-9999, the number outside.
+// Boundaries from Python: datetime(1, 1, 1) is -62135596800 and year 0 is 366 days before it (leap).
+Test(time_utc, formats_any_int64) {
+  static const struct {
+    int64_t seconds;
+    const char *text;
+  } cases[] = {
+      {-62167219200, "0000-01-01 00:00"},
+      {-62167219201, "-62167219201 seconds since 1970"},
+      {253402300799, "9999-12-31 23:59"},
+      {253402300800, "253402300800 seconds since 1970"},
+      {INT64_MIN, "-9223372036854775808 seconds since 1970"},
+      {INT64_MIN + 1, "-9223372036854775807 seconds since 1970"},
+      {INT64_MAX, "9223372036854775807 seconds since 1970"},
+  };
+  char buf[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cr_expect_str_eq(utc_format(cases[i].seconds, false, buf, sizeof buf), cases[i].text, "%lld",
+                     (long long)cases[i].seconds);
+    cr_expect_eq(utc_in_four_digit_years(cases[i].seconds), cases[i].text[4] == '-', "%lld",
+                 (long long)cases[i].seconds);
+  }
+  cr_expect_str_eq(utc_format(-62167219200, true, buf, sizeof buf), "0000-01-01");
+  char small[8];  // cut, never written past
+  cr_expect_str_eq(utc_format(INT64_MIN, true, small, sizeof small), "-922337");
+  // utc_to_civil itself: a valid time of day at both ends of int64
+  CivilTime lo = utc_to_civil(INT64_MIN), hi = utc_to_civil(INT64_MAX);
+  cr_expect(lo.hour >= 0 && lo.hour < 24 && lo.minute >= 0 && lo.second >= 0 && lo.second < 60);
+  cr_expect(hi.hour >= 0 && hi.hour < 24 && hi.minute >= 0 && hi.second >= 0 && hi.second < 60);
+}
+
 // --- errors and logging ------------------------------------------------------------------------------------
 
 Test(error, set_prepend_clear) {
