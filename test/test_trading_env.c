@@ -773,30 +773,49 @@ Test(trading_rewards, shaping_terms_and_clip) {
 
 // A loaded env state (checkpoint) must leave room for its fills: with next-open execution an episode
 // ending on the last bar would fill its forced close at the open after it, past the data.
-Test(trading_params, a_loaded_state_past_the_data_is_refused) {
-  MarketData *d = load_shipped("SPY_1D.h5");
-  Features *f = features_for(d);
-  TradingParams p = trading_params_default();
+// Env `index` of `count` on the shipped SPY data with default params, reset: the state a checkpoint
+// would hold, for the loaded-state checks.
+typedef struct {
+  MarketData *d;
+  Features *f;
+  TradingParams p;
   TradingContext c;
-  context_for(&c, d, f, &p);
-  float *obs = obs_new(&c);
+  float *obs;
   TradingEnv e;
+} SpyEnv;
+
+static void spy_env_open(SpyEnv *s, int index, int count) {
+  s->d = load_shipped("SPY_1D.h5");
+  s->f = features_for(s->d);
+  s->p = trading_params_default();
+  context_for(&s->c, s->d, s->f, &s->p);
+  s->obs = obs_new(&s->c);
   Rng rng;
   rng_seed(&rng, 1);
-  trading_env_init(&e, &c, 0, 1, rng);
-  trading_env_reset(&e, obs);
-  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "a fresh state: %s", error_message());
-  e.end = d->rows - 2;
-  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "end = rows - 2: %s", error_message());
-  e.end = d->rows - 1;  // its forced close would read open[rows]
-  cr_assert_eq(trading_kind.check_state(&e, &e, &c), -1);
+  trading_env_init(&s->e, &s->c, index, count, rng);
+  trading_env_reset(&s->e, s->obs);
+  cr_assert_eq(trading_kind.check_state(&s->e, &s->e, &s->c), 0, "a fresh state: %s", error_message());
+}
+
+static void spy_env_close(SpyEnv *s) {
+  free(s->obs);
+  features_free(s->f);
+  market_data_free(s->d);
+}
+
+Test(trading_params, a_loaded_state_past_the_data_is_refused) {
+  SpyEnv s;
+  spy_env_open(&s, 0, 1);
+  TradingEnv e = s.e;
+  e.end = s.d->rows - 2;
+  cr_assert_eq(trading_kind.check_state(&e, &s.e, &s.c), 0, "end = rows - 2: %s", error_message());
+  e.end = s.d->rows - 1;  // its forced close would read open[rows]
+  cr_assert_eq(trading_kind.check_state(&e, &s.e, &s.c), -1);
   cr_assert(strstr(error_message(), "do not fit this run's market"), "%s", error_message());
-  p.exec = TRADING_EXEC_CLOSE;  // fills at the decision bar's close: the last bar is usable
-  context_for(&c, d, f, &p);
-  cr_assert_eq(trading_kind.check_state(&e, &e, &c), 0, "close execution, end = rows - 1: %s", error_message());
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  s.p.exec = TRADING_EXEC_CLOSE;  // fills at the decision bar's close: the last bar is usable
+  context_for(&s.c, s.d, s.f, &s.p);
+  cr_assert_eq(trading_kind.check_state(&e, &s.e, &s.c), 0, "close execution, end = rows - 1: %s", error_message());
+  spy_env_close(&s);
 }
 
 // A warm-up that leaves the train split no room names its cause: an auto warm-up is 3x the longest
@@ -827,18 +846,11 @@ Test(trading_params, a_warmup_past_the_train_split_names_its_cause) {
 // start computes a bar from them), the started flag's byte, each double the fills, ledger and logs
 // read, and each counter; the message names the field.
 Test(trading_params, a_loaded_state_with_a_damaged_field_is_refused) {
-  MarketData *d = load_shipped("SPY_1D.h5");
-  Features *f = features_for(d);
-  TradingParams p = trading_params_default();
-  TradingContext c;
-  context_for(&c, d, f, &p);
-  float *obs = obs_new(&c);
-  TradingEnv own, e;
-  Rng rng;
-  rng_seed(&rng, 1);
-  trading_env_init(&own, &c, 1, 4, rng);
-  trading_env_reset(&own, obs);
-  cr_assert_eq(trading_kind.check_state(&own, &own, &c), 0, "%s", error_message());
+  SpyEnv s;
+  spy_env_open(&s, 1, 4);
+  const TradingEnv own = s.e;
+  const TradingContext c = s.c;
+  TradingEnv e;
 
   e = own;
   e.env_index = 2147483647;
@@ -868,9 +880,7 @@ Test(trading_params, a_loaded_state_with_a_damaged_field_is_refused) {
   e.bars_in_position = -7;
   cr_assert_eq(trading_kind.check_state(&e, &own, &c), -1);
   cr_assert(strstr(error_message(), "bars_in_position = -7"), "%s", error_message());
-  free(obs);
-  features_free(f);
-  market_data_free(d);
+  spy_env_close(&s);
 }
 
 // random_initial_position: training episodes start holding a random level, taken at the mid without

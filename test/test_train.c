@@ -395,6 +395,36 @@ static void stored_observations_case(const char *precision, NnDtype dtype) {
 Test(train, rollout_stores_fp16_observations_rounded) { stored_observations_case("fp16", NN_F16); }
 Test(train, rollout_stores_bf16_observations_rounded) { stored_observations_case("bf16", NN_BF16); }
 
+// Rewrites best.h5's record as a damaged or legacy run would have left it: best_value = value (or,
+// legacy, best.h5 without the three attributes, whose record is best.txt's), and best_metric =
+// metric when one is given.
+static void rewrite_best_record(const char *path, double value, bool legacy, const char *metric) {
+  hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  cr_assert(h >= 0, "%s", path);
+  cr_assert_geq(H5Adelete(h, "best_value"), 0);
+  if (legacy) {
+    cr_assert_geq(H5Adelete(h, "best_metric"), 0);
+    cr_assert_geq(H5Adelete(h, "best_iteration"), 0);
+  } else {
+    cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", value), 0);
+  }
+  if (metric) {
+    cr_assert_geq(H5Adelete(h, "best_metric"), 0);
+    cr_assert_eq(h5io_attr_write_string(h, "/", "best_metric", metric), 0);
+  }
+  H5Fclose(h);
+}
+
+// The iteration of the checkpoint in best.h5.
+static int64_t best_iteration(const char *path) {
+  int64_t iteration = -1;
+  hid_t h = h5io_open_read(path);
+  cr_assert(h >= 0, "%s: %s", path, error_message());
+  cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
+  h5io_close(h);
+  return iteration;
+}
+
 // A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.h5's
 // own best_value attribute (one atomic file: best.txt beside it could disagree after a kill between
 // the two writes), or in best.txt for a best.h5 written before the attribute existed.
@@ -422,16 +452,7 @@ Test(train, resume_keeps_a_better_best_h5) {
     snprintf(text, sizeof text, "metric %s\niteration %lld\nvalue %.17g\n", metric, (long long)iteration, value);
     cr_expect_str_eq(written, text);
     free(written);
-    hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    cr_assert(h >= 0);
-    cr_assert_geq(H5Adelete(h, "best_value"), 0);
-    if (cases[k].legacy) {
-      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
-      cr_assert_geq(H5Adelete(h, "best_iteration"), 0);
-    } else {
-      cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", cases[k].value), 0);
-    }
-    H5Fclose(h);
+    rewrite_best_record(path, cases[k].value, cases[k].legacy, NULL);
     if (cases[k].legacy) {
       FILE *f = fopen(txt, "w");
       cr_assert_not_null(f);
@@ -442,10 +463,7 @@ Test(train, resume_keeps_a_better_best_h5) {
     }
     snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
     cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
-    h = h5io_open_read(path);
-    cr_assert(h >= 0);
-    cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
-    h5io_close(h);
+    iteration = best_iteration(path);
     if (cases[k].kept)
       cr_expect_eq(iteration, cases[k].kept, "case %d: a recorded best of %g stands", k, cases[k].value);
     else
@@ -479,32 +497,14 @@ Test(train, resume_refuses_a_best_value_no_evaluation_writes) {
     cr_assert_eq(run(config_file(name), NULL, dir, 2, 1, sets), 0, "%s", error_message());
     snprintf(path, sizeof path, "%s/best.h5", dir);
     snprintf(txt, sizeof txt, "%s/best.txt", dir);
-    hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    cr_assert(h >= 0);
-    cr_assert_geq(H5Adelete(h, "best_value"), 0);
-    if (cases[k].legacy) {
-      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
-      cr_assert_geq(H5Adelete(h, "best_iteration"), 0);
-    } else {
-      cr_assert_eq(h5io_attr_write_double(h, "/", "best_value", cases[k].value), 0);
-    }
-    if (cases[k].metric) {
-      cr_assert_geq(H5Adelete(h, "best_metric"), 0);
-      cr_assert_eq(h5io_attr_write_string(h, "/", "best_metric", cases[k].metric), 0);
-    }
-    H5Fclose(h);
+    rewrite_best_record(path, cases[k].value, cases[k].legacy, cases[k].metric);
     if (cases[k].legacy) write_text(txt, "metric sharpe\niteration 2\nvalue nan\n");
     char *txt_before = read_text(txt, NULL);
     snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
     int status = run(NULL, ckpt, NULL, 1, 0, NULL);
     if (!cases[k].message) {
       cr_expect_eq(status, 0, "case %zu: %s", k, error_message());
-      int64_t iteration;
-      h = h5io_open_read(path);
-      cr_assert(h >= 0);
-      cr_assert_eq(h5io_attr_read_int64(h, "/", "iteration", &iteration), 0);
-      h5io_close(h);
-      cr_expect_eq(iteration, 2, "case %zu: a recorded best of +inf stands", k);
+      cr_expect_eq(best_iteration(path), 2, "case %zu: a recorded best of +inf stands", k);
     } else {
       cr_expect_eq(status, 2, "case %zu: %s", k, cases[k].message);
       cr_expect(strstr(error_message(), cases[k].message), "case %zu: %s: %s", k, cases[k].message, error_message());
