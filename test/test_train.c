@@ -1578,6 +1578,7 @@ Test(train, a_cut_episode_bootstraps_its_reward_with_the_final_value) {
   cr_expect_eq(cut, 3 * N, "episodes of 5 bars cut at steps 5, 10 and 15 of 16");
   cr_expect_geq(bootstrapped, 3 * N - 1, "the bootstrap terms are not zero (else nothing is tested)");
   free(obs), free(final_obs), free(packed);
+  backend_free(bb, d_obs);
   trainer_free(a);
   trainer_free(b);
 }
