@@ -507,7 +507,7 @@ Test(h5io, abort_and_failed_create_leave_nothing) {
 // h5io_create writes the 1.10 format: a superblock of version 3 and chunk indexes with checksums
 // (a fixed array: a flipped bit in a chunk's address is refused, where the 1.8 format's v1 B-tree
 // read the dataset as zeros); files in the earlier formats still load: the earliest (superblock 0,
-// the shipped market files' until they are rebuilt) and 1.8 (checkpoints written before), both with
+// the shipped market files' before they were rebuilt) and 1.8 (checkpoints written before), both with
 // v1 B-tree chunk indexes. A dataset of several chunks, checksummed, and the root's attributes.
 Test(h5io, writes_the_1_10_format_and_reads_the_earlier_ones) {
   char dir[64], path[128];
