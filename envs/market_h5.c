@@ -10,7 +10,8 @@
 #include "envs/market_data_impl.h"
 
 // Deflate level 6 with a Fletcher32 checksum per chunk: a changed byte is refused on load, naming
-// the dataset, instead of training on altered prices (files written before the checksums, in the earlier HDF5 formats, load too).
+// the dataset, instead of training on altered prices (files written before the checksums, in the
+// earlier HDF5 formats, load too).
 enum { MARKET_H5_FILTERS = 6 | H5IO_CHECKSUM };
 
 typedef struct {

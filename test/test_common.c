@@ -534,8 +534,7 @@ Test(h5io, writes_the_1_10_format_and_reads_the_earlier_ones) {
       H5Pclose(fapl);
       cr_assert(w.file >= 0);
     }
-    cr_assert_eq(h5io_write(w.file, "g/x", H5IO_FLOAT64, 1, dims, values, H5IO_CHECKSUM | 6), 0, "%s",
-                 error_message());
+    cr_assert_eq(h5io_write(w.file, "g/x", H5IO_FLOAT64, 1, dims, values, H5IO_CHECKSUM | 6), 0, "%s", error_message());
     cr_assert_eq(h5io_attr_write_int64(w.file, "/", "answer", 42), 0, "%s", error_message());
     if ((int)formats[k].low < 0)
       cr_assert_eq(h5io_commit(&w), 0, "%s", error_message());
