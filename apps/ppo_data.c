@@ -82,7 +82,7 @@ static bool output_ok(const char *output, const char *what) {
     fprintf(stderr, "ppo-data: %s (%s)\n", error_message(), what);
     return false;
   }
-  atomic_file_forget(tmp);  // only the name was wanted
+  atomic_file_discard(tmp);  // only the name was wanted
   if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
     fprintf(stderr, "ppo-data: %s '%s' is a directory; name the file to write\n", what, output);
     return false;

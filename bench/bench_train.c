@@ -61,7 +61,7 @@ static int output_path_check(const char *path) {
     return -1;
   }
   close(fd);
-  unlink(tmp);
+  atomic_file_discard(tmp);
   return 0;
 }
 

@@ -64,7 +64,10 @@ void atomic_file_remove_on_signals(void) {
   }
 }
 
-void atomic_file_forget(const char *tmp_path) { pending_forget(tmp_path); }
+void atomic_file_discard(const char *tmp_path) {
+  unlink(tmp_path);
+  pending_forget(tmp_path);
+}
 
 int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
   const char *slash = strrchr(path, '/');
@@ -103,14 +106,12 @@ static int fsync_path(const char *path, int flags) {
 int atomic_file_publish(const char *tmp_path, const char *path) {
   if (fsync_path(tmp_path, O_RDONLY) != 0) {
     error_set("%s: cannot flush to disk: %s", tmp_path, errno_text());
-    unlink(tmp_path);
-    pending_forget(tmp_path);
+    atomic_file_discard(tmp_path);
     return -1;
   }
   if (rename(tmp_path, path) != 0) {
     error_set("%s: cannot rename %s into place: %s", path, tmp_path, errno_text());
-    unlink(tmp_path);
-    pending_forget(tmp_path);
+    atomic_file_discard(tmp_path);
     return -1;
   }
   pending_forget(tmp_path);
@@ -147,8 +148,7 @@ int atomic_file_commit(AtomicFile *af) {
   af->stream = NULL;
   if (write_failed || close_failed) {
     error_set("%s: write failed: %s", af->path, errno_text());
-    unlink(af->tmp_path);
-    pending_forget(af->tmp_path);
+    atomic_file_discard(af->tmp_path);
     return -1;
   }
   return atomic_file_publish(af->tmp_path, af->path);
@@ -164,10 +164,7 @@ int atomic_file_write_text(const char *path, const char *text) {
 void atomic_file_abort(AtomicFile *af) {
   if (af->stream) fclose(af->stream);
   af->stream = NULL;
-  if (af->tmp_path[0]) {
-    unlink(af->tmp_path);
-    pending_forget(af->tmp_path);
-  }
+  if (af->tmp_path[0]) atomic_file_discard(af->tmp_path);
 }
 
 int make_directories(const char *path) {

@@ -36,11 +36,10 @@ void atomic_file_abort(AtomicFile *af);                          // fclose + rem
 
 // For programs without their own stop handling (ppo-data, ppo-eval): installs handlers so that
 // SIGINT, SIGTERM and SIGHUP remove this process's temporary files that are not yet published or
-// removed, then end the process as the signal would have. A caller that removes a temporary file
-// itself instead of publishing it calls atomic_file_forget (a forgotten name is harmless: unlinking
-// it again finds nothing).
+// removed, then end the process as the signal would have.
 void atomic_file_remove_on_signals(void);
-void atomic_file_forget(const char *tmp_path);
+// Removes a temporary file named by atomic_file_temp_path that will not be published, and its note.
+void atomic_file_discard(const char *tmp_path);
 
 // Creates directory `path` and its missing parents (mode 0777 before the umask); an existing
 // directory is fine. 0, or -1 and the error message naming the directory that could not be made.

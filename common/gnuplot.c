@@ -72,8 +72,7 @@ int gnuplot_render(const char *dir, const char *script, const char *png) {
       error_set("gnuplot failed (%s %d; its message is above; `gnuplot %s` in %s draws it by hand)",
                 WIFEXITED(status) ? "exit status" : "signal",
                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), script, dir);
-    unlink(tmp);  // gnuplot made it at `set output`, before its error
-    atomic_file_forget(tmp);
+    atomic_file_discard(tmp);  // gnuplot made it at `set output`, before its error
     unlink(path);  // an earlier run's picture
     return -1;
   }

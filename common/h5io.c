@@ -123,8 +123,7 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   if (writer->file < 0) {
     // HDF5 does not report errno; say what usually causes this.
     error_set("%s: cannot create HDF5 file (does the directory exist and is it writable?)", path);
-    unlink(writer->tmp_path);
-    atomic_file_forget(writer->tmp_path);
+    atomic_file_discard(writer->tmp_path);
     return -1;
   }
   return 0;
@@ -136,8 +135,7 @@ int h5io_commit(H5ioWriter *writer) {
   writer->file = H5I_INVALID_HID;
   if (flushed < 0 || closed < 0) {
     error_set("%s: writing the HDF5 file failed (disk full?)", writer->path);
-    unlink(writer->tmp_path);
-    atomic_file_forget(writer->tmp_path);
+    atomic_file_discard(writer->tmp_path);
     return -1;
   }
   return atomic_file_publish(writer->tmp_path, writer->path);
@@ -146,10 +144,7 @@ int h5io_commit(H5ioWriter *writer) {
 void h5io_abort(H5ioWriter *writer) {
   if (writer->file >= 0) H5Fclose(writer->file);
   writer->file = H5I_INVALID_HID;
-  if (writer->tmp_path[0]) {
-    unlink(writer->tmp_path);
-    atomic_file_forget(writer->tmp_path);
-  }
+  if (writer->tmp_path[0]) atomic_file_discard(writer->tmp_path);
 }
 
 // H5Ewalk2's visitor: notes whether the failure is a file shorter than its superblock says.

@@ -607,11 +607,8 @@ static int check_dims(hid_t f, const Policy *pol) {
 // finiteness check and sampled actions of infinite spread (exp(log_std) overflows).
 static int check_log_std(const float *log_std, size_t n) {
   int count;
-  const ConfigKey *schema = config_schema(&count);
-  double lo = -HUGE_VAL, hi = HUGE_VAL;
-  for (int k = 0; k < count; k++)
-    if (strcmp(schema[k].section, "policy") == 0 && strcmp(schema[k].key, "log_std_init") == 0)
-      lo = schema[k].min, hi = schema[k].max;
+  const ConfigKey *row = &config_schema(&count)[config_key_index("policy", "log_std_init")];
+  const double lo = row->min, hi = row->max;
   for (size_t i = 0; i < n; i++)
     if (log_std[i] < lo || log_std[i] > hi) {
       error_set("params/log_std[%zu] = %g: allowed %g .. %g (the range of [policy] log_std_init; a damaged checkpoint)",
@@ -680,14 +677,12 @@ static int check_state_type(hid_t f) {
     return -1;
   }
   hid_t type = H5Dget_type(ds);
-  bool bytes =
-      type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 && H5Tget_sign(type) == H5T_SGN_NONE;
-  size_t size = type >= 0 ? H5Tget_size(type) : 0;
-  bool is_signed = type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Tget_sign(type) != H5T_SGN_NONE;
   H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+  size_t size = type >= 0 ? H5Tget_size(type) : 0;
+  bool is_signed = cls == H5T_INTEGER && H5Tget_sign(type) != H5T_SGN_NONE;
   if (type >= 0) H5Tclose(type);
   H5Dclose(ds);
-  if (bytes) return 0;
+  if (cls == H5T_INTEGER && size == 1 && !is_signed) return 0;
   error_set("envs/state is stored as %s of %zu byte(s): must be uint8 (each env's state bytes; a damaged checkpoint)",
             cls == H5T_INTEGER ? (is_signed ? "signed integers" : "unsigned integers")
             : cls == H5T_FLOAT ? "floats"

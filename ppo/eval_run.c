@@ -1084,15 +1084,14 @@ static int eval_walk_forward(const EvalRunOptions *o) {
 // keys ([ppo]). An override of one was silently ignored; the market, costs, [eval], [run] seed,
 // device, threads and tf32 are the evaluation's own and stay open to --set.
 static bool from_checkpoint(const char *override) {
-  size_t dot = strcspn(override, ".="), end = strcspn(override, "= ");
-  if (override[dot] != '.') return false;  // config_load names the malformed override
-  const char *key = override + dot + 1;
-  size_t key_len = end > dot ? end - dot - 1 : 0;
-  static const char *const sections[] = {"policy", "normalize", "ppo"};
-  for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
-    if (dot == strlen(sections[k]) && strncmp(override, sections[k], dot) == 0) return true;
-  return (dot == 3 && strncmp(override, "run", 3) == 0 && key_len == 9 && strncmp(key, "precision", 9) == 0) ||
-         (dot == 3 && strncmp(override, "env", 3) == 0 && key_len == 6 && strncmp(key, "n_envs", 6) == 0);
+  char section[32], key[64];
+  if (sscanf(override, "%31[^.=].%63[^= ]", section, key) != 2) return false;  // config_load names it
+  static const struct {
+    const char *section, *key;  // key NULL: the whole section
+  } fixed[] = {{"policy", NULL}, {"normalize", NULL}, {"ppo", NULL}, {"run", "precision"}, {"env", "n_envs"}};
+  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+    if (strcmp(section, fixed[k].section) == 0 && (!fixed[k].key || strcmp(key, fixed[k].key) == 0)) return true;
+  return false;
 }
 
 int eval_run(const EvalRunOptions *o) {
