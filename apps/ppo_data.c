@@ -2,6 +2,7 @@
 //
 //   ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format F] [--symbol S] [--timezone TZ] [--raw-prices]
 //                   [--skip-null-rows] [--sort] [--drop-duplicates] [--ignore-columns NAMES] [--to-utc]
+//                   [--ask ASK.csv[.gz]]
 //   ppo-data info FILE.h5|FILE.csv[.gz]
 //   ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv
 //
@@ -26,6 +27,7 @@ static const char usage_text[] =
     "usage: ppo-data import INPUT.csv[.gz] OUTPUT.h5 [--format auto|lean-quote|lean-equity|csv]\n"
     "                      [--symbol SYMBOL] [--timezone TZ] [--raw-prices] [--skip-null-rows] [--sort]\n"
     "                      [--drop-duplicates] [--ignore-columns NAME[,NAME...]] [--to-utc]\n"
+    "                      [--ask ASK.csv[.gz]]\n"
     "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
     "       ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv\n"
     "       ppo-data --help\n";
@@ -50,6 +52,9 @@ static const char help_text[] =
     "         kept as they are unless --to-utc converts them from that zone's wall clock to UTC (intraday\n"
     "         files in local time: the hour repeated when daylight saving ends is told apart by order,\n"
     "         an hour it skips is refused; rows oldest first).\n"
+    "         --ask ASK.csv joins two files of one side each (Dukascopy's BID and ASK exports): INPUT is\n"
+    "         the bid side; both are read with the same options and must hold the same bars, row by row;\n"
+    "         the output has bid_/ask_ prices, mid (bid + ask) / 2, volume the two sides' sum.\n"
     "info     prints rows, time range, bar size, gaps (weekend: >= 36 h missing), bid/ask and spread, the\n"
     "         close's range and its largest one-bar move (an unadjusted split or a bad price shows there).\n"
     "features writes the trading env's feature matrix (what the agent sees, before the window and the agent\n"
@@ -176,10 +181,29 @@ static void warn_suspect_prices(const char *input, const MarketData *data) {
             input, (long long)m.unchanged, (long long)(data->rows - 1));
 }
 
+// The import's bars: INPUT's, or with --ask the two sides joined (market_data_merge_bid_ask). Both
+// files are read with the same options. NULL after printing the message (bad data).
+static MarketData *import_load(const char *input, const char *ask_path, const MarketCsvOptions *options,
+                               MarketCsvSummary *summary, MarketCsvSummary *ask_summary) {
+  MarketData *data = market_data_load_csv_with(input, options, summary);
+  if (data && ask_path) {
+    MarketData *bid = data, *ask = market_data_load_csv_with(ask_path, options, ask_summary);
+    data = NULL;
+    if (ask && (summary->adjusted || ask_summary->adjusted))
+      error_set("%s: has an adj_close column, and bid and ask quotes are not adjusted: give --raw-prices",
+                summary->adjusted ? input : ask_path);
+    else if (ask)
+      data = market_data_merge_bid_ask(bid, input, ask, ask_path);
+    market_data_free(bid), market_data_free(ask);
+  }
+  if (!data) fprintf(stderr, "ppo-data: %s\n", error_message());
+  return data;
+}
+
 static int command_import(int argc, char **argv) {
   const char *positional[2] = {NULL, NULL};
   int n_positional = 0;
-  const char *format_name = "auto", *symbol = NULL, *timezone = "UTC";
+  const char *format_name = "auto", *symbol = NULL, *timezone = "UTC", *ask_path = NULL;
   MarketCsvOptions options = market_csv_options_default();
   CliSeen seen = {.count = 0};
   bool to_utc = false, timezone_given = false;
@@ -197,6 +221,8 @@ static int command_import(int argc, char **argv) {
       target = &timezone, name = "--timezone", timezone_given = true;
     else if (cli_is_option(arg, "--ignore-columns"))
       target = &options.ignore_columns, name = "--ignore-columns";
+    else if (cli_is_option(arg, "--ask"))
+      target = &ask_path, name = "--ask";
     int flag = -1;
     for (int f = 0; f < 5; f++)
       if (strcmp(arg, flag_names[f]) == 0) flag = f;
@@ -236,6 +262,10 @@ static int command_import(int argc, char **argv) {
 
   if (same_file(positional[0], positional[1]))
     return usage_error("OUTPUT.h5 '%s' is the input file itself", positional[1]);
+  if (ask_path && same_file(ask_path, positional[1]))
+    return usage_error("OUTPUT.h5 '%s' is the --ask file itself", positional[1]);
+  if (ask_path && same_file(ask_path, positional[0]))
+    return usage_error("--ask '%s' is INPUT itself: give the bid side as INPUT and the ask side with --ask", ask_path);
   if (!output_ok(positional[1], "OUTPUT.h5")) return EXIT_BAD_INPUT;
   options.format = format;
   if (to_utc && options.sort)
@@ -244,18 +274,15 @@ static int command_import(int argc, char **argv) {
   if (to_utc && !timezone_given)
     return usage_error("%s", "--to-utc needs --timezone ZONE, the zone whose wall clock the file's times are in");
   if (to_utc) options.local_zone = timezone;
-  MarketCsvSummary summary;
-  MarketData *data = market_data_load_csv_with(positional[0], &options, &summary);
-  if (!data) {
-    fprintf(stderr, "ppo-data: %s\n", error_message());
-    return EXIT_BAD_INPUT;
-  }
+  MarketCsvSummary summary, ask_summary;
+  MarketData *data = import_load(positional[0], ask_path, &options, &summary, &ask_summary);
+  if (!data) return EXIT_BAD_INPUT;
   if (symbol) strcpy(data->symbol, symbol);
   if (!data->symbol[0]) {
     market_data_free(data);
     return usage_error("cannot derive a symbol from the name '%s': pass --symbol", positional[0]);
   }
-  if (summary.zoned_rows > 0 && strcmp(timezone, "UTC") != 0 && !to_utc) {
+  if ((summary.zoned_rows > 0 || (ask_path && ask_summary.zoned_rows > 0)) && strcmp(timezone, "UTC") != 0 && !to_utc) {
     market_data_free(data);  // the offsets made them UTC: the zone would mislabel them
     return usage_error(
         "--timezone %s: the file's times carry UTC offsets (or are Unix times) and are stored as UTC; "
@@ -274,8 +301,14 @@ static int command_import(int argc, char **argv) {
          (long long)data->rows, market_time_format(data->ts[0], first, sizeof first),
          market_time_format(data->ts[data->rows - 1], last, sizeof last), data->timezone, bar,
          data->has_bid_ask ? "bid/ask" : "no bid/ask", data->source, data->source_format);
+  if (ask_path) printf("  %s: bid side\n", positional[0]);
   print_import_summary(&summary);
   print_conversion(positional[0], &options, &summary);
+  if (ask_path) {
+    printf("  %s: ask side\n", ask_path);
+    print_import_summary(&ask_summary);
+    print_conversion(ask_path, &options, &ask_summary);
+  }
   warn_suspect_prices(positional[0], data);
   market_data_free(data);
   return EXIT_OK;

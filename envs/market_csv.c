@@ -584,12 +584,7 @@ static int parse_row(const LineReader *r, const Layout *layout, char **fields, M
     if (slot) *slot = value;
   }
   bar->ts += clock;
-  if (layout->has_bid_ask) {
-    bar->open = (bar->bid_open + bar->ask_open) / 2;
-    bar->high = (bar->bid_high + bar->ask_high) / 2;
-    bar->low = (bar->bid_low + bar->ask_low) / 2;
-    bar->close = (bar->bid_close + bar->ask_close) / 2;
-  }
+  if (layout->has_bid_ask) market_bar_mid(bar);
   *factor = layout->adjust ? adj_close / bar->close : 1.0;
   return 0;
 }

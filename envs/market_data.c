@@ -194,6 +194,13 @@ static const char *check_side(const char *side, double o, double h, double l, do
   return buf;
 }
 
+void market_bar_mid(MarketBar *bar) {
+  bar->open = (bar->bid_open + bar->ask_open) / 2;
+  bar->high = (bar->bid_high + bar->ask_high) / 2;
+  bar->low = (bar->bid_low + bar->ask_low) / 2;
+  bar->close = (bar->bid_close + bar->ask_close) / 2;
+}
+
 const char *market_bar_check(const MarketBar *bar, bool has_bid_ask, bool has_volume, bool check_mid, char *buf,
                              size_t capacity) {
   struct {
@@ -303,6 +310,80 @@ int market_data_validate(MarketData *data, const char *where) {
   }
   data->bar_seconds = market_data_bar_seconds(data->ts, data->rows);
   return 0;
+}
+
+// --- joining the two sides ------------------------------------------------------------------------------
+
+MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_name, const MarketData *ask,
+                                      const char *ask_name) {
+  const MarketData *sides[2] = {bid, ask};
+  const char *names[2] = {bid_name, ask_name}, *roles[2] = {"bid", "ask"};
+  for (int k = 0; k < 2; k++) {
+    if (sides[k]->has_bid_ask) {
+      error_set(
+          "%s: has bid_/ask_ columns already; the %s side must be a file of one side's open, high, low and close "
+          "(a Dukascopy BID or ASK export)",
+          names[k], roles[k]);
+      return NULL;
+    }
+  }
+  char a[40], b[40];
+  for (int64_t i = 0; i < bid->rows && i < ask->rows; i++) {
+    if (bid->ts[i] != ask->ts[i]) {
+      error_set(
+          "%s has a bar at %s where %s has %s (bar %lld of each, counting from 1): the two sides must hold the same "
+          "bars, row by row (export both with the same range, bar size and filters)",
+          ask_name, market_time_format(ask->ts[i], a, sizeof a), bid_name, market_time_format(bid->ts[i], b, sizeof b),
+          (long long)i + 1);
+      return NULL;
+    }
+  }
+  if (bid->rows != ask->rows) {
+    const MarketData *longer = bid->rows > ask->rows ? bid : ask;
+    int64_t extra = longer->rows - (bid->rows < ask->rows ? bid->rows : ask->rows);
+    error_set(
+        "%s has %lld bars and %s %lld: the two sides must hold the same bars (the first %lld agree; %s goes on from "
+        "%s)",
+        bid_name, (long long)bid->rows, ask_name, (long long)ask->rows, (long long)(longer->rows - extra),
+        longer == bid ? bid_name : ask_name, market_time_format(longer->ts[longer->rows - extra], a, sizeof a));
+    return NULL;
+  }
+  MarketData *data = market_data_new(bid->rows);
+  data->has_bid_ask = true;
+  data->has_volume = bid->has_volume && ask->has_volume;
+  for (int64_t i = 0; i < bid->rows; i++) {
+    MarketBar bar = {.ts = bid->ts[i],
+                     .bid_open = bid->open[i],
+                     .bid_high = bid->high[i],
+                     .bid_low = bid->low[i],
+                     .bid_close = bid->close[i],
+                     .ask_open = ask->open[i],
+                     .ask_high = ask->high[i],
+                     .ask_low = ask->low[i],
+                     .ask_close = ask->close[i],
+                     .volume = data->has_volume ? bid->volume[i] + ask->volume[i] : NAN};
+    market_bar_mid(&bar);
+    market_bar_put(data, i, &bar);
+  }
+  market_copy_text(data->symbol, sizeof data->symbol, bid->symbol);
+  market_copy_text(data->timezone, sizeof data->timezone, bid->timezone);
+  if (snprintf(data->source, sizeof data->source, "%s + %s", bid->source, ask->source) >= (int)sizeof data->source)
+    market_copy_text(data->source, sizeof data->source, bid->source);  // no room for both names
+  if (snprintf(data->source_format, sizeof data->source_format, "%s bid + ask", bid->source_format) >=
+      (int)sizeof data->source_format)
+    market_copy_text(data->source_format, sizeof data->source_format, "bid + ask");
+  char where[2 * MARKET_SOURCE_MAX + 8];
+  snprintf(where, sizeof where, "%s + %s", bid_name, ask_name);
+  if (market_data_validate(data, where) != 0) {
+    if (strstr(error_message(), "need ask >= bid")) {
+      char reason[ERROR_MESSAGE_MAX];
+      snprintf(reason, sizeof reason, "%s", error_message());
+      error_set("%s (the bid side comes first, the ask side second: are the two swapped?)", reason);
+    }
+    market_data_free(data);
+    return NULL;
+  }
+  return data;
 }
 
 // --- summaries -------------------------------------------------------------------------------------------

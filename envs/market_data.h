@@ -151,6 +151,15 @@ MarketData *market_data_load(const char *path);  // HDF5 when the file has the H
 // Writes `data` to `path` atomically (h5io): on failure nothing is left behind. 0, or -1 and the message.
 int market_data_save_h5(const MarketData *data, const char *path);
 void market_data_free(MarketData *data);  // NULL is fine
+// One file with bid and ask from two files of one side each (Dukascopy exports its BID and ASK
+// sides separately): the same bars, row by row, or an error naming the first row that differs.
+// The mid is (bid + ask) / 2 per field, as the CSV loaders compute it; volume is the sum of the two
+// sides' volumes when both have one (Dukascopy's per-side volume), else absent. Symbol and time
+// zone come from `bid`; source is "BID + ASK"; source_format "FORMAT bid + ask". The result is
+// validated like a loaded file (ask >= bid at open and close). The names go into the messages.
+// A new MarketData, or NULL and the message.
+MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_name, const MarketData *ask,
+                                      const char *ask_name);
 // 64-bit FNV-1a of the rows, timestamps and every price and volume column (bit patterns, NaN
 // included): a checkpoint records it so that a resume on other data is refused.
 uint64_t market_data_hash(const MarketData *data);

@@ -21,6 +21,9 @@ typedef struct {
 void market_bar_get(const MarketData *data, int64_t row, MarketBar *out);
 void market_bar_put(MarketData *data, int64_t row, const MarketBar *bar);
 
+// The mid prices of a bar with bid and ask: (bid + ask) / 2, field by field.
+void market_bar_mid(MarketBar *bar);
+
 // Checks one bar's prices and volume (finite, > 0, OHLC order on each side, ask >= bid, and with
 // check_mid the mid equal to (bid + ask) / 2). Returns NULL when the bar is fine, else writes the
 // reason with the values into buf and returns buf.

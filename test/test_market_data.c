@@ -723,6 +723,108 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   free(dir), free(log_dir);
 }
 
+// Dukascopy exports each side on its own ("Gmt time,Open,High,Low,Close,Volume"). Both sides of the
+// shipped gold file, written that way and joined with --ask, give the same bid, ask and mid prices as
+// the LEAN loader's import of the original (which computes the mid itself); the volume is the sum.
+// Sides that differ in a row, in length or in order are refused naming the file and the row.
+static void write_dukascopy_side(const char *path, const MarketData *d, int64_t rows, bool ask, int64_t skip_row) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "cannot write %s", path);
+  fprintf(f, "Gmt time,Open,High,Low,Close,Volume\n");
+  for (int64_t i = 0; i < rows; i++) {
+    if (i == skip_row) continue;
+    CivilTime t = utc_to_civil(d->ts[i]);
+    fprintf(f, "%02d.%02d.%04d %02d:%02d:%02d.000,%.17g,%.17g,%.17g,%.17g,%.17g\n", t.day, t.month, t.year, t.hour,
+            t.minute, t.second, ask ? d->ask_open[i] : d->bid_open[i], ask ? d->ask_high[i] : d->bid_high[i],
+            ask ? d->ask_low[i] : d->bid_low[i], ask ? d->ask_close[i] : d->bid_close[i], ask ? 0.25 * (double)i : 1.5);
+  }
+  cr_assert_eq(fclose(f), 0);
+}
+
+Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
+  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char lean[1024], bid[1024], ask[1024], h5[1024], out_txt[1024], err_txt[1024];
+  snprintf(lean, sizeof lean, "%s/csv/XAUUSD_OANDA_1H_BIDASK.csv.gz", DATA_DIR);
+  snprintf(bid, sizeof bid, "%s/XAUUSD_Candlestick_1_Hour_BID_20.03.2006-26.08.2006.csv", dir);
+  snprintf(ask, sizeof ask, "%s/XAUUSD_Candlestick_1_Hour_ASK_20.03.2006-26.08.2006.csv", dir);
+  snprintf(h5, sizeof h5, "%s/xauusd.h5", dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  MarketData *reference = market_data_load_csv(lean, MARKET_FORMAT_LEAN_QUOTE);
+  cr_assert(reference, "%s", error_message());
+  const int64_t rows = 3000;  // five months of hourly bars, weekends included
+  write_dukascopy_side(bid, reference, rows, false, -1);
+  write_dukascopy_side(ask, reference, rows, true, -1);
+
+  char *argv[] = {"ppo-data", "import", bid, h5, "--ask", ask, NULL};
+  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
+  char *out = read_file_text(out_txt);
+  cr_expect(strstr(out, "XAUUSD, 3000 bars 2006-03-20 00:00 .. ") && strstr(out, "(UTC), bar 3600 s (1 h), bid/ask") &&
+                strstr(out, "(csv bid + ask)") && strstr(out, "_BID_20.03.2006-26.08.2006.csv: bid side\n") &&
+                strstr(out, "_ASK_20.03.2006-26.08.2006.csv: ask side\n"),
+            "%s", out);
+  free(out);
+  MarketData *joined = market_data_load_h5(h5);
+  cr_assert(joined, "%s", error_message());
+  cr_assert_eq(joined->rows, rows);
+  cr_assert(joined->has_bid_ask && joined->has_volume);
+  cr_expect_eq(memcmp(joined->ts, reference->ts, (size_t)rows * sizeof *joined->ts), 0);
+  for (int c = 0; c < 12; c++)  // open..ask_close: the LEAN loader's values, bit for bit
+    cr_expect_eq(memcmp(column(joined, c), column(reference, c), (size_t)rows * sizeof(double)), 0, "column %s differs",
+                 column_names[c]);
+  for (int64_t i = 0; i < rows; i++)
+    cr_assert_eq(joined->volume[i], 1.5 + 0.25 * (double)i, "row %lld: volume %g", (long long)i, joined->volume[i]);
+  market_data_free(joined);
+
+  struct {
+    const char *what;
+    int64_t skip_row, ask_rows;  // the ask side without that row (-1: none), and its length
+    bool swapped;
+    const char *says[2];
+  } cases[] = {
+      {"a row missing",
+       1000,
+       rows,
+       false,
+       {"_ASK_20.03.2006-26.08.2006.csv has a bar at 2006-05-19 10:00 where ",
+        "(bar 1001 of each, counting from 1): the two sides must hold the same bars, row by row"}},
+      {"shorter", -1, rows - 5, false, {"has 3000 bars and ", "the first 2995 agree"}},
+      {"swapped", -1, rows, true, {"need ask >= bid", "are the two swapped?"}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    write_dukascopy_side(bid, reference, rows, cases[k].swapped, -1);
+    write_dukascopy_side(ask, reference, cases[k].ask_rows, !cases[k].swapped, cases[k].skip_row);
+    unlink(h5);
+    cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2, "%s", cases[k].what);
+    char *err = read_file_text(err_txt);
+    for (int j = 0; j < 2; j++) cr_expect(strstr(err, cases[k].says[j]), "%s: %s", cases[k].what, err);
+    free(err);
+    cr_expect_eq(access(h5, F_OK), -1, "%s: nothing is written", cases[k].what);
+  }
+  char *both_argv[] = {"ppo-data", "import", bid, h5, "--ask", lean, NULL};  // already bid/ask
+  cr_expect_eq(run_ppo_data(both_argv, out_txt, err_txt), 2);
+  char *err = read_file_text(err_txt);
+  cr_expect(strstr(err, "XAUUSD_OANDA_1H_BIDASK.csv.gz: has bid_/ask_ columns already"), "%s", err);
+  free(err);
+  const char *adjusted = "time,open,high,low,close,adj_close\n2024-01-02 00:00,1.1,1.2,1.0,1.1,1.1\n";
+  write_file(ask, adjusted, strlen(adjusted));  // quotes are not adjusted: --raw-prices is asked for
+  cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err,
+                   "_ASK_20.03.2006-26.08.2006.csv: has an adj_close column, and bid and ask quotes are not "
+                   "adjusted: give --raw-prices"),
+            "%s", err);
+  free(err);
+  char *self_argv[] = {"ppo-data", "import", bid, h5, "--ask", bid, NULL};
+  cr_expect_eq(run_ppo_data(self_argv, out_txt, err_txt), 2);
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err, "is INPUT itself"), "%s", err);
+  free(err);
+  market_data_free(reference);
+  remove_tree(dir), remove_tree(log_dir);
+  free(dir), free(log_dir);
+}
+
 // --- accepted variants ---------------------------------------------------------------------------------------
 
 static MarketData *load_text(const char *dir, const char *name, const char *text, MarketFormat format) {
