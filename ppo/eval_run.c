@@ -18,6 +18,7 @@
 #include "common/atomic_file.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/gnuplot.h"
 #include "common/json_writer.h"
 #include "common/rng.h"
@@ -783,6 +784,25 @@ static bool directory_can_be_made(const char *dir) {
   }
 }
 
+// The files of one checkpoint's evaluation in its output directory (write_outputs), and of a
+// walk-forward's in RUN/walk_forward (eval_walk_forward); with plot, equity.gp and equity.png too.
+static const char *const checkpoint_outputs[] = {"report.json", "equity.csv", "trades.csv", "fills.csv"};
+static const char *const walk_forward_outputs[] = {"report.json", "folds.csv", "oos_equity.csv"};
+static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
+
+// Each output file in dir is absent, a regular file or a symbolic link (common/file_check.h): a
+// directory (or a FIFO, ...) there failed its rename after the whole backtest (exit 1). 0, or -1
+// and the message naming the first that is not.
+static int check_outputs(const char *dir, const char *const *names, int count, bool plot) {
+  char path[PATH_CAP];
+  for (int k = 0; k < count + (plot ? 2 : 0); k++) {
+    const char *name = k < count ? names[k] : plot_outputs[k - count];
+    if (join_path(path, sizeof path, dir, name) != 0 || file_check_output(path, "an output of ppo-eval") != 0)
+      return -1;
+  }
+  return 0;
+}
+
 static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, TradingSplit split, const char *dir,
                                Evaluation *ev) {
   int status = evaluation_open(ev, o, checkpoint, split);
@@ -792,7 +812,7 @@ static int evaluate_checkpoint(const EvalRunOptions *o, const char *checkpoint, 
   }
   // An output directory that cannot be made is bad input, found before the backtest runs and
   // without creating anything for a run that may still be refused.
-  if (!directory_can_be_made(dir)) {
+  if (!directory_can_be_made(dir) || check_outputs(dir, checkpoint_outputs, 4, o->plot) != 0) {
     fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "the default output directory");
     return EXIT_BAD_INPUT;
   }
@@ -953,7 +973,20 @@ static int eval_walk_forward(const EvalRunOptions *o) {
   int status = 0;
   BacktestPass chain = {0}, chain_bh = {0};
   ReportOptions chain_ro = report_options_default();
-  if (make_directories(out_dir) != 0) {
+  // The walk-forward's files and every fold's (RUN/fold_NN/eval/test), before the first fold is evaluated.
+  if (check_outputs(out_dir, walk_forward_outputs, 3, o->plot) != 0) {
+    fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "--walk-forward RUN");
+    status = EXIT_BAD_INPUT;
+  }
+  for (int k = 0; k < count && status == 0; k++) {
+    char fold_out[PATH_CAP];
+    snprintf(fold_out, sizeof fold_out, "%s/%s/eval/test", run, names[k]);
+    if (check_outputs(fold_out, checkpoint_outputs, 4, o->plot) != 0) {
+      fprintf(stderr, "ppo-eval: %s (fold %s's evaluation)\n", error_message(), names[k]);
+      status = EXIT_BAD_INPUT;
+    }
+  }
+  if (status == 0 && make_directories(out_dir) != 0) {
     fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "--walk-forward RUN");
     status = EXIT_BAD_INPUT;
   }

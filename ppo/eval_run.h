@@ -18,7 +18,8 @@
 //   trades.csv   the greedy agent's trade ledger; fills.csv its fills (the forced close marked)
 //   equity.png   equity and drawdown against buy-and-hold (gnuplot; equity.gp is kept so the plot
 //                can be redrawn; without gnuplot a warning and no PNG)
-// and a summary table goes to stdout.
+// and a summary table goes to stdout. A directory (a FIFO, ...) where one of these files goes is
+// bad input, refused before the backtest.
 //
 // Walk-forward (walk_forward = RUN, a `ppo-train --walk-forward` directory): every RUN/fold_NN is
 // evaluated on its own test split with its best.h5 (else checkpoints/last.h5) into

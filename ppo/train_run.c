@@ -20,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/host_memory.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -672,6 +673,40 @@ static bool holds_checkpoint(const char *run_dir) {
   return found;
 }
 
+int train_run_check_outputs(const char *run_dir) {
+  static const struct {
+    const char *name, *what;
+  } outputs[] = {
+      {"config.ini", "the run's configuration"},
+      {"train.log", "the run's progress log"},
+      {"metrics.csv", "the run's metrics table"},
+      {"metrics.h5", "the run's metrics table (HDF5)"},
+      {"best.h5", "the best evaluated checkpoint"},
+      {"best.txt", "the best evaluation's record"},
+      {"checkpoints/last.h5", "the link to the newest checkpoint"},
+      {"checkpoints/last.txt", "the newest checkpoint's name"},
+  };
+  char path[PATH_CAP + 300];
+  for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
+    snprintf(path, sizeof path, "%s/%s", run_dir, outputs[k].name);
+    if (file_check_output(path, outputs[k].what) != 0) return -1;
+  }
+  // The checkpoints a run writes, ckpt_NNNNNN.h5, are named by iteration: any of them there.
+  char dir[PATH_CAP];
+  snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int rc = 0;
+  for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+    long long it;
+    if (!checkpoint_file_name(de->d_name, &it)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    rc = file_check_output(path, "a checkpoint");
+  }
+  closedir(d);
+  return rc;
+}
+
 // The run directory (at most RUN_DIR_MAX characters, so that every file's path under it fits
 // PATH_CAP), refused before anything is loaded when it cannot serve: too long, or holding another
 // run (one with a checkpoint: a run killed before its first is started again).
@@ -707,6 +742,12 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return status;
     }
+  }
+  // A directory (or a FIFO, ...) where a file of the run goes failed at its first write, after the
+  // market, the slabs and (for best.h5 and the checkpoints) the training: refused before any of them.
+  if (root && train_run_check_outputs(run_dir) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
   }
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   if (root && !opt->resume && path_exists(path)) {

@@ -7,7 +7,8 @@
 // with its origin), train.log (the plain progress lines), metrics.csv and metrics.h5
 // (ppo/metrics_log.h), checkpoints/ckpt_NNNNNN.h5 (every [run] checkpoint_every iterations and at
 // the end; the newest checkpoint_keep kept) and checkpoints/last.h5 (a link to the newest).
-// A directory that already holds metrics.csv is refused unless the run resumes into it.
+// A directory that already holds metrics.csv is refused unless the run resumes into it, and so is
+// one where a file the run writes is a directory, a FIFO, ... (train_run_check_outputs).
 //
 // Signals: the first SIGINT, SIGTERM or SIGHUP asks the trainer to stop (ppo/trainer.h: the
 // iteration in progress stops before its next rollout step or minibatch and its starting state is
@@ -66,6 +67,13 @@ void train_signals_end(void);
 // checkpoints/last.txt names (written where neither link can be made), else the ckpt_NNNNNN.h5
 // written last (modification time). false when there is none.
 bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacity);
+
+// Every file a run writes in run_dir (config.ini, train.log, metrics.csv and .h5, best.h5 and
+// best.txt, checkpoints/last.h5 and last.txt, checkpoints/ckpt_NNNNNN.h5) is absent, a regular file
+// or a symbolic link: 0; else -1 and the message naming the first that is a directory, a FIFO, ...
+// (common/file_check.h). train_run checks its run directory so before the market loads; ppo-train
+// --walk-forward checks every fold's before the first fold trains.
+int train_run_check_outputs(const char *run_dir);
 
 // The configuration a run of these options trains with: config_path with the overrides, or with
 // resume the checkpoint's own (when there is no config_path) checked for compatibility with it.

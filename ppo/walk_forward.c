@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/file_check.h"
 #include "common/log.h"
 #include "common/time_utc.h"
 #include "envs/synthetic.h"
@@ -235,6 +236,21 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
   if (make_directories(run_dir) != 0) {
     fprintf(stderr, "ppo-train --walk-forward: %s (%s)\n", error_message(),
             opt->run_dir ? "--run-dir" : "[run] run_dir and name");
+    return EXIT_BAD_INPUT;
+  }
+  // Every file the walk-forward and its folds write, checked before the first fold trains: a
+  // directory (or a FIFO, ...) at one failed when that fold got there (a FIFO at folds.csv blocked
+  // its reading).
+  snprintf(path, sizeof path, "%s/folds.csv", run_dir);
+  bool usable = file_check_output(path, "the walk-forward's fold plan") == 0;
+  for (int i = 0; i < count && usable; i++) {
+    char fold_dir[PATH_CAP], done_path[PATH_CAP + 16];
+    snprintf(fold_dir, sizeof fold_dir, "%s/fold_%02d", run_dir, folds[i].index);
+    snprintf(done_path, sizeof done_path, "%s/done", fold_dir);
+    usable = file_check_output(done_path, "the fold's done marker") == 0 && train_run_check_outputs(fold_dir) == 0;
+  }
+  if (!usable) {
+    fprintf(stderr, "ppo-train --walk-forward: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
   size_t length = 0;

@@ -7,6 +7,7 @@
 // trained synthetic run (every output file, ledger = equity, the same bytes twice, exit status 2 on
 // bad input with nothing written), and ppo-eval --walk-forward on a ppo-train --walk-forward run.
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "nn/backend.h"
 #include "nn/policy.h"
 #include "ppo/backtest.h"
@@ -785,6 +787,72 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   }
 }
 
+// The names in dir (dot files too, not . and ..), comma-separated, into out.
+static void list_entries(const char *dir, char *out, size_t capacity) {
+  out[0] = '\0';
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "%s", dir);
+  size_t n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && n < capacity)
+      n += (size_t)snprintf(out + n, capacity - n, "%s%s", n ? "," : "", e->d_name);
+  closedir(d);
+}
+
+// A directory (or a FIFO) where ppo-eval writes one of its files is bad input found before the
+// backtest: it failed the rename after the whole evaluation with exit 1, report.json published
+// when a CSV was the directory; equity.png's and equity.gp's were warnings after it.
+Test(eval_cli, a_directory_at_an_output_file_is_refused_before_the_backtest, .init = setup, .fini = teardown,
+     .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], dir[600], path[700], names[1024];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  const char *files[] = {"report.json", "equity.csv", "trades.csv", "fills.csv", "equity.gp", "equity.png"};
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    snprintf(dir, sizeof dir, "%s/out_%zu", tmp_root, k);
+    snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+    cr_assert_eq(make_directories(path), 0, "%s", error_message());
+    snprintf(args, sizeof args,
+             "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0", run, dir);
+    cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s: %s", files[k], out);
+    char message[900];
+    snprintf(message, sizeof message,
+             "ppo-eval: %s: is a directory, not a regular file: an output of ppo-eval is written there; move it "
+             "away (--out)\n",
+             path);
+    cr_expect(strstr(out, message), "expected \"%s\" in: %s", message, out);
+    cr_expect(!strstr(out, "agent greedy"), "refused before the backtest: %s", out);
+    list_entries(dir, names, sizeof names);
+    cr_expect_str_eq(names, files[k], "%s: nothing written", files[k]);
+  }
+  // Without the plot, equity.gp and equity.png are not written: a directory there is let be.
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s/out_5' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet "
+           "--no-plot",
+           run, tmp_root);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  // A FIFO (mkfifo: no privileges needed) is refused alike; a symbolic link is replaced as a file is.
+  snprintf(dir, sizeof dir, "%s/out_fifo", tmp_root);
+  cr_assert_eq(make_directories(dir), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/fills.csv", dir);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  snprintf(args, sizeof args, "--checkpoint '%s/checkpoints/last.h5' --out '%s' --no-plot", run, dir);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "fills.csv: is a FIFO (named pipe), not a regular file"), "%s", out);
+  cr_expect(unlink(path) == 0 && symlink("elsewhere.csv", path) == 0, "%s", path);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet "
+           "--no-plot",
+           run, dir);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  struct stat st;
+  cr_expect(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "the link is replaced by the file");
+}
+
 // Whether `text` holds a whitespace-separated word that printf makes of a NaN or an infinity.
 static bool has_nan_word(const char *text) {
   static const char *const words[] = {"nan", "-nan", "inf", "-inf", "+inf", "+nan"};
@@ -989,4 +1057,18 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
            run, tmp_root);
   cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "fold_03's test window starts at") && strstr(out, "the folds overlap"), "%s", out);
+  cr_assert_eq(unlink(link), 0);
+  // A directory where the last fold's evaluation writes trades.csv: refused before the first fold
+  // is evaluated (it failed after two folds' backtests, with exit 1).
+  snprintf(path, sizeof path, "%s/fold_02/eval/test/trades.csv", run);
+  cr_assert_eq(unlink(path), 0, "%s", path);
+  cr_assert_eq(mkdir(path, 0777), 0, "%s", path);
+  snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100 --quiet --out '%s/dir'",
+           run, tmp_root);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "fold_02/eval/test/trades.csv: is a directory, not a regular file") &&
+                strstr(out, "(fold fold_02's evaluation)"),
+            "%s", out);
+  snprintf(path, sizeof path, "%s/dir", tmp_root);
+  cr_expect(!exists(path), "refused before anything is written: %s", path);
 }

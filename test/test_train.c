@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "alloc_counter.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/h5io.h"
 #include "common/log.h"
@@ -1331,6 +1332,52 @@ Test(train, a_run_directory_in_use_is_refused_and_dead_writers_files_are_removed
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, more), 0, "%s", error_message());
   for (int k = 0; k < 4; k++) cr_expect_neq(access(files[k], F_OK), 0, "%s removed", files[k]);
   cr_expect_eq(access(files[4], F_OK), 0, "a live writer's file stays");
+}
+
+// A directory (or a FIFO) where the run writes one of its files is bad input found before the
+// market loads: metrics.csv, metrics.h5, config.ini and a checkpoint failed their rename after the
+// work (exit 1), best.h5, best.txt, train.log and last.h5 were warnings and the run went on (exit 0).
+Test(train, a_directory_at_a_run_file_is_refused_before_the_run_starts) {
+  const char *cfg = config_file("outputs");
+  static char out[1 << 16];
+  char dir[512], path[700], args[1400], message[1200];
+  const char *files[] = {"metrics.csv",
+                         "metrics.h5",
+                         "config.ini",
+                         "train.log",
+                         "best.h5",
+                         "best.txt",
+                         "checkpoints/last.h5",
+                         "checkpoints/last.txt",
+                         "checkpoints/ckpt_000002.h5"};
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    snprintf(dir, sizeof dir, "%s/outputs_%zu", tmp_root, k);
+    snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+    cr_assert_eq(make_directories(path), 0, "%s", error_message());
+    snprintf(args, sizeof args, "'%s' --run-dir '%s' --set run.total_timesteps=512", cfg, dir);
+    cr_expect_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 2, "%s: %s", files[k], out);
+    // The last line said, before the configuration and the market are printed (no --quiet).
+    snprintf(message, sizeof message, "ppo-train: %s: is a directory, not a regular file: ", path);
+    const char *line = strstr(out, message), *tail = " is written there; move it away\n";
+    cr_expect(
+        line && (line == out || line[-1] == '\n') && strstr(line, tail) && strstr(line, tail)[strlen(tail)] == '\0',
+        "expected the last line \"%s...\", got: %s", message, out);
+    const char *written[] = {"config.ini", "metrics.csv", "checkpoints/ckpt_000001.h5"};
+    for (int j = 0; j < 3; j++) {
+      struct stat st;
+      snprintf(path, sizeof path, "%s/%s", dir, written[j]);
+      cr_expect(stat(path, &st) != 0 || !S_ISREG(st.st_mode), "%s: the refused run wrote %s", files[k], written[j]);
+    }
+  }
+  // Any file that is not a regular one alike (a FIFO at train.log made the run wait for a reader).
+  snprintf(dir, sizeof dir, "%s/outputs_fifo", tmp_root);
+  cr_assert_eq(make_directories(dir), 0, "%s", error_message());
+  snprintf(path, sizeof path, "%s/metrics.h5", dir);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  const char *sets[] = {"run.total_timesteps=512"};
+  cr_expect_eq(run(cfg, NULL, dir, 1, 1, sets), 2);
+  cr_expect(strstr(error_message(), "metrics.h5: is a FIFO (named pipe), not a regular file: the run's metrics table"),
+            "%s", error_message());
 }
 
 // coreutils' timeout sends SIGTERM to the process and then to its group: two signals well within a

@@ -533,4 +533,20 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
     snprintf(file, sizeof file, "%s/%s", dir, pairs[k].not_written);
     cr_expect(!exists(file), "the refused run wrote %s", pairs[k].not_written);
   }
+  // A directory where a later fold writes its metrics: refused before the first fold trains (that
+  // fold failed with exit 1 after the ones before it had trained).
+  char file[700];
+  snprintf(dir, sizeof dir, "%s/blocked", tmp_root);
+  snprintf(file, sizeof file, "%s/fold_02/metrics.csv", dir);
+  cr_assert_eq(mkdir(dir, 0777), 0);
+  snprintf(args, sizeof args, "%s/fold_02", dir);
+  cr_assert_eq(mkdir(args, 0777), 0);
+  cr_assert_eq(mkdir(file, 0777), 0);
+  snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "fold_02/metrics.csv: is a directory, not a regular file: the run's metrics table"), "%s", out);
+  snprintf(file, sizeof file, "%s/fold_00", dir);
+  cr_expect(!exists(file), "the refused walk-forward trained fold 0");
+  snprintf(file, sizeof file, "%s/folds.csv", dir);
+  cr_expect(!exists(file), "the refused walk-forward wrote folds.csv");
 }
