@@ -103,12 +103,16 @@ static int fsync_path(const char *path, int flags) {
   return rc;
 }
 
-int atomic_file_publish(const char *tmp_path, const char *path) {
-  if (fsync_path(tmp_path, O_RDONLY) != 0) {
-    error_set("%s: cannot flush to disk: %s", tmp_path, errno_text());
-    atomic_file_discard(tmp_path);
-    return -1;
-  }
+// fsync(tmp); 0, or -1, tmp_path removed and the error message.
+static int sync_temporary(const char *tmp_path) {
+  if (fsync_path(tmp_path, O_RDONLY) == 0) return 0;
+  error_set("%s: cannot flush to disk: %s", tmp_path, errno_text());
+  atomic_file_discard(tmp_path);
+  return -1;
+}
+
+// rename(tmp, path), fsync(dir) of a temporary file already synced.
+static int rename_into_place(const char *tmp_path, const char *path) {
   if (rename(tmp_path, path) != 0) {
     error_set("%s: cannot rename %s into place: %s", path, tmp_path, errno_text());
     atomic_file_discard(tmp_path);
@@ -124,6 +128,11 @@ int atomic_file_publish(const char *tmp_path, const char *path) {
   }
   fsync_path(dir, O_RDONLY | O_DIRECTORY);  // the rename itself; failure here loses nothing written
   return 0;
+}
+
+int atomic_file_publish(const char *tmp_path, const char *path) {
+  if (sync_temporary(tmp_path) != 0) return -1;
+  return rename_into_place(tmp_path, path);
 }
 
 FILE *atomic_file_open(AtomicFile *af, const char *path) {
@@ -142,16 +151,38 @@ FILE *atomic_file_open(AtomicFile *af, const char *path) {
   return af->stream;
 }
 
-int atomic_file_commit(AtomicFile *af) {
+int atomic_file_finish(AtomicFile *af) {
   int write_failed = ferror(af->stream);
   int close_failed = fclose(af->stream) != 0;
   af->stream = NULL;
   if (write_failed || close_failed) {
     error_set("%s: write failed: %s", af->path, errno_text());
     atomic_file_discard(af->tmp_path);
+    af->tmp_path[0] = '\0';
     return -1;
   }
-  return atomic_file_publish(af->tmp_path, af->path);
+  if (sync_temporary(af->tmp_path) != 0) {
+    af->tmp_path[0] = '\0';
+    return -1;
+  }
+  return 0;
+}
+
+int atomic_file_commit(AtomicFile *af) {
+  if (atomic_file_finish(af) != 0) return -1;
+  return rename_into_place(af->tmp_path, af->path);
+}
+
+int atomic_file_publish_set(AtomicFile *files, int count) {
+  int k = 0;
+  for (; k < count; k++) {
+    if (rename_into_place(files[k].tmp_path, files[k].path) != 0) break;  // it removed its own
+    files[k].tmp_path[0] = '\0';
+  }
+  if (k == count) return 0;
+  files[k].tmp_path[0] = '\0';
+  for (int j = k + 1; j < count; j++) atomic_file_abort(&files[j]);
+  return -1;
 }
 
 int atomic_file_write_text(const char *path, const char *text) {
@@ -165,6 +196,7 @@ void atomic_file_abort(AtomicFile *af) {
   if (af->stream) fclose(af->stream);
   af->stream = NULL;
   if (af->tmp_path[0]) atomic_file_discard(af->tmp_path);
+  af->tmp_path[0] = '\0';
 }
 
 int make_directories(const char *path) {

@@ -34,6 +34,19 @@ int atomic_file_commit(AtomicFile *af);  // fclose (checking write errors) + pub
 int atomic_file_write_text(const char *path, const char *text);  // open + text + commit; 0, or -1 and the message
 void atomic_file_abort(AtomicFile *af);                          // fclose + remove the temporary file; `path` untouched
 
+// Files published together, all or none (ppo-eval's report.json and its CSVs): each is opened with
+// atomic_file_open, written and finished, and only when every one is, atomic_file_publish_set
+// renames them into place in order (the file readers look for, report.json, last). A failure
+// before that is followed by atomic_file_abort of every file of the set (it is a no-op for one
+// whose finish failed), so none is published and no temporary file stays.
+// finish: fclose (checking write errors) + fsync of the temporary file; 0, or -1, the error message
+// and the temporary file removed.
+int atomic_file_finish(AtomicFile *af);
+// Renames every finished file into place in order; 0, or -1 and the error message, with the files
+// after the one whose rename failed removed (those before it are published: only a change to the
+// directory meanwhile makes a rename fail).
+int atomic_file_publish_set(AtomicFile *files, int count);
+
 // For programs without their own stop handling (ppo-data, ppo-eval): installs handlers so that
 // SIGINT, SIGTERM and SIGHUP remove this process's temporary files that are not yet published or
 // removed, then end the process as the signal would have.

@@ -596,13 +596,37 @@ static int join_path(char *out, size_t capacity, const char *dir, const char *na
   return 0;
 }
 
-static int write_atomic(const char *dir, const char *name, void (*fn)(FILE *, const void *), const void *arg) {
-  char path[PATH_CAP];
-  if (join_path(path, sizeof path, dir, name) != 0) return -1;
-  AtomicFile af;
-  if (!atomic_file_open(&af, path)) return -1;
-  fn(af.stream, arg);
-  return atomic_file_commit(&af);
+// One file of an output set: its name in the directory and what writes it.
+typedef struct {
+  const char *name;
+  void (*fn)(FILE *, const void *);
+  const void *arg;
+} OutputFile;
+
+enum { OUTPUT_SET_MAX = 8 };
+
+// Writes files[0..count) into dir as one set with the `done` files set[0..done) the caller has
+// already written and finished (common/atomic_file.h): each under its temporary name, and only when
+// every one is written and flushed to disk are they all renamed into place, in order (report.json
+// last). On a failure (a full disk) none is published, every temporary file of the set is removed,
+// and the message says which file failed. 0, or -1 and the message.
+static int write_output_set(const char *dir, AtomicFile *set, int done, const OutputFile *files, int count) {
+  CHECK(done + count <= OUTPUT_SET_MAX, "an output set of more than OUTPUT_SET_MAX files");
+  int n = done, rc = 0;
+  for (int k = 0; k < count && rc == 0; k++) {
+    char path[PATH_CAP];
+    AtomicFile *af = &set[n++];
+    memset(af, 0, sizeof *af);  // aborting one that was never opened does nothing
+    if (join_path(path, sizeof path, dir, files[k].name) != 0 || !atomic_file_open(af, path)) {
+      rc = -1;
+    } else {
+      files[k].fn(af->stream, files[k].arg);
+      rc = atomic_file_finish(af);
+    }
+  }
+  if (rc == 0) return atomic_file_publish_set(set, n);
+  for (int k = 0; k < n; k++) atomic_file_abort(&set[k]);
+  return -1;
 }
 
 typedef struct {
@@ -622,9 +646,9 @@ static void equity_csv_fn(FILE *out, const void *arg) {
 static void trades_csv_fn(FILE *out, const void *arg) { write_trades_csv(out, &((const Evaluation *)arg)->passes[0]); }
 static void fills_csv_fn(FILE *out, const void *arg) { write_fills_csv(out, &((const Evaluation *)arg)->passes[0]); }
 
-// equity.gp (kept) and equity.png: gnuplot run in `dir`, the PNG written under a temporary name and
-// renamed (common/gnuplot.h). Columns: csv (time in column 1), agent equity column, buy-and-hold
-// column, drawdown column.
+// equity.gp (kept, one of the output set) and equity.png: gnuplot run in `dir` once the set is
+// published, the PNG written under a temporary name and renamed (common/gnuplot.h). Columns: csv
+// (time in column 1), agent equity column, buy-and-hold column, drawdown column.
 typedef struct {
   const char *csv, *title;
   int equity_col, bh_col, dd_col, bh_dd_col;
@@ -655,14 +679,9 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
           title, s->csv, s->equity_col, s->bh_col, s->csv, s->dd_col, s->bh_dd_col);
 }
 
-// On any failure a warning, and no equity.png: an older one would not match this run's report.json.
-static void plot(const char *dir, const PlotSpec *spec) {
-  if (write_atomic(dir, "equity.gp", gnuplot_script_fn, spec) != 0) {
-    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
-    char path[PATH_CAP];
-    if (join_path(path, sizeof path, dir, "equity.png") == 0) unlink(path);
-    return;
-  }
+// equity.png drawn from the published equity.gp and its CSV. On any failure a warning, and no
+// equity.png (gnuplot_render removes an older one: it would not match this run's report.json).
+static void plot(const char *dir) {
   if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
     fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
 }
@@ -720,20 +739,22 @@ static void print_summary(FILE *out, const Evaluation *ev) {
   }
 }
 
-// dir exists (evaluate_checkpoint made it).
+// dir exists (evaluate_checkpoint made it). The files are one set (write_output_set): all of them
+// or none, report.json last; then the plot.
 static int write_outputs(const Evaluation *ev, const char *checkpoint, const EvalRunOptions *o, const char *dir) {
   JsonArgs j = {ev, checkpoint, o};
-  if (write_atomic(dir, "report.json", report_json_fn, &j) != 0) return -1;
-  if (write_atomic(dir, "equity.csv", equity_csv_fn, ev) != 0) return -1;
-  if (write_atomic(dir, "trades.csv", trades_csv_fn, ev) != 0) return -1;
-  if (write_atomic(dir, "fills.csv", fills_csv_fn, ev) != 0) return -1;
-  if (o->plot) {
-    char title[256];
-    snprintf(title, sizeof title, "%s %s split, cost x%g", ev->market.context.data->symbol,
-             trading_split_name(ev->split), ev->cost_mult);
-    PlotSpec ps = {.csv = "equity.csv", .title = title, .equity_col = 4, .bh_col = 11, .dd_col = 5, .bh_dd_col = 12};
-    plot(dir, &ps);
-  }
+  char title[256];
+  snprintf(title, sizeof title, "%s %s split, cost x%g", ev->market.context.data->symbol, trading_split_name(ev->split),
+           ev->cost_mult);
+  PlotSpec ps = {.csv = "equity.csv", .title = title, .equity_col = 4, .bh_col = 11, .dd_col = 5, .bh_dd_col = 12};
+  OutputFile files[5] = {
+      {"trades.csv", trades_csv_fn, ev}, {"fills.csv", fills_csv_fn, ev}, {"equity.csv", equity_csv_fn, ev}};
+  int n = 3;
+  if (o->plot) files[n++] = (OutputFile){"equity.gp", gnuplot_script_fn, &ps};
+  files[n++] = (OutputFile){"report.json", report_json_fn, &j};
+  AtomicFile set[OUTPUT_SET_MAX];
+  if (write_output_set(dir, set, 0, files, n) != 0) return -1;
+  if (o->plot) plot(dir);
   return 0;
 }
 
@@ -990,13 +1011,15 @@ static int eval_walk_forward(const EvalRunOptions *o) {
     fprintf(stderr, "ppo-eval: %s (%s)\n", error_message(), o->out_dir ? "--out" : "--walk-forward RUN");
     status = EXIT_BAD_INPUT;
   }
-  AtomicFile folds_af;
+  // folds.csv is written fold by fold as the first file of the output set (write_output_set).
+  AtomicFile set[OUTPUT_SET_MAX];
+  memset(&set[0], 0, sizeof set[0]);
   char folds_path[PATH_CAP];
   if (status == 0 && join_path(folds_path, sizeof folds_path, out_dir, "folds.csv") != 0) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     status = EXIT_BAD_INPUT;
   }
-  FILE *folds = status == 0 ? atomic_file_open(&folds_af, folds_path) : NULL;
+  FILE *folds = status == 0 ? atomic_file_open(&set[0], folds_path) : NULL;
   if (status == 0 && !folds) {
     fprintf(stderr, "ppo-eval: %s\n", error_message());
     status = EXIT_RUNTIME;
@@ -1060,12 +1083,9 @@ static int eval_walk_forward(const EvalRunOptions *o) {
     }
     evaluation_free(&ev);
   }
-  if (folds) {
-    if (status == 0) {
-      if (atomic_file_commit(&folds_af) != 0) status = EXIT_RUNTIME;
-    } else {
-      atomic_file_abort(&folds_af);
-    }
+  if (status == 0 && atomic_file_finish(&set[0]) != 0) {
+    fprintf(stderr, "ppo-eval: %s\n", error_message());
+    status = EXIT_RUNTIME;
   }
   if (status == 0) {
     Report ra, rb;
@@ -1075,20 +1095,21 @@ static int eval_walk_forward(const EvalRunOptions *o) {
     } else {
       ChainArgs ca = {&chain, &chain_bh};
       ChainJsonArgs cj = {&ra, &rb, count, run};
-      if (write_atomic(out_dir, "oos_equity.csv", oos_csv_fn, &ca) != 0 ||
-          write_atomic(out_dir, "report.json", chain_json_fn, &cj) != 0) {
+      PlotSpec ps = {.csv = "oos_equity.csv",
+                     .title = "walk-forward, out of sample (chained test splits)",
+                     .equity_col = 4,
+                     .bh_col = 6,
+                     .dd_col = 5,
+                     .bh_dd_col = 7};
+      OutputFile files[3] = {{"oos_equity.csv", oos_csv_fn, &ca}};
+      int n = 1;
+      if (o->plot) files[n++] = (OutputFile){"equity.gp", gnuplot_script_fn, &ps};
+      files[n++] = (OutputFile){"report.json", chain_json_fn, &cj};
+      if (write_output_set(out_dir, set, 1, files, n) != 0) {  // folds.csv too, or none
         fprintf(stderr, "ppo-eval: %s\n", error_message());
         status = EXIT_RUNTIME;
       } else {
-        if (o->plot) {
-          PlotSpec ps = {.csv = "oos_equity.csv",
-                         .title = "walk-forward, out of sample (chained test splits)",
-                         .equity_col = 4,
-                         .bh_col = 6,
-                         .dd_col = 5,
-                         .bh_dd_col = 7};
-          plot(out_dir, &ps);
-        }
+        if (o->plot) plot(out_dir);
         if (!o->quiet) {
           char t[5][64];
           printf(
@@ -1103,6 +1124,7 @@ static int eval_walk_forward(const EvalRunOptions *o) {
       }
     }
   }
+  if (status != 0) atomic_file_abort(&set[0]);  // folds.csv unless published (or never opened)
   backtest_pass_free(&chain);
   backtest_pass_free(&chain_bh);
   for (int k = 0; k < count; k++) free(names[k]);

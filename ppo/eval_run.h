@@ -7,8 +7,10 @@
 //   agent greedy; agent sampled (sampled_seeds passes: mean and sd); buy-and-hold; flat; random
 //   policy (random_seeds passes: mean and sd); the MA rule (x_strategy); the zero-cost oracle;
 //   cost stress: agent greedy, buy-and-hold and the MA rule at 0 x m and 2 x m as well.
-// The output directory (default: the run directory's eval/<checkpoint name>_<split>) gets, each
-// written under a temporary name and renamed:
+// The output directory (default: the run directory's eval/<checkpoint name>_<split>) gets, as one
+// set (all of them or none: each written under its temporary name, and only when every one is
+// written all renamed into place, report.json last; on a failure none is published and no
+// temporary file stays; the PNG is drawn after):
 //   report.json  every metric of section 9 for every pass (NaN -> null), the cost breakdown, the
 //                execution mode and costs (and which auto costs are generic guesses), the data range,
 //                the checkpoint's identity (path, size, FNV-1a 64 of its bytes, iteration, timesteps,
@@ -25,7 +27,8 @@
 // evaluated on its own test split with its best.h5 (else checkpoints/last.h5) into
 // RUN/fold_NN/eval/, and RUN/walk_forward/ gets folds.csv (per-fold metrics of the greedy agent and
 // buy-and-hold), oos_equity.csv (the out-of-sample curves chained: each fold starts at the previous
-// fold's final equity), report.json (the section-9 metrics of the chained curve) and equity.png.
+// fold's final equity), report.json (the section-9 metrics of the chained curve) and equity.png,
+// published as one set as well (folds.csv, oos_equity.csv, equity.gp, report.json).
 //
 // Exit statuses (common/error.h): 0, 2 bad input (command line, checkpoint, configuration, data),
 // 1 a failure at run time (writing the outputs).

@@ -318,6 +318,59 @@ Test(atomic_file, abort_keeps_the_old_file) {
   remove_tree(dir);
 }
 
+// A set (ppo-eval's report.json and CSVs): finished files stay under their temporary names until
+// atomic_file_publish_set renames them all; aborted instead, none is published and none is left;
+// and a signal before the publishing removes the finished ones too.
+Test(atomic_file, a_set_is_published_all_or_none) {
+  char dir[64], paths[3][128], text[64];
+  make_temp_dir(dir, sizeof dir);
+  const char *names[3] = {"a.csv", "b.csv", "report.json"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(paths[k], sizeof paths[k], "%s/%s", dir, names[k]);
+    cr_assert_eq(atomic_file_write_text(paths[k], "old"), 0, "%s", error_message());
+  }
+  AtomicFile set[3];
+  for (int k = 0; k < 3; k++) {
+    fputs("new", atomic_file_open(&set[k], paths[k]));
+    cr_assert_eq(atomic_file_finish(&set[k]), 0, "%s", error_message());
+  }
+  cr_expect_eq(count_entries(dir), 6, "three finished temporary files beside the old ones");
+  for (int k = 0; k < 3; k++) atomic_file_abort(&set[k]);
+  cr_expect_eq(count_entries(dir), 3);
+  for (int k = 0; k < 3; k++) {
+    read_whole(paths[k], text, sizeof text);
+    cr_expect_str_eq(text, "old", "%s", names[k]);
+  }
+  for (int k = 0; k < 3; k++) {
+    fputs("new", atomic_file_open(&set[k], paths[k]));
+    cr_assert_eq(atomic_file_finish(&set[k]), 0, "%s", error_message());
+  }
+  cr_assert_eq(atomic_file_publish_set(set, 3), 0, "%s", error_message());
+  cr_expect_eq(count_entries(dir), 3);
+  for (int k = 0; k < 3; k++) {
+    read_whole(paths[k], text, sizeof text);
+    cr_expect_str_eq(text, "new", "%s", names[k]);
+    atomic_file_abort(&set[k]);  // nothing left to remove: the published file stays
+    cr_expect_eq(access(paths[k], F_OK), 0, "%s", names[k]);
+  }
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    atomic_file_remove_on_signals();
+    for (int k = 0; k < 3; k++) {
+      fputs("newer", atomic_file_open(&set[k], paths[k]));
+      if (atomic_file_finish(&set[k]) != 0) _exit(3);
+    }
+    raise(SIGTERM);
+    _exit(6);  // not reached
+  }
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+  cr_expect_eq(count_entries(dir), 3, "the finished temporary files removed");
+  remove_tree(dir);
+}
+
 Test(atomic_file, missing_directory_is_a_clear_error) {
   AtomicFile af;
   cr_assert_null(atomic_file_open(&af, "/nonexistent-dir-ppo/out.txt"));

@@ -853,6 +853,81 @@ Test(eval_cli, a_directory_at_an_output_file_is_refused_before_the_backtest, .in
   cr_expect(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "the link is replaced by the file");
 }
 
+static long file_size(const char *path) {
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0, "%s", path);
+  return (long)st.st_size;
+}
+
+// `args` for ppo-eval with RLIMIT_FSIZE at `limit` bytes and SIGXFSZ ignored: a write past it fails
+// with EFBIG, as one on a full disk fails with ENOSPC, and the program goes on to handle it.
+static int run_eval_with_file_limit(long limit, const char *args, char *out, size_t capacity) {
+  static char command[6144];
+  snprintf(command, sizeof command, "-c 'trap \"\" XFSZ; exec \"$@\"' sh prlimit --fsize=%ld '%s' %s", limit, EVAL_BIN,
+           args);
+  return run_program("/bin/sh", command, out, capacity);
+}
+
+// ppo-eval's files are one set: when one of them cannot be written (here equity.csv, past a file
+// size limit, after trades.csv and fills.csv were), none is published and no temporary file is
+// left; the output directory keeps the earlier evaluation's files as they were. report.json was
+// written and published first, then the CSVs failed, leaving a report that its CSVs did not match.
+Test(eval_cli, the_output_files_are_published_all_or_none, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], dir[600], path[700], before[1024], after[1024];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(dir, sizeof dir, "%s/out", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet "
+           "--no-plot",
+           run, dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  list_entries(dir, before, sizeof before);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  long report_bytes = (long)strlen(report);
+  snprintf(path, sizeof path, "%s/equity.csv", dir);
+  long equity_bytes = file_size(path);  // the greedy agent's: the same with --seeds 2
+  snprintf(path, sizeof path, "%s/trades.csv", dir);
+  long trades_bytes = file_size(path);
+  snprintf(path, sizeof path, "%s/fills.csv", dir);
+  long fills_bytes = file_size(path);
+  cr_assert(report_bytes < equity_bytes && trades_bytes < equity_bytes && fills_bytes < equity_bytes,
+            "the case needs equity.csv the largest: %ld, %ld, %ld, %ld", report_bytes, equity_bytes, trades_bytes,
+            fills_bytes);
+
+  // Another evaluation (two sampled seeds: another report.json) into the same directory, with
+  // every file but equity.csv within the limit.
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 2 --random-seeds 1 --bootstrap 0 --quiet "
+           "--no-plot",
+           run, dir);
+  cr_expect_eq(run_eval_with_file_limit(equity_bytes - 1, args, out, sizeof out), 1, "%s", out);
+  cr_expect(strstr(out, "equity.csv: write failed: File too large"), "%s", out);
+  list_entries(dir, after, sizeof after);
+  cr_expect_str_eq(after, before, "the same files, no temporary one");
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *again = read_text(path, NULL);
+  cr_assert_not_null(again);
+  cr_expect_str_eq(again, report, "the earlier report.json stays");
+  free(again);
+  free(report);
+
+  // Into a new directory: nothing in it.
+  snprintf(dir, sizeof dir, "%s/fresh", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet", run,
+           dir);
+  cr_expect_eq(run_eval_with_file_limit(equity_bytes - 1, args, out, sizeof out), 1, "%s", out);
+  list_entries(dir, after, sizeof after);
+  cr_expect_str_eq(after, "", "nothing published");
+}
+
 // Whether `text` holds a whitespace-separated word that printf makes of a NaN or an infinity.
 static bool has_nan_word(const char *text) {
   static const char *const words[] = {"nan", "-nan", "inf", "-inf", "+inf", "+nan"};
@@ -1048,6 +1123,32 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   double sharpe_rf = json_number_after(report, "\"buy_and_hold\"", "sharpe");
   cr_expect_float_eq(sharpe0 - sharpe_rf, 0.2 / vol, 1e-9, "Sharpe %g at rf 0, %g at rf 0.2, volatility %g", sharpe0,
                      sharpe_rf, vol);
+  // The walk-forward's files are one set too: oos_equity.csv past a file size limit publishes none,
+  // folds.csv (whose Sharpe ratios a risk-free rate of 0 changes) included.
+  char rf_dir[600], names_before[512], names_after[512];
+  snprintf(rf_dir, sizeof rf_dir, "%s/rf", tmp_root);
+  snprintf(path, sizeof path, "%s/folds.csv", rf_dir);
+  char *folds_rf = read_text(path, NULL);
+  cr_assert_not_null(folds_rf);
+  snprintf(path, sizeof path, "%s/oos_equity.csv", rf_dir);
+  list_entries(rf_dir, names_before, sizeof names_before);
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100 --quiet --no-plot --out '%s'", run, rf_dir);
+  cr_expect_eq(run_eval_with_file_limit(file_size(path) - 1, args, out, sizeof out), 1, "%s", out);
+  cr_expect(strstr(out, "oos_equity.csv: write failed: File too large"), "%s", out);
+  list_entries(rf_dir, names_after, sizeof names_after);
+  cr_expect_str_eq(names_after, names_before, "the same files, no temporary one");
+  snprintf(path, sizeof path, "%s/folds.csv", rf_dir);
+  char *folds_after = read_text(path, NULL);
+  cr_assert_not_null(folds_after);
+  cr_expect_str_eq(folds_after, folds_rf, "folds.csv as the risk-free run wrote it");
+  free(folds_after);
+  free(folds_rf);
+  snprintf(path, sizeof path, "%s/report.json", rf_dir);
+  char *report_after = read_text(path, NULL);
+  cr_assert_not_null(report_after);
+  cr_expect_eq(json_number_after(report_after, "\"buy_and_hold\"", "sharpe"), sharpe_rf, "report.json unchanged");
+  free(report_after);
   free(report);
   // A fold linked under a later name would chain fold 0's test bars a second time: refused.
   char link[1024];
