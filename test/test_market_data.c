@@ -473,6 +473,46 @@ Test(market_data, ppo_data_import_info_and_usage) {
   free(dir), free(log_dir);
 }
 
+// A market file's string attributes are any bytes the file holds: info prints the ones not held to
+// a character set at load (source, source_format, timezone; the symbol is) with control characters
+// escaped, so that a crafted file cannot put a line of its own or an escape sequence on the
+// terminal (they were printed as they were). Other UTF-8 characters stay as they are.
+Test(market_data, ppo_data_info_escapes_control_characters_in_attributes) {
+  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char spy[1024], h5[1024], out_txt[1024], err_txt[1024];
+  snprintf(spy, sizeof spy, "%s/SPY_1D.h5", DATA_DIR);
+  snprintf(h5, sizeof h5, "%s/crafted.h5", dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  MarketData *d = market_data_load_h5(spy);
+  cr_assert(d, "%s", error_message());
+  // A forged line, colours, a bell, DEL, a lone byte that is not UTF-8, a backslash; CSI as the C1
+  // character U+009B (0xc2 0x9b), a clear screen on a terminal that honours it; and an e acute.
+  snprintf(d->source, sizeof d->source, "%s", "spy.csv\nsymbol         EVIL\x1b[31m\xff");
+  snprintf(d->source_format, sizeof d->source_format, "%s", "csv\r\a\x7f\\x41");
+  snprintf(d->timezone, sizeof d->timezone, "%s",
+           "UTC\t\xc2\x9b"
+           "2J caf\xc3\xa9");
+  cr_assert_eq(market_data_save_h5(d, h5), 0, "%s", error_message());
+  market_data_free(d);
+  char *info_argv[] = {"ppo-data", "info", h5, NULL};
+  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
+  char *out = read_file_text(out_txt);
+  cr_expect(strstr(out, "\nsymbol         SPY\n"), "%s", out);
+  cr_expect(strstr(out, "\nsource         spy.csv\\nsymbol         EVIL\\x1b[31m\\xff (csv\\r\\x07\\x7f\\\\x41)\n"),
+            "%s", out);
+  cr_expect(strstr(out, "\ntimezone       UTC\\t\\xc2\\x9b2J caf\xc3\xa9\n"), "%s", out);
+  int symbol_lines = 0;
+  for (const char *p = out; *p; p++) {
+    cr_expect((unsigned char)*p >= 0x20 || *p == '\n', "a control character 0x%02x in: %s", (unsigned char)*p, out);
+    if (strncmp(p, "symbol ", 7) == 0 && (p == out || p[-1] == '\n')) symbol_lines++;
+  }
+  cr_expect_eq(symbol_lines, 1, "%s", out);
+  free(out);
+  remove_tree(dir), remove_tree(log_dir);
+  free(dir), free(log_dir);
+}
+
 // local_zone: a wall clock with daylight saving to UTC (the zone database, tzdata, is required on
 // Debian): the repeated autumn hour told apart by order, hourly and by the minute; the skipped
 // spring hour refused; a zone without daylight saving; TZ as it was after the load.
