@@ -40,12 +40,15 @@ static bool join(char *out, size_t capacity, const char *dir, const char *name) 
 }
 
 int gnuplot_render(const char *dir, const char *script, const char *png) {
-  char tmp_name[ATOMIC_PATH_MAX], tmp[ATOMIC_PATH_MAX], path[ATOMIC_PATH_MAX], assign[2 * ATOMIC_PATH_MAX + 8];
-  if (atomic_file_temp_path(png, tmp_name, sizeof tmp_name) != 0) return -1;
-  if (!join(tmp, sizeof tmp, dir, tmp_name) || !join(path, sizeof path, dir, png)) {
+  char tmp[ATOMIC_PATH_MAX], path[ATOMIC_PATH_MAX], assign[2 * ATOMIC_PATH_MAX + 8];
+  if (!join(path, sizeof path, dir, png)) {
     error_set("%s/%s: path too long", dir, png);
     return -1;
   }
+  // The temporary name is noted with its directory, so that a signal's clean-up finds it
+  // (atomic_file_remove_on_signals); gnuplot, run in dir, is given the name alone.
+  if (atomic_file_temp_path(path, tmp, sizeof tmp) != 0) return -1;
+  const char *tmp_name = strrchr(tmp, '/') + 1;
   memcpy(assign, "out=", 4);
   if (!gnuplot_quote(assign + 4, sizeof assign - 4, tmp_name)) {
     error_set("%s: path too long", path);

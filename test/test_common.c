@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
@@ -851,6 +852,47 @@ Test(gnuplot, a_failed_run_leaves_no_temporary_file_and_no_older_png) {
   cr_expect(strstr(error_message(), installed ? "gnuplot failed" : "gnuplot is not installed"), "%s", error_message());
   cr_expect_eq(access(path, F_OK), -1, "the older plot.png must go");
   cr_expect_eq(count_entries(dir), 1, "only plot.gp stays");
+  remove_tree(dir);
+}
+
+// A signal while gnuplot draws (Ctrl-C during ppo-eval's plot) removes the PNG's temporary file:
+// its name is noted with the directory it is in, not relative to where the program runs. A stand-in
+// gnuplot on PATH makes the file `set output` would make (its `-e "out='NAME'"` is shell syntax too)
+// and waits to be killed.
+Test(gnuplot, a_signal_while_it_draws_removes_the_temporary_file) {
+  char dir[64], bin[96], fake[128], gp[128], old_path[4096];
+  make_temp_dir(dir, sizeof dir);
+  snprintf(bin, sizeof bin, "%s/bin", dir);
+  cr_assert_eq(mkdir(bin, 0777), 0);
+  snprintf(fake, sizeof fake, "%s/gnuplot", bin);
+  FILE *f = fopen(fake, "w");
+  cr_assert_not_null(f);
+  fputs("#!/bin/sh\neval \"$2\"\n: > \"$out\"\nexec sleep 30\n", f);
+  fclose(f);
+  cr_assert_eq(chmod(fake, 0755), 0);
+  snprintf(gp, sizeof gp, "%s/plot.gp", dir);
+  f = fopen(gp, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // the stand-in is killed with it
+    snprintf(old_path, sizeof old_path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", old_path, 1);
+    atomic_file_remove_on_signals();
+    gnuplot_render(dir, "plot.gp", "plot.png");
+    _exit(3);  // not reached: killed while drawing
+  }
+  // Wait (at most 10 s) for the temporary file: plot.gp, bin and it.
+  for (int i = 0; i < 1000 && count_entries(dir) < 3; i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+  cr_expect_eq(count_entries(dir), 3, "the stand-in made its output file");
+  kill(pid, SIGTERM);
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  kill(-pid, SIGKILL);  // the stand-in gnuplot
+  cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+  cr_expect_eq(count_entries(dir), 2, "only plot.gp and bin stay: the temporary PNG is removed");
   remove_tree(dir);
 }
 
