@@ -93,7 +93,7 @@ static const ConfigKey config_keys[] = {
     K_INT(run, checkpoint_every, "10", 0, 1e9, "iterations between checkpoints; 0 = only at the end"),
     K_INT(run, checkpoint_keep, "3", 0, 1e6,
           "newest checkpoints kept (periodic, final and stop ones alike); 0 = keep all"),
-    K_INT(run, log_every, "1", 1, 1e9, "iterations between log lines and metrics rows"),
+    K_INT(run, log_every, "1", 1, 1e9, "iterations between log lines and metrics rows (an iteration with an [eval] pass is logged too)"),
     K_BYTES(run, memory_limit, "0", 1152921504606846976.0 /* 1 EiB */,
             "refuse to start when the memory plan exceeds this; 0 = no limit (free device memory still applies)"),
 

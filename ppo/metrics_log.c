@@ -154,9 +154,11 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
 
 static int rewrite_csv(MetricsLog *log);
 
-int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every) {
-  // the multiples of log_every in (start, total], the last iteration, and a row per earlier iteration
+int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every, int64_t eval_every) {
+  // the multiples of log_every and of eval_every in (start, total], the last iteration, and a row
+  // per earlier iteration (a multiple of both is counted twice: a bound, not the count)
   int64_t rows = start_iteration + total_iterations / log_every - start_iteration / log_every + 1;
+  if (eval_every > 0) rows += total_iterations / eval_every - start_iteration / eval_every;
   return rows < total_iterations ? rows : total_iterations;
 }
 

@@ -41,8 +41,9 @@ typedef struct {
 } MetricsExtra;
 
 // The rows a run logs from start_iteration (0: a fresh run) to total_iterations: every log_every-th
-// iteration and the last, after at most one kept row per earlier iteration; the table's capacity.
-int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every);
+// iteration, every eval_every-th (an [eval] pass; 0: none) and the last, after at most one kept row
+// per earlier iteration; the table's capacity.
+int64_t metrics_log_rows(int64_t total_iterations, int64_t start_iteration, int64_t log_every, int64_t eval_every);
 // The most bytes a table of `rows` rows can take (METRICS_MAX_COLUMNS doubles a row).
 double metrics_log_bytes(int64_t rows);
 

@@ -429,17 +429,19 @@ static int check_plan(const TrainerPlan *plan, const Config *cfg) {
 // Its smallest size, a fresh run's, is checked (a resume keeps the earlier rows too, which its
 // earlier run held).
 static int check_metrics_table(const Trainer *tr, const Config *cfg) {
-  int64_t rows = metrics_log_rows(trainer_total_iterations(tr), 0, cfg->run.log_every);
+  int64_t rows = metrics_log_rows(trainer_total_iterations(tr), 0, cfg->run.log_every, cfg->eval.every);
   double bytes = metrics_log_bytes(rows);
   size_t available, total;
   if (host_memory_info(&available, &total) != 0 || bytes <= (double)available) return 0;
-  char a[512], b[512];
+  char a[512], b[512], e[512], c[520] = "";
+  if (cfg->eval.every > 0)  // an evaluated iteration is a row too
+    snprintf(c, sizeof c, " and %s", config_describe_key(cfg, "eval", "every", e, sizeof e));
   error_set(
-      "%s with %s: the metrics table of %lld rows would need %.1f GiB, more than the %.1f GiB of memory available; "
-      "raise [run] log_every or lower total_timesteps",
+      "%s with %s%s: the metrics table of %lld rows would need %.1f GiB, more than the %.1f GiB of memory "
+      "available; raise [run] log_every%s or lower total_timesteps",
       config_describe_key(cfg, "run", "total_timesteps", a, sizeof a),
-      config_describe_key(cfg, "run", "log_every", b, sizeof b), (long long)rows, bytes / 1073741824.0,
-      (double)available / 1073741824.0);
+      config_describe_key(cfg, "run", "log_every", b, sizeof b), c, (long long)rows, bytes / 1073741824.0,
+      (double)available / 1073741824.0, cfg->eval.every > 0 ? " and [eval] every" : "");
   return -1;
 }
 
@@ -946,9 +948,10 @@ static int run_open_outputs(Run *r) {
   const EnvSpec *spec = trainer_env_spec(r->tr);
   shape.n_env_metrics = spec->log_size - 2;
   for (int f = 2; f < spec->log_size; f++) shape.env_metric_names[f - 2] = spec->log_names[f];
-  int opened = metrics_log_open(&r->metrics, r->run_dir, &shape, r->ev ? evaluator_metric_name(r->ev) : NULL,
-                                metrics_log_rows(r->total_iterations, r->start_iteration, r->cfg.run.log_every),
-                                opt->resume ? r->start_iteration : -1);
+  int opened = metrics_log_open(
+      &r->metrics, r->run_dir, &shape, r->ev ? evaluator_metric_name(r->ev) : NULL,
+      metrics_log_rows(r->total_iterations, r->start_iteration, r->cfg.run.log_every, r->cfg.eval.every),
+      opt->resume ? r->start_iteration : -1);
   if (opened != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return opened == METRICS_LOG_BAD_FILE ? EXIT_BAD_INPUT : EXIT_RUNTIME;
@@ -1038,7 +1041,9 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   double per_it = x.time_elapsed / (double)r->done_here;
   double eta = per_it * (double)(r->total_iterations - s->iteration);
   bool last = trainer_counters(tr)->timesteps >= cfg->run.total_timesteps;
-  if (r->root && (s->iteration % cfg->run.log_every == 0 || last)) {
+  // An iteration with an evaluation is logged whatever log_every says (as SB3's EvalCallback dumps
+  // its logger): its eval/ values would be lost otherwise.
+  if (r->root && (s->iteration % cfg->run.log_every == 0 || last || x.eval)) {
     if (metrics_log_append(&r->metrics, s, &x) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;

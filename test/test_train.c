@@ -1125,35 +1125,77 @@ Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
   opt.overrides = fits;
   opt.plan_only = true;
   cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
-  // 1e14 steps are 3.9e11 iterations of 256: a metrics row for each (log_every 1) is no table any
-  // machine holds, refused naming both keys; one row per 1e9 iterations is 392 rows, and the run
-  // starts (the table was sized for every iteration whatever log_every, and the run died in a CHECK).
+  // 1e14 steps are 3.9e11 iterations of 256: a metrics row for each (log_every 1, and [eval] every
+  // 1) is no table any machine holds, refused naming the keys; one row per 1e9 iterations is 392
+  // rows, and the run starts (the table was sized for every iteration whatever log_every, and the
+  // run died in a CHECK). An evaluated iteration is a row too: with [eval] every 1 still every row.
   const char *every_iteration[] = {"run.total_timesteps=1e14", "run.log_every=1"};
   opt.overrides = every_iteration, opt.n_overrides = 2, opt.plan_only = false;
   cr_expect_eq(train_run(&opt, &r), 2);
   cr_expect(strstr(error_message(), "[run] total_timesteps = 100000000000000") &&
-                strstr(error_message(), "[run] log_every = 1:") &&
+                strstr(error_message(), "[run] log_every = 1 and ") && strstr(error_message(), "[eval] every = 1") &&
+                strstr(error_message(), "raise [run] log_every and [eval] every or lower total_timesteps") &&
                 strstr(error_message(), "the metrics table of 390625000000 rows would need"),
             "%s", error_message());
   cr_expect_neq(access(dir, F_OK), 0, "a refused run must not create its directory");
-  const char *rarely[] = {"run.total_timesteps=1e14", "run.log_every=1_000_000_000", "run.checkpoint_every=0"};
+  const char *rarely[] = {"run.total_timesteps=1e14", "run.log_every=1_000_000_000", "run.checkpoint_every=0",
+                          "eval.every=1_000_000_000"};
   opt.overrides = rarely, opt.n_overrides = 3, opt.max_iterations = 1;
+  cr_expect_eq(train_run(&opt, &r), 2, "every iteration is evaluated: a row each");
+  opt.n_overrides = 4;
   cr_expect_eq(train_run(&opt, &r), 0, "%s", error_message());
 }
 
 // metrics_log_rows covers every row a run logs: the rows kept from iterations 1..start (at most
-// one each) and, after them, iteration i when i % log_every == 0 or i is the last; checked against
-// that count for every small case (a bound of (total - start) / log_every + 1 new rows was one short).
+// one each) and, after them, iteration i when i % log_every == 0, i % eval_every == 0 (eval_every
+// > 0) or i is the last; checked against that count for every small case (a bound of
+// (total - start) / log_every + 1 new rows was one short).
 Test(train, the_metrics_table_has_room_for_every_logged_row) {
   for (int64_t total = 1; total <= 40; total++)
     for (int64_t start = 0; start <= total; start++)
-      for (int64_t every = 1; every <= 12; every++) {
-        int64_t rows = start;
-        for (int64_t i = start + 1; i <= total; i++) rows += i % every == 0 || i == total;
-        cr_assert_geq(metrics_log_rows(total, start, every), rows, "total %lld, start %lld, log_every %lld",
-                      (long long)total, (long long)start, (long long)every);
-        cr_assert_leq(metrics_log_rows(total, start, every), total);
-      }
+      for (int64_t every = 1; every <= 12; every++)
+        for (int64_t eval_every = 0; eval_every <= 7; eval_every++) {
+          int64_t rows = start;
+          for (int64_t i = start + 1; i <= total; i++)
+            rows += i % every == 0 || (eval_every > 0 && i % eval_every == 0) || i == total;
+          cr_assert_geq(metrics_log_rows(total, start, every, eval_every), rows,
+                        "total %lld, start %lld, log_every %lld, eval_every %lld", (long long)total, (long long)start,
+                        (long long)every, (long long)eval_every);
+          cr_assert_leq(metrics_log_rows(total, start, every, eval_every), total);
+        }
+}
+
+// An iteration with an [eval] pass is logged whatever [run] log_every says (SB3's EvalCallback
+// dumps its logger at each evaluation): with log_every 3 and eval every 2 over 5 iterations the rows
+// are iterations 2 (eval), 3, 4 (eval) and 5 (the last), and best.txt's value is one of the logged
+// evaluations. Before, rows 2 and 4 were not written and best.txt named a value no row held.
+Test(train, an_iteration_with_an_evaluation_is_logged_whatever_log_every_says) {
+  const char *cfg = config_file("eval_rows");
+  const char *sets[] = {"run.total_timesteps=1280", "run.log_every=3", "eval.every=2"};  // 5 iterations
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/eval_rows", tmp_root);
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
+  const int iterations[] = {2, 3, 4, 5};
+  double best = -INFINITY;
+  for (int row = 1; row <= 4; row++) {
+    cr_expect_eq(metrics_value(dir, row, "time/iterations"), iterations[row - 1], "row %d", row);
+    double sharpe = metrics_value(dir, row, "eval/sharpe");
+    cr_expect_eq(isnan(sharpe), iterations[row - 1] % 2 != 0, "row %d: eval/sharpe %g", row, sharpe);
+    if (!isnan(sharpe) && sharpe > best) best = sharpe;
+  }
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text);
+  int lines = 0;
+  for (const char *c = text; *c; c++) lines += *c == '\n';
+  free(text);
+  cr_expect_eq(lines, 5, "a header and 4 rows");
+  char metric[64];
+  int64_t iteration;
+  double value;
+  snprintf(path, sizeof path, "%s/best.h5", dir);
+  cr_assert_eq(checkpoint_read_best(path, metric, sizeof metric, &iteration, &value), 0, "%s", error_message());
+  cr_expect_eq(value, best, "best.h5's value %.17g is the best logged evaluation %.17g", value, best);
 }
 
 // A resume into a run directory whose metrics.csv cannot be continued is bad input, found before
