@@ -44,7 +44,7 @@ static void usage(FILE *out) {
           "  --bootstrap N         stationary-bootstrap resamples for the Sharpe and return CIs (default 1000)\n"
           "  --walk-forward RUN    evaluate every fold of a `ppo-train --walk-forward` run on its test split\n"
           "                        and chain the out-of-sample curves (RUN/walk_forward/)\n"
-          "  --no-plot             no equity.gp and no equity.png (gnuplot)\n"
+          "  --no-plot             no equity.gp and no equity.png (gnuplot); an earlier pair in the directory goes\n"
           "  --quiet               no summary table on stdout\n"
           "  --help                this text\n"
           "\n"

@@ -680,10 +680,25 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
 }
 
 // equity.png drawn from the published equity.gp and its CSV. On any failure a warning, and no
+// The plot's files (the script is one of the output set, the PNG drawn from it afterwards).
+static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
+
 // equity.png (gnuplot_render removes an older one: it would not match this run's report.json).
 static void plot(const char *dir) {
   if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
     fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
+}
+
+// Without the plot (--no-plot), an earlier evaluation's equity.gp and equity.png in dir are
+// removed: they would not match the report just published.
+static void plot_or_clear(const char *dir, bool plot_wanted) {
+  if (plot_wanted) {
+    plot(dir);
+    return;
+  }
+  char path[PATH_CAP];
+  for (int k = 0; k < 2; k++)
+    if (join_path(path, sizeof path, dir, plot_outputs[k]) == 0) unlink(path);
 }
 
 static void print_summary(FILE *out, const Evaluation *ev) {
@@ -754,7 +769,7 @@ static int write_outputs(const Evaluation *ev, const char *checkpoint, const Eva
   files[n++] = (OutputFile){"report.json", report_json_fn, &j};
   AtomicFile set[OUTPUT_SET_MAX];
   if (write_output_set(dir, set, 0, files, n) != 0) return -1;
-  if (o->plot) plot(dir);
+  plot_or_clear(dir, o->plot);
   return 0;
 }
 
@@ -809,7 +824,6 @@ static bool directory_can_be_made(const char *dir) {
 // walk-forward's in RUN/walk_forward (eval_walk_forward); with plot, equity.gp and equity.png too.
 static const char *const checkpoint_outputs[] = {"report.json", "equity.csv", "trades.csv", "fills.csv"};
 static const char *const walk_forward_outputs[] = {"report.json", "folds.csv", "oos_equity.csv"};
-static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
 
 // Each output file in dir is absent, a regular file or a symbolic link (common/file_check.h): a
 // directory (or a FIFO, ...) there failed its rename after the whole backtest (exit 1). 0, or -1
@@ -1109,7 +1123,7 @@ static int eval_walk_forward(const EvalRunOptions *o) {
         fprintf(stderr, "ppo-eval: %s\n", error_message());
         status = EXIT_RUNTIME;
       } else {
-        if (o->plot) plot(out_dir);
+        plot_or_clear(out_dir, o->plot);
         if (!o->quiet) {
           char t[5][64];
           printf(

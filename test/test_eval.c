@@ -581,6 +581,18 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   free(report);
   snprintf(path, sizeof path, "%s/equity.png", dir2);
   cr_expect(!exists(path), "--no-plot");
+  // --no-plot into dir1: its earlier equity.gp (and equity.png, here a stand-in where gnuplot is
+  // missing) would not match the new report, and are removed.
+  snprintf(path, sizeof path, "%s/equity.png", dir1);
+  if (!exists(path)) write_text(path, "an earlier evaluation's picture");
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 3 --random-seeds 4 --quiet --no-plot", run, dir1);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(!exists(path), "--no-plot removes the earlier equity.png");
+  snprintf(path, sizeof path, "%s/equity.gp", dir1);
+  cr_expect(!exists(path), "--no-plot removes the earlier equity.gp");
+  snprintf(path, sizeof path, "%s/report.json", dir1);
+  cr_expect(exists(path), "%s", path);
 
   // --config: the market and costs of another file (here 3 bp commission), the network of the checkpoint.
   char other[512], dir3[512];
