@@ -20,6 +20,7 @@
 #include "apps/cli.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/text.h"
 #include "envs/features.h"
 #include "envs/market_data.h"
 
@@ -111,52 +112,6 @@ static bool zone_known(const char *name) {
   char path[PATH_MAX];
   if (name[0] == '/' || snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return false;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// Length of the UTF-8 character at s (2 to 4 bytes, well formed: no overlong form, no surrogate,
-// nothing past U+10FFFF), or 0 when s[0] does not start one.
-static int utf8_length(const unsigned char *s) {
-  int n;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (s[0] >= 0xC2 && s[0] <= 0xDF)
-    n = 2;
-  else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-    n = 3, lo = s[0] == 0xE0 ? 0xA0 : 0x80, hi = s[0] == 0xED ? 0x9F : 0xBF;
-  else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-    n = 4, lo = s[0] == 0xF0 ? 0x90 : 0x80, hi = s[0] == 0xF4 ? 0x8F : 0xBF;
-  else
-    return 0;
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (int k = 2; k < n; k++)
-    if (s[k] < 0x80 || s[k] > 0xBF) return 0;
-  return n;
-}
-
-// A string attribute of a market file, for the terminal: the file can hold any bytes there, and a
-// newline or an escape sequence (ESC [ ...) would forge lines or drive the terminal. Control
-// characters (C0, DEL, and C1 U+0080 .. U+009F) become \n, \r, \t or \xHH, a byte that is not part
-// of a UTF-8 character \xHH, a backslash \\ (so that an escape in the text cannot pass for one);
-// any other UTF-8 character stays as it is. Only the symbol is held to a character set at load.
-static const char *escaped(const char *text, char *buf, size_t capacity) {
-  size_t n = 0;
-  for (const unsigned char *p = (const unsigned char *)text; *p && n + 9 <= capacity;) {  // 8 at most at a time
-    int len = *p < 0x80 ? 1 : utf8_length(p);
-    bool c1 = len == 2 && p[0] == 0xC2 && p[1] <= 0x9F;
-    if (len > 1 && !c1) {
-      memcpy(buf + n, p, (size_t)len);
-      n += (size_t)len, p += len;
-    } else if (len == 1 && *p >= 0x20 && *p != 0x7F && *p != '\\') {
-      buf[n++] = (char)*p++;
-    } else {
-      const char *named = *p == '\n' ? "\\n" : *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : *p == '\\' ? "\\\\" : NULL;
-      n += (size_t)(named ? snprintf(buf + n, capacity - n, "%s", named)
-                          : snprintf(buf + n, capacity - n, "\\x%02x", *p));
-      p++;
-      if (c1) n += (size_t)snprintf(buf + n, capacity - n, "\\x%02x", *p++);
-    }
-  }
-  buf[n] = '\0';
-  return buf;
 }
 
 static void format_bar_size(int64_t seconds, char *buf, size_t capacity) {
@@ -375,12 +330,12 @@ static int command_info(int argc, char **argv) {
   format_bar_size(data->bar_seconds, bar, sizeof bar);
   printf("file           %s\n", argv[0]);
   printf("symbol         %s\n", data->symbol);
-  // 4 characters a byte at most (\xHH), and room for escaped()'s last step
+  // 4 characters a byte at most (\xHH): room for the whole text
   char source[4 * MARKET_SOURCE_MAX + 8], source_format[4 * MARKET_FORMAT_NAME_MAX + 8],
       timezone[4 * MARKET_TIMEZONE_MAX + 8];
-  printf("source         %s (%s)\n", escaped(data->source, source, sizeof source),
-         escaped(data->source_format, source_format, sizeof source_format));
-  printf("timezone       %s\n", escaped(data->timezone, timezone, sizeof timezone));
+  printf("source         %s (%s)\n", text_escape(data->source, source, sizeof source),
+         text_escape(data->source_format, source_format, sizeof source_format));
+  printf("timezone       %s\n", text_escape(data->timezone, timezone, sizeof timezone));
   printf("rows           %lld\n", (long long)data->rows);
   printf("first          %s\n", market_time_format(data->ts[0], first, sizeof first));
   printf("last           %s\n", market_time_format(data->ts[data->rows - 1], last, sizeof last));

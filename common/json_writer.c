@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "common/check.h"
+#include "common/text.h"
 
 void json_init(JsonWriter *w, FILE *out) { *w = (JsonWriter){.out = out, .depth = 0}; }
 
@@ -47,29 +48,13 @@ void json_object_end(JsonWriter *w) { end(w, true); }
 void json_array_begin(JsonWriter *w) { begin(w, false); }
 void json_array_end(JsonWriter *w) { end(w, false); }
 
-// Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, no surrogates,
-// nothing above U+10FFFF), or 0 when the bytes there are not one.
-static int utf8_length(const unsigned char *p) {
-  unsigned c = p[0];
-  int n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (n <= 1) return n;
-  unsigned cp = c & (0x7fu >> n);
-  for (int k = 1; k < n; k++) {
-    if ((p[k] & 0xc0) != 0x80) return 0;  // also stops at the terminating 0
-    cp = cp << 6 | (p[k] & 0x3fu);
-  }
-  static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
-
 // Strings from files (a data file's source, a checkpoint's build text) may hold any bytes: each byte
 // that does not begin well-formed UTF-8 is written as U+FFFD, so the document stays valid JSON.
 static void write_string(FILE *out, const char *s) {
   fputc('"', out);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p >= 0x80) {
-      int n = utf8_length(p);
+      int n = text_utf8_length(p);
       if (n == 0) {
         fputs("\\ufffd", out);
       } else {

@@ -7,6 +7,7 @@
 #include "common/file_check.h"
 #include "common/h5io.h"
 #include "common/host_memory.h"
+#include "common/text.h"
 #include "envs/market_data_impl.h"
 
 // Deflate level 6 with a Fletcher32 checksum per chunk: a changed byte is refused on load, naming
@@ -158,10 +159,11 @@ static int read_all(hid_t file, const char *path, MarketData **out) {
       h5io_attr_read_string(file, "bars", "source_format", data->source_format, sizeof data->source_format))
     return -1;
   if (!market_symbol_ok(data->symbol)) {
+    char shown[4 * MARKET_SYMBOL_MAX];
     error_set(
         "%s: /bars attribute symbol = '%s': must be 1 to %d letters, digits or . _ - / (re-import the data "
         "with ppo-data import --symbol)",
-        path, data->symbol, MARKET_SYMBOL_MAX - 1);
+        path, text_escape(data->symbol, shown, sizeof shown), MARKET_SYMBOL_MAX - 1);
     return -1;
   }
   if (market_data_validate(data, path) != 0) return -1;

@@ -11,6 +11,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/text.h"
 #include "common/time_utc.h"
 
 #define SECONDS_PER_DAY 86400
@@ -251,7 +252,9 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
     return -1;
   }
   if (p.use_data_spread && !data->has_bid_ask) {
-    error_set("trading: use_data_spread = true but %s has no bid/ask columns (set it to auto or false)", data->source);
+    char source[4 * MARKET_SOURCE_MAX];
+    error_set("trading: use_data_spread = true but %s has no bid/ask columns (set it to auto or false)",
+              text_escape(data->source, source, sizeof source));
     return -1;
   }
   const struct {

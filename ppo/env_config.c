@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "common/log.h"
+#include "common/text.h"
 
 // The enums list their choices in the same order on both sides, and as many (a choice added at the
 // end of one enum only trips the count).
@@ -164,21 +165,22 @@ static void split_preset_hint(const Config *cfg, const MarketData *d) {
   for (int k = 0; k < 2; k++)
     if (is_auto[k] && (preset[k] <= d->ts[0] || preset[k] > d->ts[d->rows - 1])) outside = true;
   if (!outside) return;
-  char message[ERROR_MESSAGE_MAX], origin[600];
+  char message[ERROR_MESSAGE_MAX], origin[4 * MARKET_SOURCE_MAX + 64], source[4 * MARKET_SOURCE_MAX];
   snprintf(message, sizeof message, "%s", error_message());
+  text_escape(d->source, source, sizeof source);  // the file's attribute: any bytes
   const char *slash = strrchr(cfg->env.data, '/'), *base = slash ? slash + 1 : cfg->env.data;
   const bool csv = strcmp(d->source, base) == 0;  // an imported file's source is the CSV it came from
   if (csv)
-    snprintf(origin, sizeof origin, "taken from the file name %s", d->source);
+    snprintf(origin, sizeof origin, "taken from the file name %s", source);
   else
-    snprintf(origin, sizeof origin, "stored in the file when %s was imported", d->source);
+    snprintf(origin, sizeof origin, "stored in the file when %s was imported", source);
   error_set(
       "%s; the %s preset is the split of the %s data shipped in data/, used because this data's symbol is %s (%s): "
       "set [env] train_start, val_start, test_start and test_end to dates inside this data (the %s cost defaults "
       "stay), or import %s under a symbol without a preset, e.g. `ppo-data import %s OUT.h5 --symbol %s-OWN`, then "
       "train on OUT.h5 (the split then follows the data, and auto costs take the generic defaults)",
       message, d->symbol, d->symbol, d->symbol, origin, d->symbol, csv ? "the file" : "its CSV",
-      csv ? cfg->env.data : d->source, d->symbol);
+      csv ? cfg->env.data : source, d->symbol);
 }
 
 int env_market_open(EnvMarket *m, const Config *cfg) {

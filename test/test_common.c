@@ -22,6 +22,7 @@
 #include "common/h5io.h"
 #include "common/json_writer.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/time_utc.h"
 
 // --- helpers --------------------------------------------------------------------------------------------
@@ -809,6 +810,27 @@ Test(atomic_file, make_directories_creates_parents_and_names_the_failure) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   cr_expect_eq(system(cmd), 0);
+}
+
+// text_escape: control characters (C0, DEL, C1) and bytes that are not UTF-8 escaped, a backslash
+// doubled, other UTF-8 kept; a text that does not fit is cut before a whole character or escape.
+Test(text, escape_keeps_utf8_and_escapes_controls) {
+  char out[64];
+  cr_expect_str_eq(text_escape("plain.csv", out, sizeof out), "plain.csv");
+  cr_expect_str_eq(text_escape("a\nb\tc\rd", out, sizeof out), "a\\nb\\tc\\rd");
+  cr_expect_str_eq(text_escape("\x1b[31mred\x7f", out, sizeof out), "\\x1b[31mred\\x7f");
+  cr_expect_str_eq(text_escape("caf\xc3\xa9 \xe2\x82\xac", out, sizeof out), "caf\xc3\xa9 \xe2\x82\xac");  // é €
+  cr_expect_str_eq(text_escape("\xc2\x9b"
+                               "2J",
+                               out, sizeof out),
+                   "\\xc2\\x9b2J");                                            // C1 CSI
+  cr_expect_str_eq(text_escape("\xff\xc3(", out, sizeof out), "\\xff\\xc3(");  // not UTF-8
+  cr_expect_str_eq(text_escape("a\\nb", out, sizeof out), "a\\\\nb");
+  cr_expect_str_eq(text_escape("abc\xc3\xa9", out, 5), "abc", "é does not fit whole");
+  cr_expect_str_eq(text_escape("ab\n", out, 4), "ab", "nor does \\n");
+  cr_expect_eq(text_utf8_length((const unsigned char *)"\xc0\xaf"), 0, "overlong");
+  cr_expect_eq(text_utf8_length((const unsigned char *)"\xed\xa0\x80"), 0, "surrogate");
+  cr_expect_eq(text_utf8_length((const unsigned char *)"\xf0\x9f\x98\x80"), 4);
 }
 
 Test(gnuplot, quote_doubles_quotes_and_blanks_control_characters) {

@@ -1199,7 +1199,7 @@ Test(market_data, h5_layout_errors_name_file_and_dataset) {
       {BREAK_MISSING_CLOSE, "dataset /bars/close is missing"},
       {BREAK_SHORT_LOW, "dataset /bars/low has 2 elements, but the rows attribute says 3"},
       {BREAK_ROWS_ATTR, "attribute rows = 0"},
-      {BREAK_SYMBOL, "/bars attribute symbol = 'S P/Y\n;x': must be 1 to 63 letters, digits or . _ - /"},
+      {BREAK_SYMBOL, "/bars attribute symbol = 'S P/Y\\n;x': must be 1 to 63 letters, digits or . _ - /"},
       {BREAK_EMPTY_SYMBOL, "/bars attribute symbol = '': must be 1 to 63"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
