@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "ppo/eval_run.h"
 
 #define MAX_OVERRIDES 256
@@ -45,7 +46,8 @@ static void usage(FILE *out) {
           "  --walk-forward RUN    evaluate every fold of a `ppo-train --walk-forward` run on its test split\n"
           "                        and chain the out-of-sample curves (RUN/walk_forward/)\n"
           "  --no-plot             no equity.gp and no equity.png (gnuplot); an earlier pair in the directory goes\n"
-          "  --quiet               no summary table on stdout\n"
+          "  --quiet               no summary table on stdout and no [info] lines on stderr (warnings and\n"
+          "                        errors still printed)\n"
           "  --help                this text\n"
           "\n"
           "Writes report.json, equity.csv, trades.csv, fills.csv, and without --no-plot equity.gp and\n"
@@ -133,5 +135,6 @@ int main(int argc, char **argv) {
     return usage_error("%s", "--checkpoint CKPT.h5 or --walk-forward RUN is required");
   o.n_overrides = n_overrides;
   o.overrides = overrides;
+  if (o.quiet) log_quiet();  // no [info] lines either (device = auto's choice)
   return eval_run(&o);
 }

@@ -18,6 +18,7 @@
 
 #include "apps/cli.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "ppo/config.h"
 #include "ppo/dist.h"
 #include "ppo/train_run.h"
@@ -51,7 +52,8 @@ static void usage(FILE *out) {
           "                        status 2 when it exceeds [run] memory_limit or the free memory\n"
           "  --iterations N        stop after N iterations of this invocation (a checkpoint is written)\n"
           "  --print-config        print the resolved configuration (every key, origins marked) and exit\n"
-          "  --quiet               no configuration dump and no progress on stderr (train.log still written)\n"
+          "  --quiet               no configuration dump, no progress and no [info] lines on stderr (train.log\n"
+          "                        still written; warnings, errors and the stop message still printed)\n"
           "  --help-config         list every configuration key with its type, default and allowed values\n"
           "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
           "  --help                this text\n"
@@ -137,6 +139,7 @@ static int train_main(int argc, char **argv) {
     }
   }
   if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
+  if (opt.quiet) log_quiet();  // no [info] lines either (device = auto's choice, ...)
   // --resume RUN_DIR: the run's newest checkpoint (checkpoints/last.h5, or the newest ckpt_*.h5)
   static char resume_path[1200];
   struct stat st;

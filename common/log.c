@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 static int log_level = -1;         // -1: not read from the environment yet
+static bool log_level_from_env;    // PPO_LOG_LEVEL named a level
 static int log_progress_open = 0;  // an in-place line is on screen
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -22,12 +23,17 @@ LogLevel log_get_level(void) {
   if (log_level < 0) {
     const char *env = getenv("PPO_LOG_LEVEL");
     int parsed = env ? log_level_parse(env) : -1;
+    log_level_from_env = parsed >= 0;
     log_level = parsed >= 0 ? parsed : LOG_LEVEL_INFO;
   }
   return (LogLevel)log_level;
 }
 
 void log_set_level(LogLevel level) { log_level = (int)level; }
+
+void log_quiet(void) {
+  if (log_get_level() > LOG_LEVEL_WARN && !log_level_from_env) log_set_level(LOG_LEVEL_WARN);
+}
 
 bool log_is_tty(void) { return isatty(fileno(stderr)) == 1; }
 

@@ -23,6 +23,9 @@ typedef enum {
 void log_set_level(LogLevel level);     // messages above this level are dropped
 LogLevel log_get_level(void);           // the level in force
 int log_level_parse(const char *name);  // "error".."debug" -> LogLevel, -1 when unknown
+// The programs' --quiet: [info] and [debug] lines dropped (warnings and errors still printed),
+// unless PPO_LOG_LEVEL names a level, which then stays in force.
+void log_quiet(void);
 bool log_is_tty(void);                  // is stderr a terminal (progress lines shown)?
 void log_write(LogLevel level, const char *fmt, ...) PPO_PRINTF(2, 3);
 void log_progress(const char *fmt, ...) PPO_PRINTF(1, 2);  // in-place line on a TTY, nothing otherwise

@@ -344,8 +344,10 @@ static int evaluate_iteration(Trainer *tr, Evaluator *ev, bool root, const char 
       evaluated = 1;
       if (er->metric > *best) *best = er->metric, new_best = 1;
     } else if (rc > 0) {  // a stop: the checkpoint comes first (the metrics row gets NaN), the pass after the resume
-      log_write(LOG_LEVEL_INFO, "ppo-train: evaluation of iteration %lld abandoned: a stop was requested",
-                (long long)iteration);
+      // part of the stop's message: printed with --quiet too
+      log_progress_end();  // an in-place progress line (a terminal) ends first
+      fprintf(stderr, "ppo-train: evaluation of iteration %lld abandoned: a stop was requested\n",
+              (long long)iteration);
       evaluated = -1;
     } else {
       log_write(LOG_LEVEL_WARN, "ppo-train: evaluation of iteration %lld failed: %s", (long long)iteration,

@@ -953,6 +953,23 @@ Test(config_train, warns_when_fp16_lands_on_the_cpu) {
   cr_expect(!strstr(out, "emulates fp16"), "%s", out);
 }
 
+// --quiet drops the [info] lines (here device = auto's note that it took the CPU: an empty
+// CUDA_VISIBLE_DEVICES hides any GPU) and keeps the warnings; PPO_LOG_LEVEL brings them back.
+Test(config_train, quiet_drops_info_lines_and_keeps_warnings) {
+  char out[65536];
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  cr_expect_eq(run_default_plan("--set ppo.batch_size=100", out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "[info] device = auto: the CPU backend ("), "%s", out);
+  cr_expect_eq(run_default_plan("--set ppo.batch_size=100 --quiet", out, sizeof out), 0, "%s", out);
+  cr_expect(!strstr(out, "[info]"), "--quiet printed an [info] line:\n%s", out);
+  cr_expect(strstr(out, "[warn] command line: --set ppo.batch_size=100:"), "%s", out);
+  setenv("PPO_LOG_LEVEL", "info", 1);
+  cr_expect_eq(run_default_plan("--quiet", out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "[info] device = auto: the CPU backend ("), "PPO_LOG_LEVEL=info wins: %s", out);
+  unsetenv("PPO_LOG_LEVEL");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 // --- robustness ---------------------------------------------------------------------------------
 
 // A message line is "t.ini:LINE: ..." or the "... N more errors not shown" tail.

@@ -620,12 +620,16 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   cr_expect(ratio > 5.9 && ratio < 6.1, "commission 3 bp / 0.5 bp: %g", ratio);
   free(third);
 
-  // The default output directory is the run's eval/<checkpoint>_<split>.
+  // The default output directory is the run's eval/<checkpoint>_<split>. --quiet prints no [info]
+  // line either (device = auto on the CPU: an empty CUDA_VISIBLE_DEVICES hides any GPU).
   snprintf(args, sizeof args,
            "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
-           "--bootstrap 0",
+           "--bootstrap 0 --set run.device=auto",
            run);
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  cr_expect(!strstr(out, "[info]"), "--quiet printed an [info] line:\n%s", out);
   snprintf(path, sizeof path, "%s/eval/last_test/report.json", run);
   cr_expect(exists(path), "%s", path);
 }
