@@ -82,4 +82,13 @@ static inline int cli_bad_value(const char *prog, const char *option, const char
   return EXIT_BAD_INPUT;
 }
 
+// A --set value must hold its '=' (section.key=value): "--set ppo.gamma 0.99" took 0.99 for another
+// argument (ppo-train: a second configuration file). EXIT_OK, or the message naming the value and
+// EXIT_BAD_INPUT.
+static inline int cli_check_set(const char *prog, const char *value) {
+  if (strchr(value, '=')) return EXIT_OK;
+  fprintf(stderr, "%s: --set '%s': expected section.key=value, in one argument (--set %s=VALUE)\n", prog, value, value);
+  return EXIT_BAD_INPUT;
+}
+
 #endif

@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
         o.walk_forward = v;
       else if (strcmp(opt, "--set") == 0) {
         if (n_overrides == MAX_OVERRIDES) return usage_error("more than %s --set options", "256");
+        if (cli_check_set("ppo-eval", v) != EXIT_OK) return EXIT_BAD_INPUT;
         overrides[n_overrides++] = v;
       } else {
         int *dst = strcmp(opt, "--seeds") == 0          ? &o.sampled_seeds

@@ -115,7 +115,7 @@ static int train_main(int argc, char **argv) {
       const char *v = cli_option_value(argc, argv, &i, "--set");
       if (!v)
         status = usage_error("%s needs an argument: --set section.key=value", arg);
-      else
+      else if ((status = cli_check_set("ppo-train", v)) == EXIT_OK)
         overrides[opt.n_overrides++] = v;
     } else if (cli_is_option(arg, "--resume")) {
       if (!(opt.resume = cli_option_value(argc, argv, &i, "--resume")))

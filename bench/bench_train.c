@@ -119,9 +119,9 @@ int bench_train_main(int argc, char **argv) {
       status = train_usage_error("%s needs a value", name);
     else if (strcmp(name, "--config") == 0)
       config = v;
-    else if (strcmp(name, "--set") == 0)
-      sets[n_sets++] = v;
-    else if (strcmp(name, "--json") == 0)
+    else if (strcmp(name, "--set") == 0) {
+      if ((status = cli_check_set("ppo-bench train", v)) == EXIT_OK) sets[n_sets++] = v;
+    } else if (strcmp(name, "--json") == 0)
       json = v;
     else if (!cli_parse_integer(v, 1, LLONG_MAX, &iterations))
       status = cli_bad_value("ppo-bench train", "--iterations", v, "a whole number of at least 1 allowed");

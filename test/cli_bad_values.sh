@@ -49,6 +49,8 @@ expect "unknown command 'bakcend'" "$bin/ppo-bench" bakcend
 expect "unknown option '--cfg'" "$bin/ppo-bench" train --cfg x.ini
 expect "--iterations needs a value" "$bin/ppo-bench" train --config configs/cartpole.ini --iterations
 expect "missing --config" "$bin/ppo-bench" train --json x.json
+# --set with a space instead of '=' (the value became an argument of its own)
+expect "--set 'ppo.gamma': expected section.key=value" "$bin/ppo-bench" train --config configs/cartpole.ini --set ppo.gamma 0.9
 expect "unknown option '--dta'" "$bin/ppo-bench" envs --dta x.h5
 expect "--json needs a value" "$bin/ppo-bench" envs --json
 expect "--json '/nonexistent/e.json': cannot open it for appending" "$bin/ppo-bench" envs --json /nonexistent/e.json

@@ -915,6 +915,11 @@ Test(config_train, usage_errors_exit_2) {
   cr_expect_eq(run_train("a.ini b.ini", out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "more than one configuration file"), "%s", out);
   cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set", out, sizeof out), 2, "%s", out);
+  // A space instead of '=': the value was taken for a second configuration file.
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set ppo.gamma 0.99", out, sizeof out), 2, "%s",
+               out);
+  cr_expect(strstr(out, "ppo-train: --set 'ppo.gamma': expected section.key=value"), "%s", out);
+  cr_expect(!strstr(out, "configuration file"), "%s", out);
   cr_expect_eq(run_train("/nonexistent.ini", out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "/nonexistent.ini: cannot read configuration: No such file or directory"), "%s", out);
   cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/default.ini' --set=ppo.gama=1", out, sizeof out), 2, "%s", out);

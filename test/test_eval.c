@@ -703,6 +703,9 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.window=8",
        "parameters, this configuration's 4356 (the evaluated [env] gives 133 observations"},
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.nosuchkey=1", "nosuchkey"},
+      // a space instead of '=': the value was taken for an argument of its own
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.cost_mult 2",
+       "ppo-eval: --set 'env.cost_mult': expected section.key=value"},
       // the network and its normalisation are the checkpoint's: these were silently ignored
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set policy.activation=relu",
        "--set policy.activation=relu: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
