@@ -9,6 +9,7 @@
 // Data-parallel: `mpirun -np R ppo-train CONFIG.ini` runs R ranks (docs/DISTRIBUTED.md); rank 0
 // prints and writes the run directory. The run itself is ppo/train_run.c. Exit status: 0 success (also after
 // SIGINT/SIGTERM with a checkpoint written), 2 bad usage, configuration, data or checkpoint, 1 a failure at run time.
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "apps/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "ppo/checkpoint.h"
 #include "ppo/config.h"
 #include "ppo/dist.h"
 #include "ppo/train_run.h"
@@ -140,20 +142,31 @@ static int train_main(int argc, char **argv) {
   }
   if (status == EXIT_OK && !opt.config_path && !opt.resume) status = usage_error("%s", "missing CONFIG.ini");
   if (opt.quiet) log_quiet();  // no [info] lines either (device = auto's choice, ...)
-  // --resume RUN_DIR: the run's newest checkpoint (checkpoints/last.h5, or the newest ckpt_*.h5)
+  // --resume RUN_DIR: the run's newest checkpoint (checkpoints/last.h5, or the newest ckpt_*.h5).
+  // Where there is none (yet), a run that another ppo-train is writing is said to be in use, as a
+  // fresh start there is told, rather than to lack checkpoints: it has not written its first.
   static char resume_path[1200];
   struct stat st;
-  if (status == EXIT_OK && opt.resume && stat(opt.resume, &st) == 0 && S_ISDIR(st.st_mode)) {
-    char parent[1200];  // RUN/checkpoints itself names its run too
+  bool is_dir = false;
+  if (status == EXIT_OK && opt.resume &&
+      (stat(opt.resume, &st) == 0 ? (is_dir = S_ISDIR(st.st_mode)) : errno == ENOENT)) {
+    char parent[1200], probe[1200], run_dir[1200];  // RUN/checkpoints itself names its run too
     snprintf(parent, sizeof parent, "%s/..", opt.resume);
-    if (!train_run_latest_checkpoint(opt.resume, resume_path, sizeof resume_path) &&
-        !train_run_latest_checkpoint(parent, resume_path, sizeof resume_path))
+    snprintf(probe, sizeof probe, "%s/last.h5", opt.resume);
+    checkpoint_run_dir(is_dir ? probe : opt.resume, run_dir, sizeof run_dir);  // RUN, from RUN or RUN/checkpoints
+    bool found = is_dir && (train_run_latest_checkpoint(opt.resume, resume_path, sizeof resume_path) ||
+                            train_run_latest_checkpoint(parent, resume_path, sizeof resume_path));
+    if (found) {
+      opt.resume = resume_path;
+    } else if (train_run_check_not_in_use(run_dir) != 0) {
+      fprintf(stderr, "ppo-train: --resume %s: %s\n", opt.resume, error_message());
+      status = EXIT_BAD_INPUT;
+    } else if (is_dir) {
       status = usage_error(
           "--resume %s: a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it); "
           "name a run directory or a checkpoint file",
           opt.resume);
-    else
-      opt.resume = resume_path;
+    }
   }
   if (status == EXIT_OK && walk_forward && dist_size() > 1)
     status = usage_error("%s", "--walk-forward runs on one rank (start it without mpirun)");

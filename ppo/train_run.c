@@ -600,6 +600,21 @@ static bool same_config_on_every_rank(const Config *cfg) {
 // it. RUN/.lock carries an exclusive flock(2) for the life of the run (the kernel drops it however
 // the process ends: a killed run leaves nothing to clean up) and the holder's pid, for the message.
 // *fd stays -1 while run_dir does not exist yet (nothing in it to protect; it is locked once made).
+// The message for a lock file f (at path) that another process holds; closes f.
+static void lock_held_message(const char *run_dir, const char *path, int f) {
+  char text[24] = "";
+  ssize_t n = pread(f, text, sizeof text - 1, 0);
+  text[n > 0 ? n : 0] = '\0';
+  long pid = strtol(text, NULL, 10);  // 0 when the holder has not written it yet
+  close(f);
+  char holder[48] = "";
+  if (pid > 0) snprintf(holder, sizeof holder, " (pid %ld)", pid);
+  error_set(
+      "run directory %s is in use by another ppo-train%s, which holds %s: wait for it to end or stop it "
+      "(SIGTERM writes a checkpoint), or choose another [run] name (--set run.name=...) or --run-dir",
+      run_dir, holder, path);
+}
+
 static int lock_run_dir(const char *run_dir, int *fd) {
   char path[PATH_CAP];
   snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -612,17 +627,7 @@ static int lock_run_dir(const char *run_dir, int *fd) {
   if (flock(f, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     if (err == EWOULDBLOCK) {
-      char text[24] = "";
-      ssize_t n = pread(f, text, sizeof text - 1, 0);
-      text[n > 0 ? n : 0] = '\0';
-      long pid = strtol(text, NULL, 10);  // 0 when the holder has not written it yet
-      close(f);
-      char holder[48] = "";
-      if (pid > 0) snprintf(holder, sizeof holder, " (pid %ld)", pid);
-      error_set(
-          "run directory %s is in use by another ppo-train%s, which holds %s: wait for it to end or stop it "
-          "(SIGTERM writes a checkpoint), or choose another [run] name (--set run.name=...) or --run-dir",
-          run_dir, holder, path);
+      lock_held_message(run_dir, path, f);
       return EXIT_BAD_INPUT;
     }
     // A file system without locks (some network mounts): the run goes on, unprotected.
@@ -633,6 +638,19 @@ static int lock_run_dir(const char *run_dir, int *fd) {
   }
   *fd = f;
   return EXIT_OK;
+}
+
+int train_run_check_not_in_use(const char *run_dir) {
+  char path[PATH_CAP];
+  if (snprintf(path, sizeof path, "%s/.lock", run_dir) >= (int)sizeof path) return 0;
+  int f = open(path, O_RDONLY | O_CLOEXEC);  // none: no run has locked it
+  if (f < 0) return 0;
+  if (flock(f, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    lock_held_message(run_dir, path, f);
+    return -1;
+  }
+  close(f);  // the shared lock, if taken, goes with it
+  return 0;
 }
 
 // Removes the temporary files of writers that died in dir (SIGKILL, out of memory or a lost

@@ -68,6 +68,11 @@ void train_signals_end(void);
 // written last (modification time). false when there is none.
 bool train_run_latest_checkpoint(const char *run_dir, char *path, size_t capacity);
 
+// 0 when no other ppo-train holds run_dir's lock (RUN/.lock; also when there is none); else -1 and
+// the message a run that tries to lock it gets ("run directory RUN is in use by another ppo-train
+// (pid N), ..."). ppo-train --resume asks it where there is no checkpoint to resume from yet.
+int train_run_check_not_in_use(const char *run_dir);
+
 // Every file a run writes in run_dir (config.ini, train.log, metrics.csv and .h5, best.h5 and
 // best.txt, checkpoints/last.h5 and last.txt, checkpoints/ckpt_NNNNNN.h5) is absent, a regular file
 // or a symbolic link: 0; else -1 and the message naming the first that is a directory, a FIFO, ...

@@ -6,11 +6,14 @@
 // file's path), so adding a file adds a case.
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -791,6 +794,23 @@ Test(config_train, resume_takes_a_run_directory) {
   snprintf(args, sizeof args, "--resume '%s'", dir);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it)"), "%s", out);
+  // A run another ppo-train is writing (it holds RUN/.lock) before its first checkpoint: in use, as
+  // a fresh start there is told, not a directory without checkpoints.
+  char busy[200], lock[220], expected[700];
+  snprintf(busy, sizeof busy, "%s/busy", dir);
+  snprintf(lock, sizeof lock, "%s/.lock", busy);
+  cr_assert_eq(mkdir(busy, 0777), 0);
+  int fd = open(lock, O_RDWR | O_CREAT, 0644);
+  cr_assert(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && dprintf(fd, "4242\n") > 0);
+  snprintf(expected, sizeof expected, "run directory %s is in use by another ppo-train (pid 4242), which holds %s",
+           busy, lock);
+  const char *forms[] = {"", "/checkpoints", "/checkpoints/last.h5"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(args, sizeof args, "--resume '%s%s'", busy, forms[k]);
+    cr_expect_eq(run_train(args, out, sizeof out), 2, "%s: %s", args, out);
+    cr_expect(strstr(out, expected), "%s: %s", args, out);
+  }
+  close(fd);
   scratch_dir_remove(dir);
 }
 
