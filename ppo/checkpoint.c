@@ -99,10 +99,24 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
     strncat(allowed, i ? ", " : " ", sizeof allowed - strlen(allowed) - 1);
     strncat(allowed, resumable_keys[i][1], sizeof allowed - strlen(allowed) - 1);
   }
+  // Where the differing values came from: --set, or a config file (a line of it or its defaults;
+  // without a file the values not --set are the checkpoint's own and cannot differ).
+  int count, by_set = 0;
+  const ConfigKey *schema = config_schema(&count);
+  for (int k = 0; k < count; k++) {
+    if (checkpoint_may_differ(schema[k].section, schema[k].key)) continue;
+    char a[512], b[512];
+    config_value_text(stored, k, a, sizeof a);
+    config_value_text(cfg, k, b, sizeof b);
+    by_set += strcmp(a, b) != 0 && cfg->origin[k].kind == CONFIG_ORIGIN_SET;
+  }
+  const char *remedy = by_set == differing ? "drop the --set to keep the checkpoint's value"
+                       : by_set == 0       ? "drop the config file to use the checkpoint's own"
+                                           : "drop the config file and the --set to use the checkpoint's own";
   error_set(
       "%s\n--resume %s: %d key(s) differ from the checkpoint's configuration; a resumed run may change only "
-      "%s and any [eval] or [walk_forward] key (drop the config file to use the checkpoint's own)",
-      msg, path, differing, allowed);
+      "%s and any [eval] or [walk_forward] key (%s)",
+      msg, path, differing, allowed, remedy);
   return -1;
 }
 

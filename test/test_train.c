@@ -616,6 +616,24 @@ Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   const char *changed[] = {"ppo.n_steps=32"};
   cr_expect_eq(run(NULL, ckpt, NULL, 0, 1, changed), 2);
   cr_expect(strstr(error_message(), "[ppo] n_steps = 32: the checkpoint has 64"), "%s", error_message());
+  // The way out names where the difference came from: no config file was given, the --set did it.
+  cr_expect(strstr(error_message(), "(drop the --set to keep the checkpoint's value)"), "%s", error_message());
+  cr_expect(!strstr(error_message(), "config file"), "%s", error_message());
+  char file[600];
+  snprintf(file, sizeof file, "%s/refuse_32.ini", tmp_root);
+  const char *at = strstr(small_config, "n_steps = 64");
+  cr_assert_not_null(at);
+  char text[2048];
+  snprintf(text, sizeof text, "%.*sn_steps = 32%s", (int)(at - small_config), small_config,
+           at + strlen("n_steps = 64"));
+  write_text(file, text);
+  cr_expect_eq(run(file, ckpt, NULL, 0, 1, sets), 2);
+  cr_expect(strstr(error_message(), "(drop the config file to use the checkpoint's own)"), "%s", error_message());
+  const char *both[] = {"run.total_timesteps=256", "ppo.gamma=0.9"};
+  cr_expect_eq(run(file, ckpt, NULL, 0, 2, both), 2);
+  cr_expect(strstr(error_message(), "2 key(s) differ"), "%s", error_message());
+  cr_expect(strstr(error_message(), "(drop the config file and the --set to use the checkpoint's own)"), "%s",
+            error_message());
   const char *allowed[] = {"run.total_timesteps=512"};
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, allowed), 0, "%s", error_message());
   // A checkpoint from a newer format.
