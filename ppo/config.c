@@ -235,7 +235,14 @@ static void loader_assign(Loader *loader, const char *where, const char *section
     return;
   }
   if (config_value_parse(k, value, (char *)loader->cfg + k->offset, reason, sizeof reason) != 0) {
-    const char *hint = strstr(value, " #") ? "; inline comments start with ' ;'" : "";
+    // inih starts an inline comment only at a ';' after whitespace: '#' or a ';' right after the
+    // value stay in it (a --set value has no comments at all)
+    const bool in_file = origin.kind == CONFIG_ORIGIN_FILE;
+    const char *hint = !in_file              ? ""
+                       : strstr(value, " #") ? "; inline comments start with ' ;'"
+                       : strchr(value, ';')  ? "; inline comments start with ' ;' (a ';' without a space before it "
+                                               "is part of the value)"
+                                             : "";
     errors_add(&loader->errors, "%s: [%s] %s = %s: %s (allowed: %s)%s", where, section, key, shown, reason,
                config_value_allowed(k, allowed, sizeof allowed), hint);
     return;
