@@ -198,7 +198,8 @@ static int train_main(int argc, char **argv) {
       fprintf(stderr, "%s\n", error_message());
       return EXIT_BAD_INPUT;
     }
-    if (config_write_ini(&cfg, stdout) != 0) {
+    // A reader that went away (`--print-config | head`) is no failure, as for --help-config
+    if (config_write_ini(&cfg, stdout) != 0 && errno != EPIPE) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;
     }

@@ -669,7 +669,9 @@ int config_write_ini(const Config *cfg, FILE *out) {
     fprintf(out, "%-*s%s\n", width, pair, comment);
   }
   if (fflush(out) != 0 || ferror(out)) {
-    error_set("cannot write the configuration: %s", strerror(errno));
+    int err = errno;  // kept for the caller (EPIPE: the reader went away)
+    error_set("cannot write the configuration: %s", strerror(err));
+    errno = err;
     return -1;
   }
   return 0;

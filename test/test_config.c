@@ -956,6 +956,45 @@ Test(config_train, help_and_help_config_exit_0) {
   cr_expect(strstr(out, "growth_interval"), "%s", out);
 }
 
+// ppo-train CONFIG `option` with stdout a pipe whose reader has gone (`... | head` after its lines):
+// the exit status, stderr in err.
+static int train_into_closed_pipe(const char *option, char *err, size_t capacity) {
+  int out[2], errors[2];
+  cr_assert(pipe(out) == 0 && pipe(errors) == 0);
+  close(out[0]);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(errors[1], 2);
+    close(errors[0]);
+    execl(TRAIN_BIN, TRAIN_BIN, PPO_SOURCE_DIR "/configs/default.ini", option, (char *)NULL);
+    _exit(98);
+  }
+  close(out[1]);
+  close(errors[1]);
+  size_t n = 0;
+  ssize_t got;
+  while (n < capacity - 1 && (got = read(errors[0], err + n, capacity - 1 - n)) > 0) n += (size_t)got;
+  err[n] = '\0';
+  close(errors[0]);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "%s: killed by signal %d", option, WTERMSIG(status));
+  return WEXITSTATUS(status);
+}
+
+// A reader that went away is no failure of a listing: --print-config exited 1 with "cannot write
+// the configuration: Broken pipe" where --help-config exits 0.
+Test(config_train, listings_into_a_closed_pipe_exit_0_quietly) {
+  char err[4096];
+  const char *options[] = {"--print-config", "--help-config", "--help"};
+  for (int k = 0; k < 3; k++) {
+    cr_expect_eq(train_into_closed_pipe(options[k], err, sizeof err), 0, "%s: %s", options[k], err);
+    cr_expect_str_eq(err, "", "%s", options[k]);
+  }
+}
+
 Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
   char out[65536];
   int status = run_default_plan("--set ppo.batch_size=100", out, sizeof out);
