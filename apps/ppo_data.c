@@ -20,6 +20,7 @@
 #include "apps/cli.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/text.h"
 #include "envs/features.h"
 #include "envs/market_data.h"
@@ -414,6 +415,7 @@ static int command_features(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   cli_standard_streams();
+  log_get_level();                  // a bad PPO_LOG_LEVEL is warned of now, whatever the command prints
   atomic_file_remove_on_signals();  // Ctrl-C or a kill leaves no half-written temporary file behind
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("%s%s", usage_text, help_text);

@@ -64,6 +64,7 @@ static int usage_error(const char *fmt, const char *arg) {
 
 int main(int argc, char **argv) {
   cli_standard_streams();
+  log_get_level();                  // a bad PPO_LOG_LEVEL is warned of now, whatever the command prints
   atomic_file_remove_on_signals();  // Ctrl-C or a kill leaves no half-written temporary file behind
   EvalRunOptions o;
   eval_run_options_default(&o);

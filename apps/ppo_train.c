@@ -220,6 +220,7 @@ static int train_main(int argc, char **argv) {
 // waiting in the next collective: any failure ends every rank (MPI_Abort) with its status.
 int main(int argc, char **argv) {
   cli_standard_streams();
+  log_get_level();  // a bad PPO_LOG_LEVEL is warned of now, whatever the command prints
   dist_init(&argc, &argv);
   // SIGINT and SIGTERM are caught from here to the exit, not only inside train_run: one that came
   // after the last checkpoint, while the process was ending, killed it with 143 instead of 0.

@@ -31,6 +31,7 @@
 #include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/timer.h"
 #include "nn/optim.h"
@@ -413,6 +414,7 @@ static int parse_precisions(const char *text, BenchOptions *o) {
 
 int main(int argc, char **argv) {
   cli_standard_streams();
+  log_get_level();                // a bad PPO_LOG_LEVEL is warned of now, whatever the command prints
   for (int i = 1; i < argc; i++)  // ppo-bench --help, or after a subcommand
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage_to(stdout, EXIT_OK);
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).

@@ -21,10 +21,12 @@ int log_level_parse(const char *name) {
 
 LogLevel log_get_level(void) {
   if (log_level < 0) {
-    const char *env = getenv("PPO_LOG_LEVEL");
-    int parsed = env ? log_level_parse(env) : -1;
+    const char *env = getenv("PPO_LOG_LEVEL");  // empty: unset
+    int parsed = env && *env ? log_level_parse(env) : -1;
     log_level_from_env = parsed >= 0;
     log_level = parsed >= 0 ? parsed : LOG_LEVEL_INFO;
+    if (env && *env && parsed < 0)  // said once: the level is read once
+      log_warn("PPO_LOG_LEVEL = '%.64s': not a log level (allowed: error, warn, info, debug); using info", env);
   }
   return (LogLevel)log_level;
 }

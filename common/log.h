@@ -2,10 +2,10 @@
 //
 // Messages go to stderr as "[level] text"; results go to files, never through here.
 // The level comes from log_set_level() or, at first use, from the environment variable
-// PPO_LOG_LEVEL (error, warn, info, debug). Progress lines (log_progress) are drawn in place
-// with '\r' only when stderr is a terminal; on a headless cloud instance they are dropped, so
-// log files hold plain lines. Thread-safe: each call writes one line with one fprintf.
-// Depends on error.h (for the printf attribute).
+// PPO_LOG_LEVEL (error, warn, info, debug; another value is warned of once and info is used; the
+// programs read it at their start, so that it is said whatever they print). Progress lines (log_progress) are drawn in
+// place with '\r' only when stderr is a terminal; on a headless cloud instance they are dropped, so log files hold
+// plain lines. Thread-safe: each call writes one line with one fprintf. Depends on error.h (for the printf attribute).
 #ifndef PPO_COMMON_LOG_H
 #define PPO_COMMON_LOG_H
 

@@ -1034,6 +1034,20 @@ Test(config_train, quiet_drops_info_lines_and_keeps_warnings) {
   unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
+// An unknown PPO_LOG_LEVEL is warned of once, with the levels allowed (it was taken as info without
+// a word), also by a command that logs nothing else.
+Test(config_train, an_unknown_log_level_is_warned_of_once) {
+  char out[65536];
+  const char *warning = "[warn] PPO_LOG_LEVEL = 'verbose': not a log level (allowed: error, warn, info, debug)";
+  setenv("PPO_LOG_LEVEL", "verbose", 1);
+  cr_expect_eq(run_default_plan("--quiet", out, sizeof out), 0, "%s", out);
+  const char *first = strstr(out, warning);
+  cr_expect(first && !strstr(first + 1, warning), "once: %s", out);
+  cr_expect_eq(run_train("--help", out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, warning), "%s", out);
+  unsetenv("PPO_LOG_LEVEL");
+}
+
 // --- robustness ---------------------------------------------------------------------------------
 
 // A message line is "t.ini:LINE: ..." or the "... N more errors not shown" tail.
