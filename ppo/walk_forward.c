@@ -186,28 +186,101 @@ static void print_table(FILE *out, const MarketData *data, bool daily, const Wal
             utc_format(folds[i].test_end, true, d, sizeof d));
 }
 
+// The first line where `text` and `expected` differ (1: the first), its two versions into a and b
+// (without the newline, "" past the end); 0 when they are the same.
+static int first_differing_line(const char *text, const char *expected, char *a, char *b, size_t capacity) {
+  for (int line = 1;; line++) {
+    size_t na = strcspn(text, "\n"), nb = strcspn(expected, "\n");
+    if (na != nb || strncmp(text, expected, na) != 0 || (text[na] == '\n') != (expected[nb] == '\n')) {
+      snprintf(a, capacity, "%.*s", (int)na, text);
+      snprintf(b, capacity, "%.*s", (int)nb, expected);
+      return line;
+    }
+    if (!text[na]) return 0;
+    text += na + 1, expected += nb + 1;
+  }
+}
+
 // Is `text` the folds.csv of the first R folds of this plan, R its number of fold rows (R may be
 // more than `count`, the folds of this max_folds: then the plan is made again with max_folds = R)?
+// When not, why (the first fold line that differs, as the file has it and as this plan does) into
+// `why`.
 static bool fold_file_matches(const char *text, const Config *cfg, const MarketData *data, bool daily,
-                              const WalkForwardFold *folds, int count) {
+                              const WalkForwardFold *folds, int count, char *why, size_t why_capacity) {
   int rows = -1;  // lines after the header
   for (const char *p = text; *p; p++) rows += *p == '\n';
-  if (rows < 1 || rows > WALK_FORWARD_FOLDS_MAX) return false;
+  if (rows < 1 || rows > WALK_FORWARD_FOLDS_MAX) {
+    snprintf(why, why_capacity, "it holds %d fold lines (allowed: 1 .. %d)", rows < 0 ? 0 : rows,
+             WALK_FORWARD_FOLDS_MAX);
+    return false;
+  }
   const WalkForwardFold *plan = folds;
   static WalkForwardFold more[WALK_FORWARD_FOLDS_MAX];
   static Config wide;
+  int n = count;
   if (rows > count) {
     wide = *cfg;
     wide.walk_forward.max_folds = rows;
-    int n = 0;
-    if (walk_forward_plan(&wide, data, daily, more, WALK_FORWARD_FOLDS_MAX, &n) != 0 || n < rows) return false;
+    if (walk_forward_plan(&wide, data, daily, more, WALK_FORWARD_FOLDS_MAX, &n) != 0) n = 0;
     plan = more;
   }
   size_t length = 0;
-  char *expected = folds_csv(plan, rows, &length);
-  bool same = expected && strcmp(expected, text) == 0;
+  char *expected = folds_csv(plan, n < rows ? n : rows, &length);
+  if (!expected) {
+    snprintf(why, why_capacity, "out of memory");
+    return false;
+  }
+  char a[256], b[256];
+  int line = first_differing_line(text, expected, a, b, sizeof a);
   free(expected);
-  return same;
+  if (line == 0 && n >= rows) return true;
+  if (line == 0 || (line == n + 2 && !*b && n < rows))  // every fold of this plan matches; the file has more
+    snprintf(why, why_capacity, "it holds %d folds, and this data and these keys give %d", rows, n);
+  else if (line == 1)
+    snprintf(why, why_capacity, "its header is '%s', not '%s'", a, b);
+  else if (*a && *b)
+    snprintf(why, why_capacity,
+             "fold %d there is %s where this command's plan has %s (fold,train_start,val_start,test_start,test_end)",
+             line - 2, a, b);
+  else
+    snprintf(why, why_capacity,
+             "its line %d is '%s' where this command's plan has '%s' (fold,train_start,val_start,test_start,"
+             "test_end)",
+             line, a, b);
+  return false;
+}
+
+// The keys that place the fold windows ([walk_forward] train_months .. step_months, [env] data)
+// where this command differs from the fold's config.ini written when fold 0 started (the command
+// that wrote folds.csv): one line each ("WHERE: [section] key = value: FILE has VALUE") into msg,
+// "" when there is no such file or none differs.
+static void window_key_changes(const Config *cfg, const char *run_dir, char *msg, size_t capacity) {
+  msg[0] = '\0';
+  char path[PATH_CAP + 32];
+  snprintf(path, sizeof path, "%s/fold_00/config.ini", run_dir);
+  if (access(path, F_OK) != 0) return;
+  static Config stored;
+  LogLevel level = log_get_level();  // the file's warnings are not this command's
+  log_set_level(LOG_LEVEL_ERROR);
+  int loaded = config_load(&stored, path, 0, NULL);
+  log_set_level(level);
+  if (loaded != 0) return;
+  static const char *const keys[][2] = {{"walk_forward", "train_months"},
+                                        {"walk_forward", "val_months"},
+                                        {"walk_forward", "test_months"},
+                                        {"walk_forward", "step_months"},
+                                        {"env", "data"}};
+  size_t used = 0;
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    int index = config_key_index(keys[k][0], keys[k][1]);
+    char a[512], b[512], where[1024];
+    config_value_text(&stored, index, a, sizeof a);
+    config_value_text(cfg, index, b, sizeof b);
+    if (strcmp(a, b) == 0) continue;
+    config_describe_key(cfg, keys[k][0], keys[k][1], where, sizeof where);
+    int n = snprintf(msg + used, capacity - used, "%s: %s has %s\n", where, path, a);
+    if (n > 0 && (size_t)n < capacity - used) used += (size_t)n;
+  }
 }
 
 // Makes the run directory and checks the RUN/folds.csv a first run wrote. *pending: the folds.csv
@@ -266,11 +339,16 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
   snprintf(path, sizeof path, "%s/folds.csv", run_dir);
   char *existing = read_small_file(path);
   size_t existing_length = existing ? strlen(existing) : 0;
-  if (existing && !fold_file_matches(existing, cfg, data, daily, folds, count)) {
+  char why[768];
+  if (existing && !fold_file_matches(existing, cfg, data, daily, folds, count, why, sizeof why)) {
+    static char changes[4096];
+    window_key_changes(cfg, run_dir, changes, sizeof changes);
     fprintf(stderr,
-            "ppo-train --walk-forward: %s holds another fold plan (the data or the [walk_forward] keys changed, or "
-            "the file was edited); choose another --run-dir or [run] name, or remove that directory\n",
-            path);
+            "%sppo-train --walk-forward: %s holds another fold plan: %s. The fold windows follow the data and "
+            "[walk_forward] train_months, val_months, test_months and step_months (%s; max_folds only adds or "
+            "drops folds at the end): run the command that wrote it, or choose another --run-dir or [run] name, or "
+            "remove that directory\n",
+            changes, path, why, changes[0] ? "changed as above" : "changed, or the file was edited");
     free(existing);
     free(csv);
     return EXIT_BAD_INPUT;

@@ -362,10 +362,17 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   cr_expect_eq(count_of(csv, "\n"), 2, "a refused re-run leaves the plan of 1 fold:\n%s", csv);
   free(csv);
 
-  // 6. Another plan in the same directory is refused.
+  // 6. Another plan in the same directory is refused, naming the first fold that moved (old and new
+  // dates) and the window key that moved it (against fold 0's config.ini).
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=2", cfg, run);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
-  cr_expect(strstr(out, "holds another fold plan"), "%s", out);
+  cr_expect(strstr(out,
+                   "holds another fold plan: fold 1 there is 1,2000-02-03,2000-04-03,2000-05-03,2000-06-02 where "
+                   "this command's plan has 1,2000-03-03,2000-05-03,2000-06-03,2000-07-02"),
+            "%s", out);
+  cr_expect(strstr(out, "command line: --set #1: [walk_forward] step_months = 2: ") &&
+                strstr(out, "fold_00/config.ini has 1\n"),
+            "%s", out);
 
   // 7. So is a folds.csv with a line added after the plan's (a prefix check let it pass with max_folds = 2).
   snprintf(path, sizeof path, "%s/folds.csv", run);
@@ -375,7 +382,7 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   fclose(f);
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2", cfg, run);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
-  cr_expect(strstr(out, "holds another fold plan"), "%s", out);
+  cr_expect(strstr(out, "holds another fold plan: it holds 4 folds, and this data and these keys give 3"), "%s", out);
 }
 
 // SIGTERM inside a fold: train_run writes a checkpoint and returns 0; the walk-forward stops there
