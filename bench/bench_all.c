@@ -514,7 +514,7 @@ static int run_backend_group(const Machine *m, int repeats) {
   char r[16];
   snprintf(r, sizeof r, "%d", repeats);
   for (int b = 0; b < m->n_backends; b++) {
-    omp_set_num_threads(m->omp_threads);  // a trainer run before may have narrowed it
+    omp_set_num_threads(m->omp_threads);  // a trainer run before may have narrowed it (trainer_apply_threads)
     char name[16];
     snprintf(name, sizeof name, "%s", m->backends[b]);
     char *argv[] = {"backend", "--backend", name, "--precision", "all", "--repeats", r, NULL};

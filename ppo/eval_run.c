@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <omp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,7 +279,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
     return EXIT_BAD_INPUT;
   }
   if (file_fingerprint(checkpoint, &ev->fingerprint, &ev->checkpoint_bytes) != 0) return EXIT_BAD_INPUT;
-  if (ev->cfg.run.threads > 0) omp_set_num_threads((int)ev->cfg.run.threads);
+  trainer_apply_threads(ev->cfg.run.threads);
   if (env_market_open(&ev->market, &ev->cfg) != 0) return EXIT_BAD_INPUT;
   EnvSpec spec;
   if (trading_kind.describe(&spec, NULL, &ev->market.context) != 0) return EXIT_BAD_INPUT;

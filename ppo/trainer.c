@@ -287,13 +287,19 @@ static void first_reset(Trainer *tr) {
   for (int i = 0; i < tr->N; i++) tr->h.episode_starts[i] = 1.0f;  // SB3's _last_episode_starts = ones
 }
 
+void trainer_apply_threads(int64_t threads) {
+  static int all_cores = 0;  // what OpenMP offered before any run narrowed it
+  if (all_cores == 0) all_cores = omp_get_max_threads();
+  omp_set_num_threads(threads > 0 ? (int)threads : all_cores);
+}
+
 Trainer *trainer_open(const Config *cfg) {
   Trainer *tr = calloc(1, sizeof *tr);
   CHECK(tr, "out of host memory (trainer)");
   tr->cfg = *cfg;
   tr->rank = dist_rank();
   tr->ranks = dist_size();
-  if (cfg->run.threads > 0) omp_set_num_threads((int)cfg->run.threads);
+  trainer_apply_threads(cfg->run.threads);
   if (open_envs(tr) != 0) {
     trainer_free(tr);
     return NULL;

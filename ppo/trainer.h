@@ -114,6 +114,12 @@ typedef struct {
 
 typedef struct Trainer Trainer;
 
+// Sets this process's OpenMP threads to [run] threads: N, or for 0 ("all cores") the threads
+// OpenMP offered the process at the first call (OMP_NUM_THREADS, else every core), so that a run of
+// threads = 0 after one of threads = 1 in the same process (ppo-bench all, a test) is not left on
+// one thread. trainer_open and ppo-eval's evaluation call it.
+void trainer_apply_threads(int64_t threads);
+
 // Two phases, so a run can check its memory plan before it commits memory: trainer_open opens the
 // market (trading, synthetic), the envs and the backend ([run] device) and computes the plan;
 // trainer_allocate then allocates every slab and starts the envs' first episodes. Both fail

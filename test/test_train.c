@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
+#include <omp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1124,6 +1125,25 @@ Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
   const char *sparse[] = {"run.log_every=10"};
   cr_assert_eq(run(NULL, ckpt, NULL, 1, 1, sparse), 0, "%s", error_message());
   cr_expect_eq(count_lines(metrics), 2, "row 1 only: the checkpoint of iteration 2 dropped rows 2 and 3");
+}
+
+// [run] threads = 0 ("all cores") after a run of threads = 1 in the same process gets every core
+// back: ppo-bench all measured configs/seed.ini (threads 0) after configs/default.ini (threads 1)
+// on one thread, at half the speed ppo-train runs it.
+Test(train, threads_0_after_threads_1_in_one_process_uses_every_core) {
+  const int all_cores = omp_get_max_threads();
+  const char *one[] = {"run.threads=1"}, *all[] = {"run.threads=0"};
+  Config cfg;
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small", 1, one), 0, "%s", error_message());
+  Trainer *tr = trainer_open(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  cr_expect_eq(omp_get_max_threads(), 1);
+  trainer_free(tr);
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small", 1, all), 0, "%s", error_message());
+  tr = trainer_open(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  cr_expect_eq(omp_get_max_threads(), all_cores, "threads = 0: %d of %d", omp_get_max_threads(), all_cores);
+  trainer_free(tr);
 }
 
 Test(train, plan_over_the_memory_limit_is_refused_before_anything_is_written) {
