@@ -317,8 +317,8 @@ def scaling_section(out, d, res, docs_dir, json_dir):
         return
     out.append("## Scaling studies\n")
     out.append("configs/default.ini (trading, 64-64 tanh actor and critic) with n_steps 128, no evaluation pass, "
-               "fp32. Planned MiB is trainer_memory_plan's total (what `ppo-train --plan` prints), before "
-               "anything is allocated.\n")
+               "fp32. Planned MiB is trainer_memory_plan's total (what `ppo-train --plan --set eval.every=0` prints: "
+               "`--plan` adds the evaluation pass's rows when `[eval]` is on), before anything is allocated.\n")
     for group, key, title, plot in studies:
         if not res.group(group):
             continue
@@ -343,7 +343,7 @@ def memory_section(out, d, res, docs_dir, json_dir):
     out.append("## Memory per slab against network size (trainer_memory_plan; nothing trained)\n")
     out.append("configs/default.ini (32 envs x 256 steps, minibatch 256) with `policy.pi_layers` = "
                "`policy.vf_layers` = the network; bytes per slab (one allocation per kind of data, as "
-               "`ppo-train --plan` lists them), in MiB.\n")
+               "`ppo-train --plan` lists them, without the evaluation pass's rows), in MiB.\n")
     for prec in unique(r["precision"] for r in rows):
         nets = unique(r["params"]["network"] for r in rows if r["precision"] == prec)
         slabs = unique(r["name"] for r in rows if r["precision"] == prec)
