@@ -348,7 +348,11 @@ static int command_info(int argc, char **argv) {
            market_time_format(gaps.largest_at, at, sizeof at));
   printf("bid/ask        %s\n", data->has_bid_ask ? "yes" : "no");
   if (data->has_bid_ask) printf("median spread  %.2f bp (at the close)\n", market_data_median_spread_bp(data));
-  printf("volume         %s\n", data->has_volume ? "yes" : "no");
+  int64_t zero_volume = 0;  // MetaTrader's <VOL> of an FX export: 0 on every bar (the tick count is <TICKVOL>)
+  for (int64_t i = 0; data->has_volume && i < data->rows; i++) zero_volume += data->volume[i] == 0.0;
+  printf("volume         %s\n", !data->has_volume           ? "no"
+                                : zero_volume == data->rows ? "yes, but 0 on every bar"
+                                                            : "yes");
   MarketMoves moves = market_data_moves(data);
   printf("close range    %.10g .. %.10g\n", moves.close_min, moves.close_max);
   if (data->rows > 1) {

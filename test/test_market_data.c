@@ -749,6 +749,16 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   cr_expect(strstr(out, "unchanged      24 of 29 bars (82.8 %)  <- prices rounded too coarsely?\n"), "%s", out);
   free(out);
 
+  // an FX export's volume column of zeros (MetaTrader's <VOL>): info says so
+  const char *zeros =
+      "time,open,high,low,close,volume\n2024-01-02 00:00,1,2,0.5,1.5,0\n2024-01-02 01:00,1,2,0.5,1.5,0\n";
+  write_file(flat, zeros, strlen(zeros));
+  cr_assert_eq(run_ppo_data(flat_argv, out_txt, err_txt), 0);
+  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
+  out = read_file_text(out_txt);
+  cr_expect(strstr(out, "volume         yes, but 0 on every bar\n"), "%s", out);
+  free(out);
+
   char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
   cr_expect_eq(run_ppo_data(twice_argv, out_txt, err_txt), 2);
   err = read_file_text(err_txt);
