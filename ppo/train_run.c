@@ -1050,7 +1050,8 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   const bool diverged = cfg->run.precision != CONFIG_PRECISION_FP16 && !isfinite(s->grad_norm);
   EvalResult er;  // x.eval points here until the row is logged
   bool new_best = false;
-  if (!diverged && cfg->eval.every > 0 && s->iteration % cfg->eval.every == 0) {
+  const bool eval_due = !diverged && cfg->eval.every > 0 && s->iteration % cfg->eval.every == 0;
+  if (eval_due) {
     if (r->stop_before_eval == s->iteration) trainer_request_stop();  // fault injection for the tests
     const double best_before = r->best;
     int evaluated = evaluate_iteration(tr, r->ev, r->root, r->run_dir, s->iteration, &r->best, &er);
@@ -1062,8 +1063,9 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   double eta = per_it * (double)(r->total_iterations - s->iteration);
   bool last = trainer_counters(tr)->timesteps >= cfg->run.total_timesteps;
   // An iteration with an evaluation is logged whatever log_every says (as SB3's EvalCallback dumps
-  // its logger): its eval/ values would be lost otherwise.
-  if (r->root && (s->iteration % cfg->run.log_every == 0 || last || x.eval)) {
+  // its logger): its eval/ values would be lost otherwise. Also one whose pass a stop abandoned:
+  // the resumed run evaluates it first and fills its row in (metrics_log_set_eval).
+  if (r->root && (s->iteration % cfg->run.log_every == 0 || last || eval_due)) {
     if (metrics_log_append(&r->metrics, s, &x) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;

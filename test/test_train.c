@@ -1234,6 +1234,22 @@ Test(train, an_iteration_with_an_evaluation_is_logged_whatever_log_every_says) {
   snprintf(path, sizeof path, "%s/best.h5", dir);
   cr_assert_eq(checkpoint_read_best(path, metric, sizeof metric, &iteration, &value), 0, "%s", error_message());
   cr_expect_eq(value, best, "best.h5's value %.17g is the best logged evaluation %.17g", value, best);
+
+  // The same run with iteration 2's pass abandoned by a stop (PPO_TEST_STOP_BEFORE_EVAL) and
+  // resumed: the row of iteration 2 was written without its evaluation, which the resumed run makes
+  // first and fills in; every row ends as the straight run's (iteration 2's row was lost).
+  char stopped[512], ckpt[700];
+  snprintf(stopped, sizeof stopped, "%s/eval_rows_stopped", tmp_root);
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "2", 1);
+  cr_assert_eq(run(cfg, NULL, stopped, 0, 3, sets), 0, "%s", error_message());
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", stopped);
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  for (int row = 1; row <= 4; row++) {
+    cr_expect_eq(metrics_value(stopped, row, "time/iterations"), iterations[row - 1], "stopped: row %d", row);
+    double a = metrics_value(stopped, row, "eval/sharpe"), b = metrics_value(dir, row, "eval/sharpe");
+    cr_expect(a == b || (isnan(a) && isnan(b)), "stopped: row %d's eval/sharpe %g, straight %g", row, a, b);
+  }
 }
 
 // A resume into a run directory whose metrics.csv cannot be continued is bad input, found before
