@@ -79,7 +79,7 @@ int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
   }
   int n = snprintf(tmp_path, capacity, "%.*s.%s.tmp.%ld", dir_len, path, base, (long)getpid());
   if (n < 0 || (size_t)n >= capacity) {
-    error_set("%s: path too long (at most %zu characters)", path, capacity - 32);
+    error_set("path too long for a temporary name beside it (at most %zu characters): %s", capacity - 32, path);
     return -1;
   }
   pending_note(tmp_path);
@@ -142,7 +142,10 @@ FILE *atomic_file_open(AtomicFile *af, const char *path) {
     return NULL;
   }
   strcpy(af->path, path);
-  if (atomic_file_temp_path(path, af->tmp_path, sizeof af->tmp_path) != 0) return NULL;
+  if (atomic_file_temp_path(path, af->tmp_path, sizeof af->tmp_path) != 0) {
+    af->tmp_path[0] = '\0';  // a name cut short: nothing of it may be removed by an abort
+    return NULL;
+  }
   af->stream = fopen(af->tmp_path, "wb");
   if (!af->stream) {
     error_set("%s: cannot create file: %s", path, errno_text());

@@ -824,15 +824,17 @@ static bool directory_can_be_made(const char *dir) {
 static const char *const checkpoint_outputs[] = {"report.json", "equity.csv", "trades.csv", "fills.csv"};
 static const char *const walk_forward_outputs[] = {"report.json", "folds.csv", "oos_equity.csv"};
 
-// Each output file in dir is absent, a regular file or a symbolic link (common/file_check.h): a
-// directory (or a FIFO, ...) there failed its rename after the whole backtest (exit 1). 0, or -1
-// and the message naming the first that is not.
+// Each output file in dir is absent, a regular file or a symbolic link (common/file_check.h), and
+// its temporary name fits: a directory (or a FIFO, ...) there, or a path too long for the temporary
+// name, failed after the whole backtest (exit 1). 0, or -1 and the message naming the first that is not.
 static int check_outputs(const char *dir, const char *const *names, int count, bool plot) {
-  char path[PATH_CAP];
+  char path[PATH_CAP], tmp[ATOMIC_PATH_MAX];
   for (int k = 0; k < count + (plot ? 2 : 0); k++) {
     const char *name = k < count ? names[k] : plot_outputs[k - count];
-    if (join_path(path, sizeof path, dir, name) != 0 || file_check_output(path, "an output of ppo-eval") != 0)
+    if (join_path(path, sizeof path, dir, name) != 0 || file_check_output(path, "an output of ppo-eval") != 0 ||
+        atomic_file_temp_path(path, tmp, sizeof tmp) != 0)
       return -1;
+    atomic_file_discard(tmp);  // only the name was wanted
   }
   return 0;
 }

@@ -752,6 +752,17 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   cr_expect(strstr(out, "20046 passes of") && strstr(out, "GiB of memory available"), "%s", out);
   cr_expect(!exists(dir), "nothing written");
 #endif
+  // --out so long that report.json's path fits but its temporary name does not: refused before the
+  // backtest (it failed writing after it, exit 1, and an abort could remove the cut-off name).
+  static char long_dir[4100], long_args[4700];
+  int n = snprintf(long_dir, sizeof long_dir, "%s", tmp_root);
+  while (n < 4080 - 201) n += snprintf(long_dir + n, sizeof long_dir - (size_t)n, "/%0200d", 0);
+  n += snprintf(long_dir + n, sizeof long_dir - (size_t)n, "/%0*d", 4080 - n - 1, 0);
+  cr_assert_eq(n, 4080);
+  snprintf(long_args, sizeof long_args, "--checkpoint '%s/checkpoints/last.h5' --out '%s'", run, long_dir);
+  cr_expect_eq(run_program(EVAL_BIN, long_args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "ppo-eval: path too long for a temporary name beside it (at most 4064 characters): /tmp/"),
+            "%s", out);
   // --out naming a file, not a directory: refused (mkdir's EEXIST was taken for a directory, and
   // the write after the whole backtest failed with exit 1).
   char plain[600];
