@@ -678,10 +678,10 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
           title, s->csv, s->equity_col, s->bh_col, s->csv, s->dd_col, s->bh_dd_col);
 }
 
-// equity.png drawn from the published equity.gp and its CSV. On any failure a warning, and no
 // The plot's files (the script is one of the output set, the PNG drawn from it afterwards).
 static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
 
+// equity.png drawn from the published equity.gp and its CSV. On any failure a warning, and no
 // equity.png (gnuplot_render removes an older one: it would not match this run's report.json).
 static void plot(const char *dir) {
   if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)

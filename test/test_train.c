@@ -1131,6 +1131,7 @@ Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
 // back: ppo-bench all measured configs/seed.ini (threads 0) after configs/default.ini (threads 1)
 // on one thread, at half the speed ppo-train runs it.
 Test(train, threads_0_after_threads_1_in_one_process_uses_every_core) {
+  omp_set_num_threads(3);  // what OpenMP offers this process: more than one, on any machine
   const int all_cores = omp_get_max_threads();
   const char *one[] = {"run.threads=1"}, *all[] = {"run.threads=0"};
   Config cfg;
