@@ -622,14 +622,19 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
 
   // The default output directory is the run's eval/<checkpoint>_<split>. --quiet prints no [info]
   // line either (device = auto on the CPU: an empty CUDA_VISIBLE_DEVICES hides any GPU).
-  snprintf(args, sizeof args,
-           "--checkpoint '%s/checkpoints/last.h5' --quiet --no-plot --seeds 0 --random-seeds 1 "
-           "--bootstrap 0 --set run.device=auto",
-           run);
   setenv("CUDA_VISIBLE_DEVICES", "", 1);
-  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  for (int quiet = 0; quiet < 2; quiet++) {  // without --quiet first: the line is there to drop
+    snprintf(args, sizeof args,
+             "--checkpoint '%s/checkpoints/last.h5' %s --no-plot --seeds 0 --random-seeds 1 "
+             "--bootstrap 0 --set run.device=auto",
+             run, quiet ? "--quiet" : "");
+    cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+    if (quiet)
+      cr_expect(!strstr(out, "[info]"), "--quiet printed an [info] line:\n%s", out);
+    else
+      cr_expect(strstr(out, "[info] device = auto"), "without --quiet, the device line:\n%s", out);
+  }
   unsetenv("CUDA_VISIBLE_DEVICES");
-  cr_expect(!strstr(out, "[info]"), "--quiet printed an [info] line:\n%s", out);
   snprintf(path, sizeof path, "%s/eval/last_test/report.json", run);
   cr_expect(exists(path), "%s", path);
 }
