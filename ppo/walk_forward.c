@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/file_check.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/time_utc.h"
 #include "envs/synthetic.h"
 #include "ppo/checkpoint.h"
@@ -234,19 +235,21 @@ static bool fold_file_matches(const char *text, const Config *cfg, const MarketD
   int line = first_differing_line(text, expected, a, b, sizeof a);
   free(expected);
   if (line == 0 && n >= rows) return true;
+  char file_line[sizeof a];  // the file's line, edited perhaps: any bytes, escaped for the terminal (and cut)
+  text_escape(a, file_line, sizeof file_line);
   if (line == 0 || (line == n + 2 && !*b && n < rows))  // every fold of this plan matches; the file has more
     snprintf(why, why_capacity, "it holds %d folds, and this data and these keys give %d", rows, n);
   else if (line == 1)
-    snprintf(why, why_capacity, "its header is '%s', not '%s'", a, b);
+    snprintf(why, why_capacity, "its header is '%s', not '%s'", file_line, b);
   else if (*a && *b)
     snprintf(why, why_capacity,
              "fold %d there is %s where this command's plan has %s (fold,train_start,val_start,test_start,test_end)",
-             line - 2, a, b);
+             line - 2, file_line, b);
   else
     snprintf(why, why_capacity,
              "its line %d is '%s' where this command's plan has '%s' (fold,train_start,val_start,test_start,"
              "test_end)",
-             line, a, b);
+             line, file_line, b);
   return false;
 }
 

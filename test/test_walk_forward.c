@@ -383,6 +383,17 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.max_folds=2", cfg, run);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "holds another fold plan: it holds 4 folds, and this data and these keys give 3"), "%s", out);
+
+  // 8. A line of the file is shown with its control characters escaped: an edited header that
+  // starts with a terminal escape does not reach the terminal as one.
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text);
+  char edited[4096];
+  snprintf(edited, sizeof edited, "\x1b[2J%s", text);
+  free(text);
+  write_text(path, edited);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "its header is '\\x1b[2Jfold,") && !strchr(out, '\x1b'), "%s", out);
 }
 
 // SIGTERM inside a fold: train_run writes a checkpoint and returns 0; the walk-forward stops there
