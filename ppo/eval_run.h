@@ -9,7 +9,7 @@
 //   cost stress: agent greedy, buy-and-hold and the MA rule at 0 x m and 2 x m as well.
 // The output directory (default: the run directory's eval/<checkpoint name>_<split>) gets, as one
 // set (all of them or none: each written under its temporary name, and only when every one is
-// written all renamed into place, report.json last; on a failure none is published and no
+// written all renamed into place, report.json last; on a write failure none is published and no
 // temporary file stays; the PNG is drawn after):
 //   report.json  every metric of section 9 for every pass (NaN -> null), the cost breakdown, the
 //                execution mode and costs (and which auto costs are generic guesses), the data range,
