@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -41,7 +42,16 @@ static void pending_forget(const char *tmp_path) {
     if (strcmp(pending[k], tmp_path) == 0) pending[k][0] = '\0';
 }
 
+static volatile sig_atomic_t writer_child;  // a process writing a noted file (gnuplot), or 0
+
+void atomic_file_note_writer(pid_t pid) { writer_child = (sig_atomic_t)pid; }
+
 static void remove_pending_and_exit(int sig) {
+  pid_t child = (pid_t)writer_child;
+  if (child > 0) {  // ended first, so that it cannot make its file after the unlink
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
   for (int k = 0; k < PENDING_SLOTS; k++) {
     size_t len = strnlen(pending[k], ATOMIC_PATH_MAX);
     if (len > pending_suffix_len && memcmp(pending[k] + len - pending_suffix_len, pending_suffix, pending_suffix_len) == 0)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define ATOMIC_PATH_MAX 4096
 
@@ -51,6 +52,11 @@ int atomic_file_publish_set(AtomicFile *files, int count);
 // SIGINT, SIGTERM and SIGHUP remove this process's temporary files that are not yet published or
 // removed, then end the process as the signal would have.
 void atomic_file_remove_on_signals(void);
+// A child process (gnuplot) that writes a noted temporary file: the handlers SIGKILL and reap it
+// before removing the files, so that it cannot make its file after them. 0: none. Note it with
+// the signals blocked from before the fork (gnuplot_render does), or a signal between the fork and
+// the note leaves the child running.
+void atomic_file_note_writer(pid_t pid);
 // Removes a temporary file named by atomic_file_temp_path that will not be published, and its note.
 void atomic_file_discard(const char *tmp_path);
 

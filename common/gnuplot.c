@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -54,17 +56,31 @@ int gnuplot_render(const char *dir, const char *script, const char *png) {
     error_set("%s: path too long", path);
     return -1;
   }
+  // The signals that remove temporary files are blocked until the child is noted as the PNG's writer
+  // (atomic_file_note_writer): the handler then ends it before removing the file.
+  sigset_t stop_signals, before;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT), sigaddset(&stop_signals, SIGTERM), sigaddset(&stop_signals, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop_signals, &before);
   pid_t pid = fork();
   if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &before, NULL);
     if (chdir(dir) != 0) _exit(126);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
     execlp("gnuplot", "gnuplot", "-e", assign, script, (char *)NULL);
     _exit(127);
   }
-  int status = 0;
   int fork_errno = pid < 0 ? errno : 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (pid > 0) atomic_file_note_writer(pid);
+  sigprocmask(SIG_SETMASK, &before, NULL);
+  int status = 0;
+  pid_t waited_for = -1;
+  while (pid > 0 && (waited_for = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }  // a handler that returns (ppo-train's stop request) does not end the wait
+  bool waited = pid > 0 && waited_for == pid;
+  atomic_file_note_writer(0);
+  if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (pid < 0)
       error_set("cannot start gnuplot: %s", strerror(fork_errno));
     else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)

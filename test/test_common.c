@@ -877,11 +877,13 @@ Test(gnuplot, a_failed_run_leaves_no_temporary_file_and_no_older_png) {
   remove_tree(dir);
 }
 
-// A signal while gnuplot draws (Ctrl-C during ppo-eval's plot) removes the PNG's temporary file:
-// its name is noted with the directory it is in, not relative to where the program runs. A stand-in
-// gnuplot on PATH makes the file `set output` would make (its `-e "out='NAME'"` is shell syntax too)
-// and waits to be killed.
-Test(gnuplot, a_signal_while_it_draws_removes_the_temporary_file) {
+// A signal while gnuplot draws (Ctrl-C during ppo-eval's plot, or a kill of ppo-eval alone) removes
+// the PNG's temporary file: its name is noted with the directory it is in, not relative to where the
+// program runs, and the handler ends gnuplot first, so that it cannot make the file afterwards. A
+// stand-in gnuplot on PATH (its `-e "out='NAME'"` is shell syntax too) makes the file at once, or
+// marks that it started and makes the file a second later; the signal goes to the drawing process
+// only, never to the stand-in.
+static void signal_while_drawing(const char *stand_in, bool late) {
   char dir[64], bin[96], fake[128], gp[128], old_path[4096];
   make_temp_dir(dir, sizeof dir);
   snprintf(bin, sizeof bin, "%s/bin", dir);
@@ -889,7 +891,7 @@ Test(gnuplot, a_signal_while_it_draws_removes_the_temporary_file) {
   snprintf(fake, sizeof fake, "%s/gnuplot", bin);
   FILE *f = fopen(fake, "w");
   cr_assert_not_null(f);
-  fputs("#!/bin/sh\neval \"$2\"\n: > \"$out\"\nexec sleep 30\n", f);
+  fputs(stand_in, f);
   fclose(f);
   cr_assert_eq(chmod(fake, 0755), 0);
   snprintf(gp, sizeof gp, "%s/plot.gp", dir);
@@ -899,23 +901,32 @@ Test(gnuplot, a_signal_while_it_draws_removes_the_temporary_file) {
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
   if (pid == 0) {
-    setpgid(0, 0);  // the stand-in is killed with it
+    setpgid(0, 0);  // the stand-in is in its group: the test ends it whatever happens
     snprintf(old_path, sizeof old_path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
     setenv("PATH", old_path, 1);
     atomic_file_remove_on_signals();
     gnuplot_render(dir, "plot.gp", "plot.png");
     _exit(3);  // not reached: killed while drawing
   }
-  // Wait (at most 10 s) for the temporary file: plot.gp, bin and it.
+  // Wait (at most 10 s) for the stand-in's first file: plot.gp, bin and it.
   for (int i = 0; i < 1000 && count_entries(dir) < 3; i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
-  cr_expect_eq(count_entries(dir), 3, "the stand-in made its output file");
+  cr_expect_eq(count_entries(dir), 3, "the stand-in started");
   kill(pid, SIGTERM);
   int status;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
-  kill(-pid, SIGKILL);  // the stand-in gnuplot
+  if (late) nanosleep(&(struct timespec){1, 500000000}, NULL);  // past the stand-in's second
+  kill(-pid, SIGKILL);                                          // the stand-in, if it still runs
   cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
-  cr_expect_eq(count_entries(dir), 2, "only plot.gp and bin stay: the temporary PNG is removed");
+  cr_expect_eq(count_entries(dir), late ? 3 : 2, "plot.gp, bin%s and no temporary PNG", late ? ", started" : "");
   remove_tree(dir);
+}
+
+Test(gnuplot, a_signal_while_it_draws_removes_the_temporary_file) {
+  signal_while_drawing("#!/bin/sh\neval \"$2\"\n: > \"$out\"\nexec sleep 30\n", false);
+}
+
+Test(gnuplot, a_signal_while_it_draws_ends_gnuplot_before_it_makes_the_file) {
+  signal_while_drawing("#!/bin/sh\neval \"$2\"\n: > started\nsleep 1\n: > \"$out\"\nexec sleep 30\n", true);
 }
 
 // The PNG is drawn under its temporary name and renamed; a quote in the directory, the PNG's name
