@@ -257,7 +257,7 @@ static bool fold_file_matches(const char *text, const Config *cfg, const MarketD
 // where this command differs from the fold's config.ini written when fold 0 started (the command
 // that wrote folds.csv): one line each ("WHERE: [section] key = value: FILE has VALUE") into msg,
 // "" when there is no such file or none differs.
-static void window_key_changes(const Config *cfg, const char *run_dir, char *msg, size_t capacity) {
+static void window_key_changes(const Config *cfg, bool daily, const char *run_dir, char *msg, size_t capacity) {
   msg[0] = '\0';
   char path[PATH_CAP + 32];
   snprintf(path, sizeof path, "%s/fold_00/config.ini", run_dir);
@@ -273,13 +273,20 @@ static void window_key_changes(const Config *cfg, const char *run_dir, char *msg
                                         {"walk_forward", "test_months"},
                                         {"walk_forward", "step_months"},
                                         {"env", "data"}};
+  // The month keys as they resolve (0 = the bar size's default, step_months 0 = test_months):
+  // 0 and the default it stands for are the same window.
+  const WalkForwardLengths was = walk_forward_lengths(&stored, daily), is = walk_forward_lengths(cfg, daily);
+  const int months[4][2] = {{was.train_months, is.train_months},
+                            {was.val_months, is.val_months},
+                            {was.test_months, is.test_months},
+                            {was.step_months, is.step_months}};
   size_t used = 0;
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     int index = config_key_index(keys[k][0], keys[k][1]);
     char a[512], b[512], where[1024];
     config_value_text(&stored, index, a, sizeof a);
     config_value_text(cfg, index, b, sizeof b);
-    if (strcmp(a, b) == 0) continue;
+    if (k < 4 ? months[k][0] == months[k][1] : strcmp(a, b) == 0) continue;
     config_describe_key(cfg, keys[k][0], keys[k][1], where, sizeof where);
     int n = snprintf(msg + used, capacity - used, "%s: %s has %s\n", where, path, a);
     if (n > 0 && (size_t)n < capacity - used) used += (size_t)n;
@@ -345,7 +352,7 @@ static int prepare_run_dir(const TrainRunOptions *opt, const Config *cfg, const 
   char why[768];
   if (existing && !fold_file_matches(existing, cfg, data, daily, folds, count, why, sizeof why)) {
     static char changes[4096];
-    window_key_changes(cfg, run_dir, changes, sizeof changes);
+    window_key_changes(cfg, daily, run_dir, changes, sizeof changes);
     fprintf(stderr,
             "%sppo-train --walk-forward: %s holds another fold plan: %s. The fold windows follow the data and "
             "[walk_forward] train_months, val_months, test_months and step_months (%s; max_folds only adds or "

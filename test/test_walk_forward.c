@@ -373,6 +373,13 @@ Test(walk_forward_cli, trains_each_fold_resumes_and_skips_done_folds, .init = se
   cr_expect(strstr(out, "command line: --set #1: [walk_forward] step_months = 2: ") &&
                 strstr(out, "fold_00/config.ini has 1\n"),
             "%s", out);
+  // step_months = 0 stands for test_months (1), the stored value: not named; train_months is.
+  snprintf(args, sizeof args,
+           "--walk-forward '%s' --run-dir '%s' --quiet --set walk_forward.step_months=0 --set "
+           "walk_forward.train_months=3",
+           cfg, run);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "[walk_forward] train_months = 3: ") && !strstr(out, "step_months = 0"), "%s", out);
 
   // 7. So is a folds.csv with a line added after the plan's (a prefix check let it pass with max_folds = 2).
   snprintf(path, sizeof path, "%s/folds.csv", run);
