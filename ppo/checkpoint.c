@@ -90,7 +90,7 @@ int checkpoint_config_differences(const Config *stored, const Config *cfg, const
   return differing;
 }
 
-int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path) {
+int checkpoint_check_compatible(const Config *stored, const Config *cfg, const Config *file, const char *path) {
   char msg[4096];
   int differing = checkpoint_config_differences(stored, cfg, "the checkpoint", NULL, msg, sizeof msg);
   if (!differing) return 0;
@@ -99,20 +99,26 @@ int checkpoint_check_compatible(const Config *stored, const Config *cfg, const c
     strncat(allowed, i ? ", " : " ", sizeof allowed - strlen(allowed) - 1);
     strncat(allowed, resumable_keys[i][1], sizeof allowed - strlen(allowed) - 1);
   }
-  // Where the differing values came from: --set, or a config file (a line of it or its defaults;
-  // without a file the values not --set are the checkpoint's own and cannot differ).
-  int count, by_set = 0;
+  // Where the differing values came from: --set, and a config file (a line of it or its defaults)
+  // when the file alone differs from the checkpoint there too; without a file the values not --set
+  // are the checkpoint's own and cannot differ.
+  int count;
+  bool by_set = false, by_file = false;
   const ConfigKey *schema = config_schema(&count);
   for (int k = 0; k < count; k++) {
     if (checkpoint_may_differ(schema[k].section, schema[k].key)) continue;
-    char a[512], b[512];
+    char a[512], b[512], c[512];
     config_value_text(stored, k, a, sizeof a);
     config_value_text(cfg, k, b, sizeof b);
-    by_set += strcmp(a, b) != 0 && cfg->origin[k].kind == CONFIG_ORIGIN_SET;
+    if (strcmp(a, b) == 0) continue;
+    bool set = cfg->origin[k].kind == CONFIG_ORIGIN_SET;
+    by_set |= set;
+    if (file) config_value_text(file, k, c, sizeof c);
+    by_file |= file && (!set || strcmp(a, c) != 0);
   }
-  const char *remedy = by_set == differing ? "drop the --set to keep the checkpoint's value"
-                       : by_set == 0       ? "drop the config file to use the checkpoint's own"
-                                           : "drop the config file and the --set to use the checkpoint's own";
+  const char *remedy = !by_file  ? "drop the --set to keep the checkpoint's value"
+                       : !by_set ? "drop the config file to use the checkpoint's own"
+                                 : "drop the config file and the --set to use the checkpoint's own";
   error_set(
       "%s\n--resume %s: %d key(s) differ from the checkpoint's configuration; a resumed run may change only "
       "%s and any [eval] or [walk_forward] key (%s)",

@@ -85,8 +85,10 @@ int checkpoint_config_differences(const Config *stored, const Config *cfg, const
                                   bool (*skip)(const char *section, const char *key), char *msg, size_t capacity);
 
 // 0 when cfg may resume from a checkpoint made with stored; else -1 and a message naming every
-// key that differs (both values, where each came from).
-int checkpoint_check_compatible(const Config *stored, const Config *cfg, const char *path);
+// key that differs (both values, where each came from) and what to drop: the --set, the config
+// file, or both. file (NULL when no config file was given) is that file alone, without the --set,
+// so that a key --set that the file also changes asks for both.
+int checkpoint_check_compatible(const Config *stored, const Config *cfg, const Config *file, const char *path);
 
 // Loads the state into a trainer made (trainer_init) from a compatible configuration. 0, or -1 and
 // the error message naming the dataset; the trainer must then be freed, not used.

@@ -635,6 +635,12 @@ Test(train, resume_refuses_a_changed_config_and_a_newer_format) {
   cr_expect(strstr(error_message(), "2 key(s) differ"), "%s", error_message());
   cr_expect(strstr(error_message(), "(drop the config file and the --set to use the checkpoint's own)"), "%s",
             error_message());
+  // A --set of the key the file changes too: dropping the --set alone would not do.
+  const char *over[] = {"run.total_timesteps=256", "ppo.n_steps=48"};
+  cr_expect_eq(run(file, ckpt, NULL, 0, 2, over), 2);
+  cr_expect(strstr(error_message(), "1 key(s) differ") &&
+                strstr(error_message(), "(drop the config file and the --set to use the checkpoint's own)"),
+            "%s", error_message());
   const char *allowed[] = {"run.total_timesteps=512"};
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 1, allowed), 0, "%s", error_message());
   // A checkpoint from a newer format.
