@@ -119,8 +119,13 @@ static Backend *open_by_name(const char *name) {
     Backend *backend = open_cuda();
     if (backend) return backend;
     // Why CUDA is unavailable is no error here, but said: a GPU machine whose driver did not answer
-    // would otherwise train on the CPU without a word.
-    log_write(LOG_LEVEL_INFO, "device = auto: the CPU backend (%s)", error_message());
+    // would otherwise train on the CPU without a word. Once per process for the same reason (a
+    // walk-forward evaluation opens a backend per fold).
+    static char said[ERROR_MESSAGE_MAX];
+    if (strcmp(said, error_message()) != 0) {
+      log_write(LOG_LEVEL_INFO, "device = auto: the CPU backend (%s)", error_message());
+      snprintf(said, sizeof said, "%s", error_message());
+    }
     error_clear();
     return backend_cpu_open();
   }

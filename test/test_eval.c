@@ -1104,9 +1104,15 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
              "[walk_forward]\ntrain_months = 2\nval_months = 1\ntest_months = 1\nstep_months = 1\n");
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s' --quiet", cfg, run);
   cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
-  snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100", run);
+  // device = auto on the CPU (an empty CUDA_VISIBLE_DEVICES hides any GPU): said once, not per fold
+  snprintf(args, sizeof args, "--walk-forward '%s' --seeds 1 --random-seeds 2 --bootstrap 100 --set run.device=auto",
+           run);
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  unsetenv("CUDA_VISIBLE_DEVICES");
   cr_expect(strstr(out, "walk-forward (3 folds"), "%s", out);
+  const char *said = strstr(out, "[info] device = auto: the CPU backend");
+  cr_expect(said && !strstr(said + 1, "[info] device = auto"), "the device line once:\n%s", out);
 
   snprintf(path, sizeof path, "%s/walk_forward/folds.csv", run);
   char *folds = read_text(path, NULL);
