@@ -84,13 +84,12 @@ static bool same_file(const char *input, const char *output) {
 // directory that exists and is writable: otherwise it is bad input (exit 2), found before the input
 // is read; a write that fails later (disk full) is a runtime failure (exit 1). `what` names it.
 static bool output_ok(const char *output, const char *what) {
-  char copy[PATH_MAX], tmp[PATH_MAX];
+  char copy[PATH_MAX];
   struct stat st;
-  if (atomic_file_temp_path(output, tmp, sizeof tmp) != 0) {
+  if (atomic_file_check_path(output) != 0) {
     fprintf(stderr, "ppo-data: %s (%s)\n", error_message(), what);
     return false;
   }
-  atomic_file_discard(tmp);  // only the name was wanted
   if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
     fprintf(stderr, "ppo-data: %s '%s' is a directory; name the file to write\n", what, output);
     return false;

@@ -79,7 +79,8 @@ void atomic_file_discard(const char *tmp_path) {
   pending_forget(tmp_path);
 }
 
-int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
+// The temporary name of path into tmp_path, not noted; 0, or -1 and the message.
+static int temp_name(const char *path, char *tmp_path, size_t capacity) {
   const char *slash = strrchr(path, '/');
   int dir_len = slash ? (int)(slash - path + 1) : 0;  // keeps the trailing '/'
   const char *base = slash ? slash + 1 : path;
@@ -92,8 +93,18 @@ int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
     error_set("path too long for a temporary name beside it (at most %zu characters): %s", capacity - 32, path);
     return -1;
   }
+  return 0;
+}
+
+int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity) {
+  if (temp_name(path, tmp_path, capacity) != 0) return -1;
   pending_note(tmp_path);
   return 0;
+}
+
+int atomic_file_check_path(const char *path) {
+  char tmp[ATOMIC_PATH_MAX];
+  return temp_name(path, tmp, sizeof tmp);
 }
 
 // strerror never returns NULL in glibc; the guard keeps GCC's -Wformat-overflow quiet under UBSan.

@@ -23,6 +23,9 @@ typedef struct {
 // The temporary name for `path`, in the same directory (rename stays on one file system).
 // Returns 0, or -1 and sets the error message when the name does not fit.
 int atomic_file_temp_path(const char *path, char *tmp_path, size_t capacity);
+// Whether a temporary name for `path` can be made (an output path checked before the work): 0, or
+// -1 and the message atomic_file_temp_path would give. Nothing is created or noted.
+int atomic_file_check_path(const char *path);
 
 // Moves a finished temporary file into place: fsync(tmp), rename(tmp, path), fsync(dir).
 // Returns 0, or -1, removes tmp_path and sets the error message.

@@ -76,8 +76,8 @@ int gnuplot_render(const char *dir, const char *script, const char *png) {
   sigprocmask(SIG_SETMASK, &before, NULL);
   int status = 0;
   pid_t waited_for = -1;
-  while (pid > 0 && (waited_for = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-  }  // a handler that returns (ppo-train's stop request) does not end the wait
+  // a handler that returns (ppo-train's stop request) does not end the wait
+  while (pid > 0 && (waited_for = waitpid(pid, &status, 0)) < 0 && errno == EINTR) continue;
   bool waited = pid > 0 && waited_for == pid;
   atomic_file_note_writer(0);
   if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {

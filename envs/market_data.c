@@ -339,13 +339,13 @@ MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_nam
     }
   }
   if (bid->rows != ask->rows) {
-    const MarketData *longer = bid->rows > ask->rows ? bid : ask;
-    int64_t extra = longer->rows - (bid->rows < ask->rows ? bid->rows : ask->rows);
+    const bool bid_longer = bid->rows > ask->rows;
+    const int64_t shorter = bid_longer ? ask->rows : bid->rows;
     error_set(
         "%s has %lld bars and %s %lld: the two sides must hold the same bars (the first %lld agree; %s goes on from "
         "%s)",
-        bid_name, (long long)bid->rows, ask_name, (long long)ask->rows, (long long)(longer->rows - extra),
-        longer == bid ? bid_name : ask_name, market_time_format(longer->ts[longer->rows - extra], a, sizeof a));
+        bid_name, (long long)bid->rows, ask_name, (long long)ask->rows, (long long)shorter,
+        bid_longer ? bid_name : ask_name, market_time_format((bid_longer ? bid : ask)->ts[shorter], a, sizeof a));
     return NULL;
   }
   MarketData *data = market_data_new(bid->rows);

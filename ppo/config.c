@@ -628,6 +628,14 @@ int config_load(Config *cfg, const char *path, int n_overrides, const char *cons
   return status;
 }
 
+int config_load_quietly(Config *cfg, const char *path) {
+  LogLevel level = log_get_level();
+  log_set_level(LOG_LEVEL_ERROR);
+  int loaded = config_load(cfg, path, 0, NULL);
+  log_set_level(level);
+  return loaded;
+}
+
 char *config_value_text(const Config *cfg, int key_index, char *buf, size_t capacity) {
   const ConfigKey *k = &config_schema(&(int){0})[key_index];
   return config_value_format(k, (const char *)cfg + k->offset, buf, capacity);

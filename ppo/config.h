@@ -267,6 +267,9 @@ void config_set_defaults(Config *cfg);  // every key to its default, origins DEF
 // then the cross-key checks. Returns 0, or -1 with every error in error_message(); *cfg is then
 // partly filled and must not be used.
 int config_load(Config *cfg, const char *path, int n_overrides, const char *const *overrides);
+// config_load of a file alone, its warnings not printed (errors are returned as by config_load): a
+// file this command has reported on already, or one an earlier run wrote, read to compare with.
+int config_load_quietly(Config *cfg, const char *path);
 
 // Same, reading INI text from memory (a checkpoint's stored configuration). `source_name` stands
 // for the file name in messages and provenance.

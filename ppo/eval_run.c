@@ -681,18 +681,14 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
 // The plot's files (the script is one of the output set, the PNG drawn from it afterwards).
 static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
 
-// equity.png drawn from the published equity.gp and its CSV. On any failure a warning, and no
-// equity.png (gnuplot_render removes an older one: it would not match this run's report.json).
-static void plot(const char *dir) {
-  if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
-    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
-}
-
-// Without the plot (--no-plot), an earlier evaluation's equity.gp and equity.png in dir are
-// removed: they would not match the report just published.
+// With the plot, equity.png drawn from the published equity.gp and its CSV: on any failure a
+// warning, and no equity.png (gnuplot_render removes an older one). Without it (--no-plot), an
+// earlier evaluation's equity.gp and equity.png in dir are removed. Either way no picture is left
+// that does not match the report just published.
 static void plot_or_clear(const char *dir, bool plot_wanted) {
   if (plot_wanted) {
-    plot(dir);
+    if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
+      fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
     return;
   }
   char path[PATH_CAP];
@@ -828,13 +824,12 @@ static const char *const walk_forward_outputs[] = {"report.json", "folds.csv", "
 // its temporary name fits: a directory (or a FIFO, ...) there, or a path too long for the temporary
 // name, failed after the whole backtest (exit 1). 0, or -1 and the message naming the first that is not.
 static int check_outputs(const char *dir, const char *const *names, int count, bool plot) {
-  char path[PATH_CAP], tmp[ATOMIC_PATH_MAX];
+  char path[PATH_CAP];
   for (int k = 0; k < count + (plot ? 2 : 0); k++) {
     const char *name = k < count ? names[k] : plot_outputs[k - count];
     if (join_path(path, sizeof path, dir, name) != 0 || file_check_output(path, "an output of ppo-eval") != 0 ||
-        atomic_file_temp_path(path, tmp, sizeof tmp) != 0)
+        atomic_file_check_path(path) != 0)
       return -1;
-    atomic_file_discard(tmp);  // only the name was wanted
   }
   return 0;
 }

@@ -551,13 +551,7 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
   if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) return -1;
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
   static Config file;  // the file alone, for the refusal's remedy (a key --set that the file changes too)
-  if (opt->config_path) {
-    LogLevel level = log_get_level();  // its warnings were printed by the load above
-    log_set_level(LOG_LEVEL_ERROR);
-    int loaded = config_load(&file, opt->config_path, 0, NULL);
-    log_set_level(level);
-    if (loaded != 0) return -1;
-  }
+  if (opt->config_path && config_load_quietly(&file, opt->config_path) != 0) return -1;  // warned of above
   if (checkpoint_check_compatible(&stored, cfg, opt->config_path ? &file : NULL, opt->resume) != 0) return -1;
   if (moved) *moved = strcmp(stored.run.run_dir, cfg->run.run_dir) != 0 || strcmp(stored.run.name, cfg->run.name) != 0;
   // A total below the steps already taken would end the run at once and cut the metrics to it. A run

@@ -263,11 +263,7 @@ static void window_key_changes(const Config *cfg, bool daily, const char *run_di
   snprintf(path, sizeof path, "%s/fold_00/config.ini", run_dir);
   if (access(path, F_OK) != 0) return;
   static Config stored;
-  LogLevel level = log_get_level();  // the file's warnings are not this command's
-  log_set_level(LOG_LEVEL_ERROR);
-  int loaded = config_load(&stored, path, 0, NULL);
-  log_set_level(level);
-  if (loaded != 0) return;
+  if (config_load_quietly(&stored, path) != 0) return;  // the file's warnings are not this command's
   static const char *const keys[][2] = {{"walk_forward", "train_months"},
                                         {"walk_forward", "val_months"},
                                         {"walk_forward", "test_months"},
@@ -433,11 +429,7 @@ static int check_fold_configs(const Config *cfg, const char *run_dir, const Walk
     snprintf(path, sizeof path, "%s/fold_%02d/config.ini", run_dir, folds[i].index);
     if (access(path, F_OK) != 0) continue;
     static Config stored;
-    LogLevel level = log_get_level();  // the file's warnings are this command's, printed already
-    log_set_level(LOG_LEVEL_ERROR);
-    int loaded = config_load(&stored, path, 0, NULL);
-    log_set_level(level);
-    if (loaded != 0) {
+    if (config_load_quietly(&stored, path) != 0) {  // its warnings are this command's, printed already
       fprintf(stderr, "ppo-train --walk-forward: %s (a fold's own configuration, written when it started)\n",
               error_message());
       return EXIT_BAD_INPUT;

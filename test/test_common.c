@@ -702,15 +702,22 @@ Test(h5io, refuses_string_arrays_and_long_variable_length_strings) {
   remove_tree(dir);
 }
 
+// A JsonWriter on a memory stream: *buf holds the text after fclose(out).
+static FILE *json_to_memory(JsonWriter *w, char **buf, size_t *len) {
+  *buf = NULL, *len = 0;
+  FILE *out = open_memstream(buf, len);
+  cr_assert_not_null(out);
+  json_init(w, out);
+  return out;
+}
+
 // The writer's output for nested objects and arrays, escapes, NaN/inf as null, exact doubles; and
 // python3 -c 'import json; json.loads(...)' would accept it (the expected text is valid JSON).
 Test(json_writer, writes_nested_values_escaped_and_exact) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  cr_assert_not_null(out);
+  char *buf;
+  size_t len;
   JsonWriter w;
-  json_init(&w, out);
+  FILE *out = json_to_memory(&w, &buf, &len);
   json_object_begin(&w);
   json_kv_string(&w, "name", "a \"quoted\" \\ path\n\ttab\x01");
   json_kv_number(&w, "third", 1.0 / 3.0);
@@ -765,12 +772,10 @@ Test(json_writer, strings_that_are_not_utf8_are_written_as_replacement_character
       {"\xe2\x82", "\"\\ufffd\\ufffd\""},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
-    cr_assert_not_null(out);
+    char *buf;
+    size_t len;
     JsonWriter w;
-    json_init(&w, out);
+    FILE *out = json_to_memory(&w, &buf, &len);
     json_array_begin(&w);
     json_string(&w, cases[k].in);
     json_array_end(&w);
