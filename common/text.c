@@ -2,6 +2,7 @@
 #include "common/text.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,10 +21,19 @@ int text_utf8_length(const unsigned char *p) {
 }
 
 char *text_escape(const char *text, char *buf, size_t capacity) {
+  return text_escape_cut(text, SIZE_MAX, buf, capacity);
+}
+
+char *text_escape_cut(const char *text, size_t max_chars, char *buf, size_t capacity) {
   if (capacity == 0) return buf;
   size_t n = 0;
   char piece[12];
-  for (const unsigned char *p = (const unsigned char *)text; *p;) {
+  size_t chars = 0;
+  for (const unsigned char *p = (const unsigned char *)text; *p; chars++) {
+    if (chars == max_chars) {
+      if (n + 3 < capacity) memcpy(buf + n, "...", 3), n += 3;
+      break;
+    }
     int len = text_utf8_length(p);
     bool c1 = len == 2 && p[0] == 0xC2 && p[1] <= 0x9F;
     size_t step;  // bytes of text consumed

@@ -16,5 +16,8 @@ int text_utf8_length(const unsigned char *p);
 // an escape in the text cannot pass for one); any other UTF-8 character stays as it is. Written
 // into buf (capacity bytes, always terminated; what does not fit is cut at a character); returns buf.
 char *text_escape(const char *text, char *buf, size_t capacity);
+// text_escape of the first max_chars characters (UTF-8 characters or stray bytes) of text, then
+// "..." when more follows: a field of a data file quoted in a message, however long the field is.
+char *text_escape_cut(const char *text, size_t max_chars, char *buf, size_t capacity);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "common/check.h"
 #include "common/error.h"
+#include "common/text.h"
 #include "common/time_utc.h"
 #include "envs/market_data_impl.h"
 
@@ -417,7 +418,7 @@ static int field_error(const LineReader *r, const char *column, const char *valu
                        const char *allowed) {
   char shown[256];
   error_set("%s:%lld: column %s = '%s': %s (allowed: %s)", r->path, (long long)r->line_no, column,
-            market_text_show(value, shown, sizeof shown), reason, allowed);
+            text_escape_cut(value, MARKET_FIELD_SHOWN, shown, sizeof shown), reason, allowed);
   return -1;
 }
 
@@ -684,7 +685,8 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
     if (kind < 0) {
       error_set("%s:%lld: unknown column '%s' (column %d) (recognised, case-insensitive: " CSV_RECOGNISED
                 "; ppo-data import --ignore-columns leaves a column out)",
-                r->path, (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown), c + 1);
+                r->path, (long long)r->line_no, text_escape_cut(fields[c], MARKET_FIELD_SHOWN, shown, sizeof shown),
+                c + 1);
       return -1;
     }
     // A date column and a time column: the date and the time of day (MetaTrader, many vendors).
@@ -702,8 +704,9 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
     }
     if (seen[kind]) {
       error_set("%s:%lld: column '%s' (column %d) repeats column %d ('%s' names the same column%s)", r->path,
-                (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown), c + 1, seen[kind],
-                column_names[kind], kind == COL_TIME ? "; a date column and a time column are read together" : "");
+                (long long)r->line_no, text_escape_cut(fields[c], MARKET_FIELD_SHOWN, shown, sizeof shown), c + 1,
+                seen[kind], column_names[kind],
+                kind == COL_TIME ? "; a date column and a time column are read together" : "");
       return -1;
     }
     seen[kind] = c + 1;
@@ -719,7 +722,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
       for (int c = 0; c < n && !found; c++) found = layout->kinds[c] == COL_IGNORED && strcmp(norms[c], norm) == 0;
       if (!found) {
         error_set("%s:%lld: --ignore-columns names '%s', which is not a column of this header", r->path,
-                  (long long)r->line_no, market_text_show(one, shown, sizeof shown));
+                  (long long)r->line_no, text_escape_cut(one, MARKET_FIELD_SHOWN, shown, sizeof shown));
         return -1;
       }
       p += len + (p[len] == ',');
@@ -806,7 +809,7 @@ static int layout_detect(LineReader *r, const MarketCsvOptions *options, Layout 
           "%s:%lld: unknown format: the first field '%s' is data but not a LEAN time (YYYYMMDD HH:MM) "
           "(allowed: lean-quote or lean-equity rows without a header, or a header line naming the columns: add "
           "one, e.g. date,time,open,high,low,close,volume for MetaTrader 4's export)",
-          r->path, (long long)r->line_no, market_text_show(field, shown, sizeof shown));
+          r->path, (long long)r->line_no, text_escape_cut(field, MARKET_FIELD_SHOWN, shown, sizeof shown));
       return -1;
     } else {
       format = MARKET_FORMAT_CSV;
@@ -975,7 +978,7 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
       error_set(
           "%s:%lld: a row without prices (every column but the time is like '%s'); ppo-data import "
           "--skip-null-rows skips such rows",
-          r->path, (long long)r->line_no, market_text_show(fields[c], shown, sizeof shown));
+          r->path, (long long)r->line_no, text_escape_cut(fields[c], MARKET_FIELD_SHOWN, shown, sizeof shown));
       return -1;
     }
     MarketBar bar;

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/error.h"
 #include "common/file_check.h"
+#include "common/text.h"
 #include "common/time_utc.h"
 #include "envs/market_data_impl.h"
 
@@ -30,7 +31,7 @@ int market_format_parse(const char *name, MarketFormat *out) {
   }
   char shown[128];
   error_set("--format = '%s': unknown format (allowed: auto, lean-quote, lean-equity, csv)",
-            market_text_show(name, shown, sizeof shown));
+            text_escape_cut(name, MARKET_FIELD_SHOWN, shown, sizeof shown));
   return -1;
 }
 
@@ -117,27 +118,6 @@ char *market_number_format(double value, char *buf, size_t capacity) {
     if (strtod(buf, NULL) == value) return buf;
   }
   return buf;  // NaN never compares equal: "%.17g" of it reads "nan"
-}
-
-char *market_text_show(const char *text, char *buf, size_t capacity) {
-  size_t out = 0;
-  int shown = 0;
-  for (const unsigned char *p = (const unsigned char *)text; *p; p++, shown++) {
-    if (shown == 48) {
-      if (out + 4 <= capacity) memcpy(buf + out, "...", 3), out += 3;
-      break;
-    }
-    if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
-      if (out + 2 > capacity) break;
-      buf[out++] = (char)*p;
-    } else {
-      if (out + 5 > capacity) break;
-      snprintf(buf + out, 5, "\\x%02x", *p);
-      out += 4;
-    }
-  }
-  if (capacity > 0) buf[out < capacity ? out : capacity - 1] = '\0';
-  return buf;
 }
 
 const char *market_path_base(const char *path) {

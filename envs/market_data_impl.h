@@ -32,8 +32,9 @@ const char *market_bar_check(const MarketBar *bar, bool has_bid_ask, bool has_vo
 
 // Shortest "%.*g" text that reads back as the same double; returns buf.
 char *market_number_format(double value, char *buf, size_t capacity);
-// A field's text for a message: printable ASCII as is, other bytes as \xNN, cut after 48 characters.
-char *market_text_show(const char *text, char *buf, size_t capacity);
+// A field of a data file is quoted in a message through text_escape_cut (common/text.h), cut after
+// this many characters.
+#define MARKET_FIELD_SHOWN 48
 // The last path component: "data/x.csv.gz" -> "x.csv.gz".
 const char *market_path_base(const char *path);
 // Copies src into dst (capacity bytes, always terminated); false when it did not fit.

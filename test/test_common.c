@@ -838,6 +838,22 @@ Test(text, escape_keeps_utf8_and_escapes_controls) {
   cr_expect_eq(text_utf8_length((const unsigned char *)"\xf0\x9f\x98\x80"), 4);
 }
 
+// text_escape_cut counts characters of the text (a UTF-8 character, an escaped byte or a C1 pair
+// is one), and says "..." only when something is left out.
+Test(text, escape_cut_counts_characters_and_marks_the_cut) {
+  char out[64];
+  cr_expect_str_eq(text_escape_cut("abcdef", 3, out, sizeof out), "abc...");
+  cr_expect_str_eq(text_escape_cut("abc", 3, out, sizeof out), "abc", "nothing left out");
+  cr_expect_str_eq(text_escape_cut("\xc3\xa9t\xc3\xa9s", 3, out, sizeof out), "\xc3\xa9t\xc3\xa9...");  // étés
+  cr_expect_str_eq(text_escape_cut("\x1b[2J", 2, out, sizeof out), "\\x1b[...");
+  cr_expect_str_eq(text_escape_cut("\xc2\x9b"
+                                   "2J",
+                                   1, out, sizeof out),
+                   "\\xc2\\x9b...");
+  cr_expect_str_eq(text_escape_cut("abcdef", 3, out, 6), "abc", "no room for the dots");
+  cr_expect_str_eq(text_escape_cut("abcdef", 0, out, sizeof out), "...");
+}
+
 Test(gnuplot, quote_doubles_quotes_and_blanks_control_characters) {
   char out[64];
   cr_assert(gnuplot_quote(out, sizeof out, "O'NEIL 'A'"));

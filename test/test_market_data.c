@@ -1020,6 +1020,12 @@ Test(market_data, export_shapes_refused_naming_the_field) {
       {"repeat.csv", "time,open,high,low,close\n2024-01-02 10:00,1,2,0.5,1.5\n2024-01-02 10:00,1,2,0.5,1.5\n",
        ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: ppo-data import "
        "--drop-duplicates"},
+      // A field is quoted as UTF-8 with its control characters escaped, and cut after 48 characters.
+      {"euro.csv", "time,open,high,low,close\n2024-01-02,1,2,0.5,1.5\xe2\x82\xac\n",
+       ":2: column close = '1.5\xe2\x82\xac': not a number"},
+      {"long.csv",
+       "time,open,high,low,close\n2024-01-02,1,2,0.5,\x1b[2J123456789012345678901234567890123456789012345678\n",
+       ":2: column close = '\\x1b[2J12345678901234567890123456789012345678901234...': not a number"},
       {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
        "(also on line 2); a file in local time repeats an hour when daylight saving ends: ppo-data import --timezone "
        "ZONE --to-utc"},
