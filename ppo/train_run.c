@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "common/atomic_file.h"
 #include "common/check.h"
+#include "common/cpu_wait.h"
 #include "common/error.h"
 #include "common/file_check.h"
 #include "common/host_memory.h"
@@ -808,6 +810,8 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
 
 // One run from its start to its end: what the phases share, and what run_close releases however
 // the run ends.
+#define CPU_WAIT_WINDOW_S 2.0     // warn_cpu_wait's judgements cover at least this much wall time
+#define CPU_WAIT_WARN_SHARE 0.25  // and warn from this share of the threads' time spent waiting
 typedef struct {
   TrainRunOptions opt;  // the caller's, quiet on every rank but rank 0
   bool root;            // rank 0 (ppo/dist.h): it alone prints progress and writes the run directory
@@ -830,6 +834,8 @@ typedef struct {
   bool pending_ran;                      // a resume's abandoned pass ran now
   bool interrupted;                      // a stop request ended the loop
   int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
+  CpuWaitWindow cpu_wait;                // this process's threads waiting for a CPU (warn_cpu_wait)
+  bool cpu_wait_warned;
 } Run;
 
 static void run_close(Run *r) {
@@ -1014,6 +1020,8 @@ static int run_begin_loop(Run *r) {
   r->fail_after = fail_rank && atoi(fail_rank) == dist_rank() ? 2 : -1;
   const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
   r->stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
+  r->cpu_wait = cpu_wait_window(CPU_WAIT_WINDOW_S);
+  (void)cpu_wait_share(&r->cpu_wait, r->t_start, omp_get_max_threads(), cpu_wait_seconds);  // the first window starts
   if (!opt->resume || r->cfg.eval.every <= 0) return EXIT_OK;
   int64_t pending = r->ev ? checkpoint_read_eval_pending(opt->resume) : -1;
   dist_host_bcast(&pending, sizeof pending, 0);
@@ -1036,6 +1044,32 @@ static int run_begin_loop(Run *r) {
 
 // What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
 // the periodic checkpoint. EXIT_OK to go on, else the exit status that ends the loop.
+// Several threads that wait for a CPU for a quarter of their time or more, over a window of 2 s or
+// more, share their cores with other busy processes: OpenMP's spinning then costs far more than
+// that share (common/cpu_wait.h). Said once per run, on the rank that sees it, and in train.log.
+static void warn_cpu_wait(Run *r) {
+  const int threads = omp_get_max_threads();
+  if (r->cpu_wait_warned || threads < 2) return;
+  const double window_start = r->cpu_wait.wall0, now = timer_now();
+  const double share = cpu_wait_share(&r->cpu_wait, now, threads, cpu_wait_seconds);
+  if (share < CPU_WAIT_WARN_SHARE) return;
+  r->cpu_wait_warned = true;
+  char rank[32] = "";
+  if (dist_size() > 1) snprintf(rank, sizeof rank, " (rank %d)", dist_rank());
+  char text[768];
+  snprintf(text, sizeof text,
+           "this run's %d threads%s waited for a CPU %.0f%% of the time over the last %.1f s: other busy processes "
+           "share its %d CPUs, and OpenMP's threads, which spin between parallel regions, then hold up every "
+           "region (two runs of 2 threads on 2 cores each trained 4 to 500 times slower than one alone). Give each "
+           "run cores of its own with [run] threads, or run with OMP_WAIT_POLICY=PASSIVE (docs/GUIDE.md section 2.1)",
+           threads, rank, 100 * share, now - window_start, omp_get_num_procs());
+  log_warn("%s", text);
+  if (r->train_log) {
+    fprintf(r->train_log, "[warn] %s\n", text);
+    fflush(r->train_log);
+  }
+}
+
 static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *result) {
   const Config *cfg = &r->cfg;
   Trainer *tr = r->tr;
@@ -1085,6 +1119,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
       fprintf(stderr, "%s\n", line);
   }
   result->ep_rew_mean = s->ep_rew_mean;
+  warn_cpu_wait(r);
   if (diverged) {
     fprintf(stderr,
             "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "

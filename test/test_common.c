@@ -1,11 +1,14 @@
-// test/test_common.c: calendar arithmetic, error messages, logging, atomic files, gnuplot runs and HDF5
-// helpers.
+// test/test_common.c: calendar arithmetic, error messages, logging, atomic files, gnuplot runs, HDF5
+// helpers, text escapes and the CPU-wait count.
 //
 // Calendar values were taken from Python's datetime (UTC), not from this code.
+#define _GNU_SOURCE  // sched_setaffinity and CPU_SET, for the CPU-wait test
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "common/atomic_file.h"
 #include "common/check.h"
+#include "common/cpu_wait.h"
 #include "common/error.h"
 #include "common/gnuplot.h"
 #include "common/h5io.h"
@@ -24,6 +28,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "common/time_utc.h"
+#include "common/timer.h"
 
 // --- helpers --------------------------------------------------------------------------------------------
 
@@ -974,4 +979,63 @@ Test(gnuplot, draws_into_a_directory_and_a_name_holding_quotes) {
   cr_expect(memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0, "a PNG file");
   cr_expect_eq(count_entries(sub), 2, "o'k.gp and o'k.png, no temporary file");
   remove_tree(dir);
+}
+
+// cpu_wait_share judges a window once it has lasted window_s: the readings' difference over the
+// window's thread time, clamped to [0, 1]; no reading before that, none counted when read fails.
+static double fake_wait;
+static int fake_reads;
+static double fake_read(void) {
+  fake_reads++;
+  return fake_wait;
+}
+
+Test(cpu_wait, share_over_each_window) {
+  CpuWaitWindow w = cpu_wait_window(2.0);
+  fake_wait = 10.0, fake_reads = 0;
+  cr_expect_eq(cpu_wait_share(&w, 100.0, 2, fake_read), -1, "the first call starts the window");
+  cr_expect_eq(fake_reads, 1);
+  fake_wait = 11.0;
+  cr_expect_eq(cpu_wait_share(&w, 101.9, 2, fake_read), -1, "1.9 s: the window goes on");
+  cr_expect_eq(fake_reads, 1, "and the kernel is not asked");
+  cr_expect_float_eq(cpu_wait_share(&w, 102.5, 2, fake_read), 1.0 / (2.5 * 2), 1e-12);  // 1 s of 5 thread-s
+  fake_wait = 11.5;
+  cr_expect_float_eq(cpu_wait_share(&w, 104.5, 1, fake_read), 0.5 / 2.0, 1e-12);
+  fake_wait = 1.0;  // a thread with 10.5 s of waiting ended
+  cr_expect_eq(cpu_wait_share(&w, 107.0, 2, fake_read), 0.0);
+  fake_wait = 100.0;
+  cr_expect_eq(cpu_wait_share(&w, 110.0, 2, fake_read), 1.0, "clamped");
+  fake_wait = -1;  // no schedstat
+  cr_expect_eq(cpu_wait_share(&w, 120.0, 2, fake_read), -1);
+}
+
+static void *spin_for_half_a_second(void *arg) {
+  (void)arg;
+  const double t0 = timer_now();
+  volatile unsigned long n = 0;
+  while (timer_since(t0) < 0.5) n++;
+  return NULL;
+}
+
+// Two busy threads on one CPU: each waits while the other runs, and the kernel's count says so.
+Test(cpu_wait, two_busy_threads_on_one_cpu_wait_for_it) {
+  if (cpu_wait_seconds() < 0) cr_skip_test("this kernel gives no /proc/self/task/*/schedstat");
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  cr_assert_eq(sched_getaffinity(0, sizeof one, &one), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &one)) cpu++;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);  // the threads made below inherit it
+  const double before = cpu_wait_seconds();
+  pthread_t t[2];
+  for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&t[k], NULL, spin_for_half_a_second, NULL), 0);
+  // Read while both are alive: an ended thread's count leaves /proc/self/task with it.
+  struct timespec pause = {0, 400000000};
+  nanosleep(&pause, NULL);
+  const double waited = cpu_wait_seconds() - before;
+  for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+  cr_log_info("two threads spinning on one CPU for 0.4 s waited %.3f s between them", waited);
+  cr_expect_geq(waited, 0.15, "two threads spinning on one CPU for 0.4 s waited %.3f s between them", waited);
 }
