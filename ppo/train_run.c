@@ -1056,13 +1056,23 @@ static void warn_cpu_wait(Run *r) {
   r->cpu_wait_warned = true;
   char rank[32] = "";
   if (dist_size() > 1) snprintf(rank, sizeof rank, " (rank %d)", dist_rank());
+  const int cpus = omp_get_num_procs();  // the CPUs this process may run on (its affinity)
   char text[768];
-  snprintf(text, sizeof text,
-           "this run's %d threads%s waited for a CPU %.0f%% of the time over the last %.1f s: other busy processes "
-           "share its %d CPUs, and OpenMP's threads, which spin between parallel regions, then hold up every "
-           "region (two runs of 2 threads on 2 cores each trained 4 to 500 times slower than one alone). Give each "
-           "run cores of its own with [run] threads, or run with OMP_WAIT_POLICY=PASSIVE (docs/GUIDE.md section 2.1)",
-           threads, rank, 100 * share, now - window_start, omp_get_num_procs());
+  int n = snprintf(text, sizeof text,
+                   "this run's %d threads%s waited for a CPU %.0f%% of the time over the last %.1f s: ", threads, rank,
+                   100 * share, now - window_start);
+  if (threads > cpus)  // its own threads outnumber its CPUs (taskset, mpirun's binding, a cgroup's cpuset)
+    snprintf(text + n, sizeof text - (size_t)n,
+             "it may run on %d CPU%s only (its CPU affinity). Set [run] threads to at most %d "
+             "(docs/GUIDE.md section 2.1)",
+             cpus, cpus == 1 ? "" : "s", cpus);
+  else
+    snprintf(text + n, sizeof text - (size_t)n,
+             "other busy processes share its %d CPUs, and OpenMP's threads, which spin between parallel regions, "
+             "then hold up every region (two runs of 2 threads on 2 cores each trained 4 to 500 times slower than "
+             "one alone). Give each run cores of its own with [run] threads, or run with OMP_WAIT_POLICY=PASSIVE "
+             "(docs/GUIDE.md section 2.1)",
+             cpus);
   log_warn("%s", text);
   if (r->train_log) {
     fprintf(r->train_log, "[warn] %s\n", text);

@@ -3,12 +3,14 @@
 // allocation and no host wait inside the loop, and learning: CartPole solves and the AR(1)
 // market's known edge is found (PPO_SEMANTICS.md, TRADING_ENV.md section 1). The CUDA cases skip,
 // visibly, without a device.
+#define _GNU_SOURCE  // sched_setaffinity and CPU_SET, for the CPU-wait warning's test
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1361,6 +1363,49 @@ Test(train, sigterm_mid_run_leaves_a_valid_checkpoint_and_exits_0) {
   cr_assert_eq(checkpoint_read_config(ckpt, &stored, NULL, 0, NULL), 0, "%s", error_message());
   // It resumes: one more iteration.
   cr_expect_eq(run(NULL, ckpt, NULL, 1, 0, NULL), 0, "%s", error_message());
+}
+
+// A run whose threads outnumber the CPUs it may use (here [run] threads = 2 on one CPU, as taskset
+// or mpirun's binding leaves it) waits for a CPU about half of its threads' time: train.log says
+// so once, with the cause and the remedy.
+Test(train, threads_that_wait_for_a_cpu_are_warned_of_once, .timeout = 120) {
+  const char *cfg = config_file("cpu_wait");
+  char dir[512], log_path[700];
+  snprintf(dir, sizeof dir, "%s/cpu_wait", tmp_root);
+  snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+  const char *warning = "waited for a CPU";
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (sched_getaffinity(0, sizeof one, &one) != 0) _exit(3);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &one)) cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(3);  // OpenMP's threads, made later, inherit it
+    const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0", "eval.every=0", "run.threads=2"};
+    _exit(run(cfg, NULL, dir, 0, 4, sets));
+  }
+  char *log = NULL;
+  for (int tries = 0; tries < 20 * 60; tries++) {  // judged over 2 s of the loop: at most a minute
+    free(log);
+    log = read_text(log_path, NULL);
+    if (log && strstr(log, warning)) break;
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+  }
+  nanosleep(&(struct timespec){2, 500000000}, NULL);  // a second window: not said again
+  terminate_expect_exit_0(pid);
+  free(log);
+  log = read_text(log_path, NULL);
+  cr_assert_not_null(log);
+  const char *at = strstr(log, warning);
+  cr_assert_not_null(at, "no warning in train.log:\n%s", log);
+  cr_expect(strstr(log, "[warn] this run's 2 threads waited for a CPU "), "%s", log);
+  cr_expect(strstr(at, "it may run on 1 CPU only (its CPU affinity). Set [run] threads to at most 1"), "%s", log);
+  cr_expect_null(strstr(at + 1, warning), "said twice:\n%s", log);
+  free(log);
 }
 
 // SIGHUP (the terminal or the ssh session closed) stops the run as SIGTERM does: a checkpoint and
