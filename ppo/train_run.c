@@ -1071,8 +1071,8 @@ static void warn_cpu_wait(Run *r) {
     snprintf(text + n, sizeof text - (size_t)n,
              "other busy processes share its %d CPUs, and OpenMP's threads, which spin between parallel regions, "
              "then hold up every region (two runs of 2 threads on 2 cores each trained 4 to 500 times slower than "
-             "one alone). Give each run cores of its own with [run] threads, or run with OMP_WAIT_POLICY=PASSIVE "
-             "(docs/GUIDE.md section 2.1)",
+             "one alone). Give each run cores of its own with [run] threads (OMP_WAIT_POLICY=PASSIVE also helps, but "
+             "slows a run that is alone; docs/GUIDE.md section 2.1)",
              cpus);
   log_warn("%s", text);
   if (r->train_log) {
