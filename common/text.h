@@ -18,6 +18,7 @@ int text_utf8_length(const unsigned char *p);
 char *text_escape(const char *text, char *buf, size_t capacity);
 // text_escape of the first max_chars characters (UTF-8 characters or stray bytes) of text, then
 // "..." when more follows: a field of a data file quoted in a message, however long the field is.
+// A capacity of 8 max_chars + 4 always holds it; a smaller one may cut earlier, without the dots.
 char *text_escape_cut(const char *text, size_t max_chars, char *buf, size_t capacity);
 
 #endif

@@ -416,7 +416,7 @@ static TimeParse parse_clock(const char *s, int64_t *out) {
 
 static int field_error(const LineReader *r, const char *column, const char *value, const char *reason,
                        const char *allowed) {
-  char shown[256];
+  char shown[MARKET_FIELD_SHOWN_BYTES];
   error_set("%s:%lld: column %s = '%s': %s (allowed: %s)", r->path, (long long)r->line_no, column,
             text_escape_cut(value, MARKET_FIELD_SHOWN, shown, sizeof shown), reason, allowed);
   return -1;
@@ -666,7 +666,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
   layout->n_columns = n;
   int seen[COL_KINDS];
   for (int k = 0; k < COL_KINDS; k++) seen[k] = 0;
-  char shown[256], norm[CSV_NAME_MAX], norms[CSV_MAX_COLUMNS][CSV_NAME_MAX];
+  char shown[MARKET_FIELD_SHOWN_BYTES], norm[CSV_NAME_MAX], norms[CSV_MAX_COLUMNS][CSV_NAME_MAX];
   *ignored = 0;
   for (int c = 0; c < n; c++) {
     market_copy_text(layout->names[c], sizeof layout->names[c], fields[c]);
@@ -794,7 +794,7 @@ static int layout_detect(LineReader *r, const MarketCsvOptions *options, Layout 
     memcpy(first, r->line, keep);
     first[keep] = '\0';
     char *field = trim(first);
-    char shown[256];
+    char shown[MARKET_FIELD_SHOWN_BYTES];
     if (looks_like_lean_time(field)) {
       if (n != 11 && n != 6) {
         error_set(
@@ -972,7 +972,7 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
         summary->null_rows++;
         continue;
       }
-      char shown[256];
+      char shown[MARKET_FIELD_SHOWN_BYTES];
       int c = 0;
       while (layout->kinds[c] == COL_TIME || layout->kinds[c] == COL_CLOCK || layout->kinds[c] == COL_IGNORED) c++;
       error_set(

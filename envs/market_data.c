@@ -29,7 +29,7 @@ int market_format_parse(const char *name, MarketFormat *out) {
       return 0;
     }
   }
-  char shown[128];
+  char shown[MARKET_FIELD_SHOWN_BYTES];
   error_set("--format = '%s': unknown format (allowed: auto, lean-quote, lean-equity, csv)",
             text_escape_cut(name, MARKET_FIELD_SHOWN, shown, sizeof shown));
   return -1;

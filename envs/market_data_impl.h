@@ -35,6 +35,8 @@ char *market_number_format(double value, char *buf, size_t capacity);
 // A field of a data file is quoted in a message through text_escape_cut (common/text.h), cut after
 // this many characters.
 #define MARKET_FIELD_SHOWN 48
+// Bytes that always hold it: a character escapes to at most 8 (a C1 pair, \xc2\x9b), "...", NUL.
+#define MARKET_FIELD_SHOWN_BYTES (MARKET_FIELD_SHOWN * 8 + 4)
 // The last path component: "data/x.csv.gz" -> "x.csv.gz".
 const char *market_path_base(const char *path);
 // Copies src into dst (capacity bytes, always terminated); false when it did not fit.

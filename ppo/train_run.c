@@ -811,7 +811,8 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
 // One run from its start to its end: what the phases share, and what run_close releases however
 // the run ends.
 #define CPU_WAIT_WINDOW_S 2.0     // warn_cpu_wait's judgements cover at least this much wall time
-#define CPU_WAIT_WARN_SHARE 0.15  // and warn from this share of the threads' time spent waiting
+#define CPU_WAIT_WARN_SHARE 0.15  // and warn from this share of the threads' time spent waiting,
+#define CPU_WAIT_WARN_WINDOWS 2   // over this many windows in a row (not for one burst of other work)
 typedef struct {
   TrainRunOptions opt;  // the caller's, quiet on every rank but rank 0
   bool root;            // rank 0 (ppo/dist.h): it alone prints progress and writes the run directory
@@ -834,8 +835,10 @@ typedef struct {
   bool pending_ran;                      // a resume's abandoned pass ran now
   bool interrupted;                      // a stop request ended the loop
   int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
-  CpuWaitWindow cpu_wait;                // this process's threads waiting for a CPU (warn_cpu_wait)
-  bool cpu_wait_warned;
+  CpuWaitWindow cpu_wait;                // the OpenMP threads waiting for a CPU (warn_cpu_wait)
+  int cpu_wait_tids[CPU_WAIT_MAX_THREADS], cpu_wait_n;
+  int cpu_wait_hot;   // windows in a row over CPU_WAIT_WARN_SHARE (-1: warned)
+  double cpu_other0;  // the process's other threads' CPU seconds at the window's start
 } Run;
 
 static void run_close(Run *r) {
@@ -1007,6 +1010,12 @@ static int run_open_outputs(Run *r) {
   return EXIT_OK;
 }
 
+// Seconds the run's OpenMP team has waited for a CPU (warn_cpu_wait's reading).
+static double read_cpu_wait(const void *ctx) {
+  const Run *r = ctx;
+  return cpu_wait_seconds(r->cpu_wait_tids, r->cpu_wait_n);
+}
+
 // The loop's starting state; then, for a resume whose checkpoint says a stop abandoned its
 // iteration's [eval] pass, that pass first, as the uninterrupted run ran it after that iteration.
 static int run_begin_loop(Run *r) {
@@ -1021,7 +1030,12 @@ static int run_begin_loop(Run *r) {
   const char *stop_eval = getenv("PPO_TEST_STOP_BEFORE_EVAL");  // fault injection: a stop during that pass
   r->stop_before_eval = stop_eval ? atoll(stop_eval) : -1;
   r->cpu_wait = cpu_wait_window(CPU_WAIT_WINDOW_S);
-  (void)cpu_wait_share(&r->cpu_wait, r->t_start, omp_get_max_threads(), cpu_wait_seconds);  // the first window starts
+  r->cpu_wait_hot = 0;
+  r->cpu_wait_n = omp_get_max_threads() >= 2 ? cpu_wait_omp_threads(r->cpu_wait_tids, CPU_WAIT_MAX_THREADS) : 0;
+  if (r->cpu_wait_n > 0) {
+    (void)cpu_wait_share(&r->cpu_wait, r->t_start, r->cpu_wait_n, read_cpu_wait, r);  // the first window starts
+    r->cpu_other0 = cpu_time_other_threads(r->cpu_wait_tids, r->cpu_wait_n);
+  }
   if (!opt->resume || r->cfg.eval.every <= 0) return EXIT_OK;
   int64_t pending = r->ev ? checkpoint_read_eval_pending(opt->resume) : -1;
   dist_host_bcast(&pending, sizeof pending, 0);
@@ -1042,35 +1056,52 @@ static int run_begin_loop(Run *r) {
   return EXIT_OK;
 }
 
-// What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
-// the periodic checkpoint. EXIT_OK to go on, else the exit status that ends the loop.
-// Several threads that wait for a CPU 15 % of their time or more over a window of 2 s or more
-// (alone: under 1 %; two runs sharing 2 cores: about 50 %; 2 threads on one CPU: 27 %) share their
-// cores with other busy processes, or outnumber them: OpenMP's spinning then costs far more than
-// that share (common/cpu_wait.h). Said once per run, on the rank that sees it, and in train.log.
+// Several threads that wait for a CPU 15 % of their time or more over two windows of 2 s or more
+// in a row (alone: under 1 %; two runs sharing 2 cores: about 50 %; 2 threads on one CPU: 21-27 %)
+// share their cores with other busy processes, or outnumber them: OpenMP's spinning then costs far
+// more than that share (common/cpu_wait.h). Said once per run, on the rank that sees it (rank 0
+// also into train.log).
 static void warn_cpu_wait(Run *r) {
-  const int threads = omp_get_max_threads();
-  if (r->cpu_wait_warned || threads < 2) return;
+  const int threads = r->cpu_wait_n;
+  if (r->cpu_wait_hot < 0 || threads < 2) return;
   const double window_start = r->cpu_wait.wall0, now = timer_now();
-  const double share = cpu_wait_share(&r->cpu_wait, now, threads, cpu_wait_seconds);
-  if (share < CPU_WAIT_WARN_SHARE) return;
-  r->cpu_wait_warned = true;
+  const double share = cpu_wait_share(&r->cpu_wait, now, threads, read_cpu_wait, r);
+  if (share < 0) return;  // the window goes on
+  const double other0 = r->cpu_other0, other = cpu_time_other_threads(r->cpu_wait_tids, threads);
+  r->cpu_other0 = other;
+  // CPUs kept busy meanwhile by this process's threads outside the team (an OpenBLAS worker)
+  const double other_cpus = other >= 0 && other0 >= 0 ? (other - other0) / (now - window_start) : 0;
+  r->cpu_wait_hot = share >= CPU_WAIT_WARN_SHARE ? r->cpu_wait_hot + 1 : 0;
+  if (r->cpu_wait_hot < CPU_WAIT_WARN_WINDOWS) return;
+  r->cpu_wait_hot = -1;
   char rank[32] = "";
   if (dist_size() > 1) snprintf(rank, sizeof rank, " (rank %d)", dist_rank());
   const int cpus = omp_get_num_procs();  // the CPUs this process may run on (its affinity)
+  const double quota = cpu_quota_cpus();  // docker --cpus, a Kubernetes limit: not in the affinity
   char text[768];
   int n = snprintf(text, sizeof text,
                    "this run's %d threads%s waited for a CPU %.0f%% of the time over the last %.1f s: ", threads, rank,
                    100 * share, now - window_start);
-  if (threads > cpus)  // its own threads outnumber its CPUs (taskset, mpirun's binding, a cgroup's cpuset)
+  if (other_cpus >= 0.5)  // this process's own other threads
     snprintf(text + n, sizeof text - (size_t)n,
-             "it may run on %d CPU%s only (its CPU affinity). Set [run] threads to at most %d "
-             "(docs/GUIDE.md section 2.1)",
+             "this process's other threads (a GEMM library's own, e.g. OpenBLAS's with PPO_CPU_GEMM=openblas) kept "
+             "%.1f CPUs busy beside them. Give that library one thread (OPENBLAS_NUM_THREADS=1) or set [run] threads "
+             "lower (docs/GUIDE.md section 2.1)",
+             other_cpus);
+  else if (threads > cpus)  // its own threads outnumber its CPUs (taskset, mpirun's binding, a cpuset)
+    snprintf(text + n, sizeof text - (size_t)n,
+             "it has %d CPU%s to run on (the machine's, or fewer by taskset, mpirun's binding or a cpuset). Set "
+             "[run] threads to at most %d (docs/GUIDE.md section 2.1)",
              cpus, cpus == 1 ? "" : "s", cpus);
+  else if (quota > 0 && threads > quota + 1e-9)  // a cgroup's CPU time quota
+    snprintf(text + n, sizeof text - (size_t)n,
+             "its cgroup may use %.3g CPUs' time (a CPU quota: docker --cpus, a Kubernetes limit), fewer than its "
+             "threads. Set [run] threads to at most %d (docs/GUIDE.md section 2.1)",
+             quota, quota >= 2 ? (int)quota : 1);
   else
     snprintf(text + n, sizeof text - (size_t)n,
              "other busy processes share its %d CPUs, and OpenMP's threads, which spin between parallel regions, "
-             "then hold up every region (two runs of 2 threads on 2 cores each trained 4 to 500 times slower than "
+             "then hold up every region (two runs of 2 threads on 2 cores each trained 4 to 44 times slower than "
              "one alone). Give each run cores of its own with [run] threads (OMP_WAIT_POLICY=PASSIVE also helps, but "
              "slows a run that is alone; docs/GUIDE.md section 2.1)",
              cpus);
@@ -1081,6 +1112,8 @@ static void warn_cpu_wait(Run *r) {
   }
 }
 
+// What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
+// the periodic checkpoint. EXIT_OK to go on, else the exit status that ends the loop.
 static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *result) {
   const Config *cfg = &r->cfg;
   Trainer *tr = r->tr;

@@ -6,7 +6,9 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -857,6 +860,11 @@ Test(text, escape_cut_counts_characters_and_marks_the_cut) {
                    "\\xc2\\x9b...");
   cr_expect_str_eq(text_escape_cut("abcdef", 3, out, 6), "abc", "no room for the dots");
   cr_expect_str_eq(text_escape_cut("abcdef", 0, out, sizeof out), "...");
+  char c1s[121] = "", wide[8 * 48 + 4];  // 60 C1 characters, 8 bytes each once escaped
+  for (int k = 0; k < 60; k++) strcat(c1s, "\xc2\x9b");
+  text_escape_cut(c1s, 48, wide, sizeof wide);
+  cr_expect_eq(strlen(wide), 8 * 48 + 3, "8 max_chars + 4 bytes hold the cut and its dots");
+  cr_expect_str_eq(wide + 8 * 48, "...");
 }
 
 Test(gnuplot, quote_doubles_quotes_and_blanks_control_characters) {
@@ -982,10 +990,11 @@ Test(gnuplot, draws_into_a_directory_and_a_name_holding_quotes) {
 }
 
 // cpu_wait_share judges a window once it has lasted window_s: the readings' difference over the
-// window's thread time, clamped to [0, 1]; no reading before that, none counted when read fails.
+// window's thread time, clamped to [0, 1]; no reading before that; a failed reading turns it off.
 static double fake_wait;
 static int fake_reads;
-static double fake_read(void) {
+static double fake_read(const void *ctx) {
+  cr_expect_eq(ctx, &fake_wait);
   fake_reads++;
   return fake_wait;
 }
@@ -993,24 +1002,39 @@ static double fake_read(void) {
 Test(cpu_wait, share_over_each_window) {
   CpuWaitWindow w = cpu_wait_window(2.0);
   fake_wait = 10.0, fake_reads = 0;
-  cr_expect_eq(cpu_wait_share(&w, 100.0, 2, fake_read), -1, "the first call starts the window");
+  cr_expect_eq(cpu_wait_share(&w, 100.0, 2, fake_read, &fake_wait), -1, "the first call starts the window");
   cr_expect_eq(fake_reads, 1);
   fake_wait = 11.0;
-  cr_expect_eq(cpu_wait_share(&w, 101.9, 2, fake_read), -1, "1.9 s: the window goes on");
+  cr_expect_eq(cpu_wait_share(&w, 101.9, 2, fake_read, &fake_wait), -1, "1.9 s: the window goes on");
   cr_expect_eq(fake_reads, 1, "and the kernel is not asked");
-  cr_expect_float_eq(cpu_wait_share(&w, 102.5, 2, fake_read), 1.0 / (2.5 * 2), 1e-12);  // 1 s of 5 thread-s
+  cr_expect_float_eq(cpu_wait_share(&w, 102.5, 2, fake_read, &fake_wait), 1.0 / (2.5 * 2), 1e-12);  // 1 of 5 thread-s
   fake_wait = 11.5;
-  cr_expect_float_eq(cpu_wait_share(&w, 104.5, 1, fake_read), 0.5 / 2.0, 1e-12);
+  cr_expect_float_eq(cpu_wait_share(&w, 104.5, 1, fake_read, &fake_wait), 0.5 / 2.0, 1e-12);
   fake_wait = 1.0;  // a thread with 10.5 s of waiting ended
-  cr_expect_eq(cpu_wait_share(&w, 107.0, 2, fake_read), 0.0);
+  cr_expect_eq(cpu_wait_share(&w, 107.0, 2, fake_read, &fake_wait), 0.0);
   fake_wait = 100.0;
-  cr_expect_eq(cpu_wait_share(&w, 110.0, 2, fake_read), 1.0, "clamped");
+  cr_expect_eq(cpu_wait_share(&w, 110.0, 2, fake_read, &fake_wait), 1.0, "clamped");
   fake_wait = -1;  // no schedstat
-  cr_expect_eq(cpu_wait_share(&w, 120.0, 2, fake_read), -1);
+  cr_expect_eq(cpu_wait_share(&w, 120.0, 2, fake_read, &fake_wait), -1);
+  fake_wait = 200.0, fake_reads = 0;
+  cr_expect_eq(cpu_wait_share(&w, 130.0, 2, fake_read, &fake_wait), -1, "off after a failed reading");
+  cr_expect_eq(fake_reads, 0);
 }
 
+// The team's thread ids: one per OpenMP thread, all different, the caller's first.
+Test(cpu_wait, the_openmp_team_is_listed) {
+  omp_set_num_threads(3);
+  int tids[8];
+  cr_assert_eq(cpu_wait_omp_threads(tids, 8), 3);
+  cr_expect_eq(tids[0], (int)getpid(), "the main thread's id is the process id");
+  cr_expect(tids[1] > 0 && tids[2] > 0 && tids[1] != tids[0] && tids[2] != tids[0] && tids[1] != tids[2]);
+  cr_expect_eq(cpu_wait_omp_threads(tids, 2), 2, "capacity");
+}
+
+static int spinner_tids[2];
 static void *spin_for_half_a_second(void *arg) {
-  (void)arg;
+  int *slot = arg;
+  *slot = (int)syscall(SYS_gettid);
   const double t0 = timer_now();
   volatile unsigned long n = 0;
   while (timer_since(t0) < 0.5) n++;
@@ -1019,7 +1043,8 @@ static void *spin_for_half_a_second(void *arg) {
 
 // Two busy threads on one CPU: each waits while the other runs, and the kernel's count says so.
 Test(cpu_wait, two_busy_threads_on_one_cpu_wait_for_it) {
-  if (cpu_wait_seconds() < 0) cr_skip_test("this kernel gives no /proc/self/task/*/schedstat");
+  int self = (int)getpid();
+  if (cpu_wait_seconds(&self, 1) < 0) cr_skip_test("this kernel gives no /proc/self/task/*/schedstat");
   cpu_set_t one;
   CPU_ZERO(&one);
   cr_assert_eq(sched_getaffinity(0, sizeof one, &one), 0);
@@ -1028,14 +1053,56 @@ Test(cpu_wait, two_busy_threads_on_one_cpu_wait_for_it) {
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);  // the threads made below inherit it
-  const double before = cpu_wait_seconds();
   pthread_t t[2];
-  for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&t[k], NULL, spin_for_half_a_second, NULL), 0);
+  for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&t[k], NULL, spin_for_half_a_second, &spinner_tids[k]), 0);
+  struct timespec start = {0, 50000000}, pause = {0, 400000000};
+  nanosleep(&start, NULL);  // both have written their ids
+  const double before = cpu_wait_seconds(spinner_tids, 2);
   // Read while both are alive: an ended thread's count leaves /proc/self/task with it.
-  struct timespec pause = {0, 400000000};
   nanosleep(&pause, NULL);
-  const double waited = cpu_wait_seconds() - before;
+  const double waited = cpu_wait_seconds(spinner_tids, 2) - before;
+  const double main_thread = cpu_wait_seconds(&self, 1);
   for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
   cr_log_info("two threads spinning on one CPU for 0.4 s waited %.3f s between them", waited);
   cr_expect_geq(waited, 0.15, "two threads spinning on one CPU for 0.4 s waited %.3f s between them", waited);
+  cr_expect_lt(main_thread, 0.1, "the sleeping main thread waited %.3f s", main_thread);
+}
+
+// A cgroup with half a CPU of quota (cgroup v1's cpu controller, or v2's cpu.max), made for the
+// test and left again: a process inside it reads 0.5. Skips where cgroups cannot be made (not
+// root, a read-only /sys/fs/cgroup).
+Test(cpu_wait, a_cgroup_cpu_quota_is_read) {
+  char dir[128], file[200];
+  bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+  snprintf(dir, sizeof dir, v2 ? "/sys/fs/cgroup/ppo_test_quota_%d" : "/sys/fs/cgroup/cpu/ppo_test_quota_%d",
+           (int)getpid());
+  if (mkdir(dir, 0755) != 0) cr_skip_test("cannot make the cgroup %s: %s", dir, strerror(errno));
+  snprintf(file, sizeof file, v2 ? "%s/cpu.max" : "%s/cpu.cfs_quota_us", dir);
+  FILE *f = fopen(file, "w");
+  bool set = f && fprintf(f, v2 ? "50000 100000\n" : "50000\n") > 0;
+  if (f && fclose(f) != 0) set = false;
+  if (!set) {
+    rmdir(dir);
+    cr_skip_test("cannot set %s (no cpu controller there)", file);
+  }
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    char procs[200], me[32];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+    snprintf(me, sizeof me, "%d\n", (int)getpid());
+    FILE *p = fopen(procs, "w");
+    double q = p && fputs(me, p) >= 0 && fclose(p) == 0 ? cpu_quota_cpus() : -2;
+    _exit(write(fds[1], &q, sizeof q) == (ssize_t)sizeof q ? 0 : 1);
+  }
+  double q = 0;
+  int status = 0;
+  cr_expect_eq(read(fds[0], &q, sizeof q), (ssize_t)sizeof q);
+  waitpid(pid, &status, 0);
+  close(fds[0]), close(fds[1]);
+  cr_expect_eq(rmdir(dir), 0, "%s: %s", dir, strerror(errno));
+  cr_expect_neq(q, -2, "could not move the child into %s", dir);
+  cr_expect_float_eq(q, 0.5, 1e-12, "quota read inside %s: %g", dir, q);
 }
