@@ -26,19 +26,23 @@ int cpu_wait_omp_threads(int *tids, int capacity) {
   return n < capacity ? n : capacity;
 }
 
+// A thread's nanoseconds on a CPU and waiting for one (the first two fields of its schedstat);
+// false when they cannot be read (a thread that has ended, a kernel without schedstat).
+static bool read_schedstat(int tid, unsigned long long *on_cpu, unsigned long long *run_delay) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fscanf(f, "%llu %llu", on_cpu, run_delay) == 2;
+  fclose(f);
+  return ok;
+}
+
 double cpu_wait_seconds(const int *tids, int n) {
-  unsigned long long total_ns = 0;
+  unsigned long long total_ns = 0, on_cpu, run_delay;
   bool read_any = false;
-  for (int k = 0; k < n; k++) {
-    if (tids[k] <= 0) continue;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tids[k]);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;  // a thread that has ended
-    unsigned long long on_cpu, run_delay;
-    if (fscanf(f, "%llu %llu", &on_cpu, &run_delay) == 2) total_ns += run_delay, read_any = true;
-    fclose(f);
-  }
+  for (int k = 0; k < n; k++)
+    if (tids[k] > 0 && read_schedstat(tids[k], &on_cpu, &run_delay)) total_ns += run_delay, read_any = true;
   return read_any ? (double)total_ns * 1e-9 : -1;
 }
 
@@ -50,14 +54,8 @@ double cpu_time_other_threads(const int *tids, int n) {
     int tid = atoi(de->d_name);
     bool in_team = tid <= 0;  // "." and ".."
     for (int k = 0; k < n && !in_team; k++) in_team = tids[k] == tid;
-    if (in_team) continue;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;  // ended meanwhile
-    unsigned long long on_cpu;
-    if (fscanf(f, "%llu", &on_cpu) == 1) total_ns += on_cpu;
-    fclose(f);
+    unsigned long long on_cpu, run_delay;
+    if (!in_team && read_schedstat(tid, &on_cpu, &run_delay)) total_ns += on_cpu;  // else ended meanwhile
   }
   closedir(d);
   return (double)total_ns * 1e-9;

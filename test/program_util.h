@@ -48,6 +48,14 @@ static inline char *read_text(const char *path, size_t *length) {
   return buf;
 }
 
+// The text file `path` holds exactly `expected` (`what` says why it should).
+static inline void expect_file_text(const char *path, const char *expected, const char *what) {
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text, "%s", path);
+  cr_expect_str_eq(text, expected, "%s", what);
+  free(text);
+}
+
 // Waits, polling every 50 ms for at most `seconds`, until the text file `path` holds `lines` lines
 // (a run that has logged two metrics rows has its signal handlers installed). Returns either way:
 // the caller's next assertion says what did not happen.

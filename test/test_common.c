@@ -10,7 +10,6 @@
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,8 @@
 #include "common/text.h"
 #include "common/time_utc.h"
 #include "common/timer.h"
+#include "test/affinity_util.h"
+#include "test/program_util.h"
 
 // --- helpers --------------------------------------------------------------------------------------------
 
@@ -809,9 +810,7 @@ Test(atomic_file, make_directories_creates_parents_and_names_the_failure) {
   cr_expect(path_exists(path));
   cr_expect_eq(make_directories(path), 0, "an existing directory is fine");
   snprintf(file, sizeof file, "%s/plain", root);
-  FILE *f = fopen(file, "w");
-  cr_assert_not_null(f);
-  fclose(f);
+  write_text(file, "");
   snprintf(path, sizeof path, "%s/plain/sub", root);
   cr_expect_eq(make_directories(path), -1);
   cr_expect(strstr(error_message(), "plain: exists and is not a directory"), "%s", error_message());
@@ -889,18 +888,11 @@ Test(gnuplot, a_failed_run_leaves_no_temporary_file_and_no_older_png) {
   char dir[64], path[128];
   make_temp_dir(dir, sizeof dir);
   snprintf(path, sizeof path, "%s/plot.gp", dir);
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(
-      "if (!exists('out')) out = 'plot.png'\nset terminal pngcairo size 64,64\nset output out\n"
-      "plot no_such_function(x)\n",
-      f);
-  fclose(f);
+  write_text(path,
+             "if (!exists('out')) out = 'plot.png'\nset terminal pngcairo size 64,64\nset output out\n"
+             "plot no_such_function(x)\n");
   snprintf(path, sizeof path, "%s/plot.png", dir);
-  f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs("an earlier run's picture", f);
-  fclose(f);
+  write_text(path, "an earlier run's picture");
   // With gnuplot the script fails after `set output` made the temporary file; without it, only the
   // older PNG's removal is checked here.
   bool installed = system("command -v gnuplot > /dev/null 2>&1") == 0;
@@ -923,15 +915,10 @@ static void signal_while_drawing(const char *stand_in, bool late) {
   snprintf(bin, sizeof bin, "%s/bin", dir);
   cr_assert_eq(mkdir(bin, 0777), 0);
   snprintf(fake, sizeof fake, "%s/gnuplot", bin);
-  FILE *f = fopen(fake, "w");
-  cr_assert_not_null(f);
-  fputs(stand_in, f);
-  fclose(f);
+  write_text(fake, stand_in);
   cr_assert_eq(chmod(fake, 0755), 0);
   snprintf(gp, sizeof gp, "%s/plot.gp", dir);
-  f = fopen(gp, "w");
-  cr_assert_not_null(f);
-  fclose(f);
+  write_text(gp, "");
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
   if (pid == 0) {
@@ -1045,14 +1032,7 @@ static void *spin_for_half_a_second(void *arg) {
 Test(cpu_wait, two_busy_threads_on_one_cpu_wait_for_it) {
   int self = (int)getpid();
   if (cpu_wait_seconds(&self, 1) < 0) cr_skip_test("this kernel gives no /proc/self/task/*/schedstat");
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  cr_assert_eq(sched_getaffinity(0, sizeof one, &one), 0);
-  int cpu = 0;
-  while (!CPU_ISSET(cpu, &one)) cpu++;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);  // the threads made below inherit it
+  cr_assert_eq(pin_to_one_cpu(), 0);  // the threads made below inherit it
   pthread_t t[2];
   for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&t[k], NULL, spin_for_half_a_second, &spinner_tids[k]), 0);
   struct timespec start = {0, 50000000}, pause = {0, 400000000};

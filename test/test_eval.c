@@ -574,10 +574,7 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
            run, dir2);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/report.json", dir2);
-  char *again = read_text(path, NULL);
-  cr_assert_not_null(again);
-  cr_expect_str_eq(again, report, "evaluation is deterministic");
-  free(again);
+  expect_file_text(path, report, "evaluation is deterministic");
   free(report);
   snprintf(path, sizeof path, "%s/equity.png", dir2);
   cr_expect(!exists(path), "--no-plot");
@@ -947,10 +944,7 @@ Test(eval_cli, the_output_files_are_published_all_or_none, .init = setup, .fini 
   list_entries(dir, after, sizeof after);
   cr_expect_str_eq(after, before, "the same files, no temporary one");
   snprintf(path, sizeof path, "%s/report.json", dir);
-  char *again = read_text(path, NULL);
-  cr_assert_not_null(again);
-  cr_expect_str_eq(again, report, "the earlier report.json stays");
-  free(again);
+  expect_file_text(path, report, "the earlier report.json stays");
   free(report);
 
   // Into a new directory: nothing in it.
@@ -1180,10 +1174,7 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   list_entries(rf_dir, names_after, sizeof names_after);
   cr_expect_str_eq(names_after, names_before, "the same files, no temporary one");
   snprintf(path, sizeof path, "%s/folds.csv", rf_dir);
-  char *folds_after = read_text(path, NULL);
-  cr_assert_not_null(folds_after);
-  cr_expect_str_eq(folds_after, folds_rf, "folds.csv as the risk-free run wrote it");
-  free(folds_after);
+  expect_file_text(path, folds_rf, "folds.csv as the risk-free run wrote it");
   free(folds_rf);
   snprintf(path, sizeof path, "%s/report.json", rf_dir);
   char *report_after = read_text(path, NULL);

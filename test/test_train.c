@@ -10,7 +10,6 @@
 #include <hdf5.h>
 #include <math.h>
 #include <omp.h>
-#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +33,7 @@
 #include "ppo/metrics_log.h"
 #include "ppo/train_run.h"
 #include "ppo/trainer.h"
+#include "test/affinity_util.h"
 #include "test/h5_test_util.h"
 #include "test/program_util.h"
 
@@ -1389,14 +1389,7 @@ Test(train, threads_that_wait_for_a_cpu_are_warned_of_once, .timeout = 120) {
   pid_t pid = fork();
   cr_assert(pid >= 0);
   if (pid == 0) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    if (sched_getaffinity(0, sizeof one, &one) != 0) _exit(3);
-    int cpu = 0;
-    while (!CPU_ISSET(cpu, &one)) cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(3);  // OpenMP's threads, made later, inherit it
+    if (pin_to_one_cpu() != 0) _exit(3);  // OpenMP's threads, made later, inherit it
     const char *sets[] = {"run.total_timesteps=100_000_000", "run.checkpoint_every=0", "eval.every=0", "run.threads=2"};
     _exit(run(cfg, NULL, dir, 0, 4, sets));
   }
