@@ -39,8 +39,12 @@
 
 // A small synthetic-market run that touches every part of the state: trading env states (with
 // their context pointer), both normalisations, Gaussian-free categorical head, eval + best.h5.
+// One thread: Criterion runs two tests at once (--jobs 2) on the 2-core CI machine, and two runs
+// of 2 spinning OpenMP threads each there took 4 to 44 times longer (docs/GUIDE.md section 2.1);
+// test_train took 77 s with 2 threads here (one test 29 s), 18 s with 1. resume_is_bit_exact_fp32
+// runs on 2 threads, where the policy and value passes run side by side (lanes).
 static const char *small_config =
-    "[run]\nname = t\nseed = 7\ndevice = cpu\nthreads = 2\ncheckpoint_every = 1\ncheckpoint_keep = 2\n"
+    "[run]\nname = t\nseed = 7\ndevice = cpu\nthreads = 1\ncheckpoint_every = 1\ncheckpoint_keep = 2\n"
     "[env]\ntype = synthetic\nsynthetic_bars = 6000\nn_envs = 4\nepisode_length = 50\nwindow = 4\n"
     "[ppo]\nn_steps = 64\nbatch_size = 48\nn_epochs = 2\nlr_schedule = linear\n"
     "[policy]\npi_layers = 32,32\nvf_layers = 16\n"
@@ -172,18 +176,20 @@ static double metrics_value(const char *run_dir, int row, const char *column) {
   return NAN;
 }
 
-// 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`.
-static void resume_case_on(const char *device, const char *precision) {
+// 4 iterations straight against 2, a checkpoint, and 2 resumed from it on `device`, with `threads`.
+static void resume_case_on(const char *device, const char *precision, int threads) {
   const char *cfg = config_file(precision);
-  char set_total[64], set_precision[64], set_device[64], dir_a[512], dir_b[512], ckpt[600], final_a[600], final_b[600];
+  char set_total[64], set_precision[64], set_device[64], set_threads[64], dir_a[512], dir_b[512], ckpt[600],
+      final_a[600], final_b[600];
   snprintf(set_total, sizeof set_total, "run.total_timesteps=%d", 4 * 64 * 4);
   snprintf(set_precision, sizeof set_precision, "run.precision=%s", precision);
   snprintf(set_device, sizeof set_device, "run.device=%s", device);
-  const char *sets[] = {set_total, set_precision, set_device};
+  snprintf(set_threads, sizeof set_threads, "run.threads=%d", threads);
+  const char *sets[] = {set_total, set_precision, set_device, set_threads};
   snprintf(dir_a, sizeof dir_a, "%s/%s_%s_straight", tmp_root, device, precision);
   snprintf(dir_b, sizeof dir_b, "%s/%s_%s_resumed", tmp_root, device, precision);
-  cr_assert_eq(run(cfg, NULL, dir_a, 0, 3, sets), 0, "%s", error_message());
-  cr_assert_eq(run(cfg, NULL, dir_b, 2, 3, sets), 0, "%s", error_message());  // 2 of 4 iterations
+  cr_assert_eq(run(cfg, NULL, dir_a, 0, 4, sets), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, dir_b, 2, 4, sets), 0, "%s", error_message());  // 2 of 4 iterations
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir_b);
   cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());  // the checkpoint's own config
   {  // train.log names the file last.h5 pointed at when it was read
@@ -250,7 +256,7 @@ static void resume_case_on(const char *device, const char *precision) {
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 600);
 
-static void resume_case(const char *precision) { resume_case_on("cpu", precision); }
+static void resume_case(const char *precision, int threads) { resume_case_on("cpu", precision, threads); }
 
 // Skips the calling test, visibly, when this build or machine has no CUDA device. A skip ends the
 // test without its .fini: the test's directory goes first (each skip left an empty one in /tmp).
@@ -265,17 +271,17 @@ static void skip_without_cuda(void) {
   backend_close(cuda);
 }
 
-Test(train, resume_is_bit_exact_fp32) { resume_case("fp32"); }
-Test(train, resume_is_bit_exact_fp16) { resume_case("fp16"); }
-Test(train, resume_is_bit_exact_bf16) { resume_case("bf16"); }
+Test(train, resume_is_bit_exact_fp32) { resume_case("fp32", 2); }
+Test(train, resume_is_bit_exact_fp16) { resume_case("fp16", 1); }
+Test(train, resume_is_bit_exact_bf16) { resume_case("bf16", 1); }
 // On a GPU, bit-exact means on the same device: every kernel's reduction order is fixed (nn/backend_cuda.h).
 Test(train, resume_is_bit_exact_on_cuda_fp32) {
   skip_without_cuda();
-  resume_case_on("cuda", "fp32");
+  resume_case_on("cuda", "fp32", 1);
 }
 Test(train, resume_is_bit_exact_on_cuda_fp16) {
   skip_without_cuda();
-  resume_case_on("cuda", "fp16");
+  resume_case_on("cuda", "fp16", 1);
 }
 
 // One iteration of the small config on CUDA and on the CPU from the same seed: the same rollout
