@@ -152,33 +152,28 @@ void cpu_gemm_open(Backend *backend) {
   memset(g, 0, sizeof *g);
   ctx->gemm = g;
   const char *force = getenv("PPO_CPU_GEMM");
-  int blas_threads = openblas_get_num_threads();
   char version[64];
+  // OpenBLAS runs on the calling thread, always: its own threads must never start. Products too
+  // large for one thread are split over OpenMP's threads (sgemm_team). Its threads, spinning against
+  // OpenMP's, once made a [64, 64] network's 1 x 64 x 1024 (t) value-head gradient take 951 us
+  // instead of ~10 (its sgemv threads from 2304 x 4 matrix elements on; configs/seed.ini with
+  // [64, 64] layers, fp32: 19.7k steps/s, 46.0k with OpenBLAS on one thread).
+  openblas_set_num_threads(1);
 #ifdef PPO_HAVE_ONEDNN
   g->use_onednn = !(force && strcmp(force, "openblas") == 0);
-  // With oneDNN, OpenBLAS takes only products small enough to run on the calling thread (sgemv,
-  // small_sgemm): its own threads must never start. Its sgemv threads from 2304 x 4 matrix
-  // elements on, and those threads, spinning against OpenMP's, made a [64, 64] network's 1 x 64 x
-  // 1024 (t) value-head gradient take 951 us instead of ~10 (configs/seed.ini with [64, 64] layers,
-  // fp32: 19.7k steps/s, 46.0k with OpenBLAS on one thread).
-  // (A later backend forced to OpenBLAS gets the thread count OpenBLAS started with back.)
-  static int blas_threads_at_start;
-  if (!blas_threads_at_start) blas_threads_at_start = blas_threads;
-  openblas_set_num_threads(g->use_onednn ? 1 : blas_threads_at_start);
-  blas_threads = openblas_get_num_threads();
   DNNL_CHECK(dnnl_engine_create(&g->engine, dnnl_cpu, 0));
   DNNL_CHECK(dnnl_stream_create(&g->stream, g->engine, dnnl_stream_default_flags));
   const dnnl_version_t *v = dnnl_version();
   snprintf(backend->describe, sizeof backend->describe,
-           "cpu: GEMM fp32 %s, bf16 oneDNN %d.%d.%d matmul (fp16 widened to fp32); %s core %s, %d thread%s%s",
-           g->use_onednn ? "oneDNN matmul" : "OpenBLAS sgemm", v->major, v->minor, v->patch,
-           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads,
-           blas_threads == 1 ? "" : "s", g->use_onednn ? "" : openblas_core_hint());
+           "cpu: GEMM fp32 %s, bf16 oneDNN %d.%d.%d matmul (fp16 widened to fp32); %s core %s%s",
+           g->use_onednn ? "oneDNN matmul" : "OpenBLAS sgemm on OpenMP's threads", v->major, v->minor, v->patch,
+           openblas_version(version, sizeof version), openblas_get_corename(),
+           g->use_onednn ? "" : openblas_core_hint());
 #else
   (void)force;
   snprintf(backend->describe, sizeof backend->describe,
-           "cpu: GEMM %s sgemm (core %s, %d threads); bf16 and fp16 widened to fp32%s",
-           openblas_version(version, sizeof version), openblas_get_corename(), blas_threads, openblas_core_hint());
+           "cpu: GEMM %s sgemm on OpenMP's threads (core %s); bf16 and fp16 widened to fp32%s",
+           openblas_version(version, sizeof version), openblas_get_corename(), openblas_core_hint());
 #endif
 }
 
@@ -200,10 +195,52 @@ void cpu_gemm_close(CpuContext *ctx) {
   ctx->gemm = NULL;
 }
 
+// C (M, N) = alpha op(A) op(B) + beta C, row-major, with the leading dimensions of the whole
+// matrices (a block of C reads rows or columns of op(A) and op(B) in place).
+static void sgemm_ld(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+              A, lda, B, ldb, beta, C, ldc);
+}
+
+// OpenBLAS on the calling thread (it always has one thread here: cpu_gemm_open).
 static void sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, const float *B,
                   float beta, float *C) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
-              A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
+  sgemm_ld(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
+}
+
+// OpenBLAS's large products on OpenMP's threads: C split into one block per thread along its
+// longer side (whole rows or columns of 16-float multiples), each block one single-threaded sgemm
+// that reads its rows of op(A) or columns of op(B) in place. The bits depend on the thread count
+// (as oneDNN's do): OpenBLAS picks its small-matrix kernel, which sums in another order, by the
+// block's size (300 x 40 x 100 in one block and in two differ in the last bit). OpenBLAS's own
+// thread pool (the pthread build Debian installs) is never used: its threads, spinning between
+// products against OpenMP's spinning threads, made an AR(1) run (configs/ar1.ini, 100k steps,
+// [64, 64], PPO_CPU_GEMM=openblas) take 5.7-9.5 s against 1.4-2.3 s this way, the same as with
+// oneDNN; the headline networks' update step measured the same, their batch-32 inference 4,200-5,300
+// against 6,900-7,200 samples/s (2-core AMD EPYC, bench/results/20261128T210339Z-openblas-team-ab.txt).
+// Products below CPU_GEMM_SERIAL_MACS (cpu_gemm gives them one thread), and any inside a parallel
+// region, run on the calling thread.
+static void sgemm_team(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, const float *B,
+                       float beta, float *C) {
+  const int lda = trans_a ? M : K, ldb = trans_b ? K : N, by_cols = N >= M, side = by_cols ? N : M;
+  int blocks = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (blocks > side / 16) blocks = side / 16;
+  if (blocks <= 1) {
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+    return;
+  }
+  const int step = side / 16 / blocks * 16;  // block b: [b step, (b + 1) step), the last one to side
+#pragma omp parallel for schedule(static, 1) num_threads(blocks)
+  for (int b = 0; b < blocks; b++) {
+    const int lo = b * step, n = (b == blocks - 1 ? side : lo + step) - lo;
+    if (by_cols)  // columns lo.. of C and of op(B): B (K, N) from column lo, B^T (N, K) from row lo
+      sgemm_ld(trans_a, trans_b, M, n, K, alpha, A, lda, B + (trans_b ? (size_t)lo * K : (size_t)lo), ldb, beta, C + lo,
+               N);
+    else  // rows lo.. of C and of op(A): A (M, K) from row lo, A^T (K, M) from column lo
+      sgemm_ld(trans_a, trans_b, n, N, K, alpha, A + (trans_a ? (size_t)lo : (size_t)lo * K), lda, B, ldb, beta,
+               C + (size_t)lo * N, N);
+  }
 }
 
 // Small products with B transposed (x W^T: every forward GEMM of a small network) reach only 90-100
@@ -609,9 +646,9 @@ static const float *wide_weights(CpuGemm *g, const void *B, int trans_b, int K, 
 // Every fp32 product up to SMALL_GEMM_MACS takes a path that holds no backend state (no workspace,
 // no oneDNN primitive): sgemv_row and gemm_thin in cpu_gemm, small_sgemm here (their scratch on the
 // stack, OpenBLAS's in its own locked pool). They run on the calling thread when OpenBLAS has one
-// thread (as with oneDNN): with more (PPO_CPU_GEMM=openblas, builds without oneDNN), its sgemv
-// splits matrices of 9,216 elements and up over its own threads, which two lanes then contend for
-// (1 x 256 x 256 products took 15x longer in lanes together). Lanes rely on both.
+// thread, as cpu_gemm_open leaves it: with more (set by the application after the backend opened),
+// its sgemv splits matrices of 9,216 elements and up over its own threads, which two lanes then
+// contend for (1 x 256 x 256 products took 15x longer in lanes together). Lanes rely on both.
 int cpu_gemm_on_caller(NnDtype dtype, double macs) {
   return dtype == NN_F32 && macs <= SMALL_GEMM_MACS && openblas_get_num_threads() == 1;
 }
@@ -644,7 +681,7 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
     if ((double)M * N * K <= SMALL_GEMM_MACS)
       small_sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
     else
-      sgemm(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+      sgemm_team(trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
     return;
   }
   // widened operands; a low-precision C is computed in fp32 after them, then rounded into place
@@ -666,7 +703,7 @@ static void gemm_dispatch(Backend *backend, NnDtype dtype, int trans_a, int tran
     onednn_gemm(g, NN_F32, trans_a, trans_b, M, N, K, alpha, a32, b, beta, c32, NN_F32, scratch);
   else
 #endif
-    sgemm(trans_a, trans_b, M, N, K, alpha, a32, b, beta, c32);
+    sgemm_team(trans_a, trans_b, M, N, K, alpha, a32, b, beta, c32);
   if (!C) round_into(C_out, c_dtype, c32, (size_t)M * N);
 }
 

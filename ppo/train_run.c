@@ -1084,9 +1084,8 @@ static void warn_cpu_wait(Run *r) {
                    100 * share, now - window_start);
   if (other_cpus >= 0.5)  // this process's own other threads
     snprintf(text + n, sizeof text - (size_t)n,
-             "this process's other threads (a GEMM library's own, e.g. OpenBLAS's with PPO_CPU_GEMM=openblas) kept "
-             "%.1f CPUs busy beside them. Give that library one thread (OPENBLAS_NUM_THREADS=1) or set [run] threads "
-             "lower (docs/GUIDE.md section 2.1)",
+             "this process's other threads (a library's own thread pool) kept %.1f CPUs busy beside them. Give that "
+             "library fewer threads or set [run] threads lower (docs/GUIDE.md section 2.1)",
              other_cpus);
   else if (threads > cpus)  // its own threads outnumber its CPUs (taskset, mpirun's binding, a cpuset)
     snprintf(text + n, sizeof text - (size_t)n,

@@ -252,8 +252,8 @@ Test(nn_backend, lanes_run_in_order_in_strict_mode) {
   backend_close(b);
 }
 
-// OpenBLAS on more than one thread (PPO_CPU_GEMM=openblas, or a build without oneDNN) splits a
-// one-row product over its own threads: lanes would contend for them.
+// OpenBLAS on more than one thread (the backend leaves it one; here the application sets two after
+// the backend opened) splits a one-row product over its own threads: lanes would contend for them.
 Test(nn_backend, lanes_run_in_order_when_openblas_has_threads) {
   cr_assert_eq(setenv("PPO_CPU_GEMM", "openblas", 1), 0);
   omp_set_num_threads(2);
@@ -1532,21 +1532,18 @@ Test(nn_gemm, the_scalar_loops_behind_the_avx512_paths) {
 
 int openblas_get_num_threads(void);  // OpenBLAS's own API (cblas.h declares it too)
 
-// With oneDNN, OpenBLAS gets only small products and must run them on the calling thread: its
-// sgemv's own threads, spinning against OpenMP's, once made a 1 x 64 x 1024 product 80x slower.
-// A backend forced to OpenBLAS (it takes every product) gets OpenBLAS's threads back.
-Test(nn_gemm, openblas_stays_on_the_calling_thread_beside_onednn) {
-  int at_start = openblas_get_num_threads();
+// OpenBLAS runs on the calling thread in every mode (its large products are split over OpenMP's
+// threads instead): its sgemv's own threads, spinning against OpenMP's, once made a 1 x 64 x 1024
+// product 80x slower, and its sgemm's made an AR(1) run 4x slower with PPO_CPU_GEMM=openblas.
+Test(nn_gemm, openblas_stays_on_the_calling_thread) {
+  openblas_set_num_threads(2);
   Backend *b = cpu();
-  if (!strstr(backend_describe(b), "oneDNN matmul")) {
-    backend_close(b);
-    cr_skip("built without oneDNN: OpenBLAS takes every product and keeps its threads");
-  }
   cr_assert_eq(openblas_get_num_threads(), 1, "%s", backend_describe(b));
   backend_close(b);
+  openblas_set_num_threads(2);
   setenv("PPO_CPU_GEMM", "openblas", 1);
   b = cpu();
-  cr_assert_eq(openblas_get_num_threads(), at_start);
+  cr_assert_eq(openblas_get_num_threads(), 1, "%s", backend_describe(b));
   backend_close(b);
 }
 
@@ -1554,9 +1551,15 @@ Test(nn_gemm, openblas_path_against_double) {
   setenv("PPO_CPU_GEMM", "openblas", 1);  // Criterion runs each test in its own process
   Backend *b = cpu();
   cr_assert(strstr(backend_describe(b), "sgemm"), "%s", backend_describe(b));
+  omp_set_num_threads(2);  // products of 2^20 multiply-adds and up: C in one block per thread
   for (int dtype = NN_F32; dtype <= NN_F16; dtype++)
     for (int ta = 0; ta < 2; ta++)
-      for (int tb = 0; tb < 2; tb++) gemm_case(b, (NnDtype)dtype, ta, tb, 64, 96, 130, 1.0f);
+      for (int tb = 0; tb < 2; tb++) {
+        gemm_case(b, (NnDtype)dtype, ta, tb, 64, 96, 130, 1.0f);   // one thread (below 2^20)
+        gemm_case(b, (NnDtype)dtype, ta, tb, 64, 200, 130, 1.0f);  // columns 0..95 and 96..199
+        gemm_case(b, (NnDtype)dtype, ta, tb, 300, 40, 100, 0.0f);  // rows 0..143 and 144..299
+        gemm_case(b, (NnDtype)dtype, ta, tb, 33, 400, 80, 1.0f);   // columns 0..191 and 192..399
+      }
   backend_close(b);
 }
 
