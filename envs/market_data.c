@@ -331,6 +331,10 @@ MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_nam
   MarketData *data = market_data_new(bid->rows);
   data->has_bid_ask = true;
   data->has_volume = bid->has_volume && ask->has_volume;
+  // Each side passed its own checks (naming FILE:LINE); a bar the two make together can still fail
+  // (an ask below the bid): the first such bar is named by its number and time, with how many fail.
+  int64_t bad = 0, first_bad = -1;
+  char reason[256];
   for (int64_t i = 0; i < bid->rows; i++) {
     MarketBar bar = {.ts = bid->ts[i],
                      .bid_open = bid->open[i],
@@ -344,6 +348,19 @@ MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_nam
                      .volume = data->has_volume ? bid->volume[i] + ask->volume[i] : NAN};
     market_bar_mid(&bar);
     market_bar_put(data, i, &bar);
+    char why[256];
+    if (market_bar_check(&bar, true, data->has_volume, true, why, sizeof why)) {
+      if (bad == 0) first_bad = i, snprintf(reason, sizeof reason, "%s", why);
+      bad++;
+    }
+  }
+  if (bad > 0) {
+    error_set("%s + %s: bar %lld of each, counting from 1 (%s): %s; %lld of the %lld bars fail so%s", bid_name,
+              ask_name, (long long)first_bad + 1, market_time_format(data->ts[first_bad], a, sizeof a), reason,
+              (long long)bad, (long long)data->rows,
+              bad == data->rows ? " (the bid side comes first, the ask side second: are the two swapped?)" : "");
+    market_data_free(data);
+    return NULL;
   }
   market_copy_text(data->symbol, sizeof data->symbol, bid->symbol);
   market_copy_text(data->timezone, sizeof data->timezone, bid->timezone);
@@ -355,11 +372,6 @@ MarketData *market_data_merge_bid_ask(const MarketData *bid, const char *bid_nam
   char where[2 * MARKET_SOURCE_MAX + 8];
   snprintf(where, sizeof where, "%s + %s", bid_name, ask_name);
   if (market_data_validate(data, where) != 0) {
-    if (strstr(error_message(), "need ask >= bid")) {
-      char reason[ERROR_MESSAGE_MAX];
-      snprintf(reason, sizeof reason, "%s", error_message());
-      error_set("%s (the bid side comes first, the ask side second: are the two swapped?)", reason);
-    }
     market_data_free(data);
     return NULL;
   }

@@ -777,16 +777,21 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
 // shipped gold file, written that way and joined with --ask, give the same bid, ask and mid prices as
 // the LEAN loader's import of the original (which computes the mid itself); the volume is the sum.
 // Sides that differ in a row, in length or in order are refused naming the file and the row.
-static void write_dukascopy_side(const char *path, const MarketData *d, int64_t rows, bool ask, int64_t skip_row) {
+// One side of d's bars as a Dukascopy export, without row skip_row (-1: none); row low_row (-1: none)
+// opens and lows at the other side's price minus a hundredth (a valid bar of its own).
+static void write_dukascopy_side(const char *path, const MarketData *d, int64_t rows, bool ask, int64_t skip_row,
+                                 int64_t low_row) {
   FILE *f = fopen(path, "w");
   cr_assert(f, "cannot write %s", path);
   fprintf(f, "Gmt time,Open,High,Low,Close,Volume\n");
   for (int64_t i = 0; i < rows; i++) {
     if (i == skip_row) continue;
     CivilTime t = utc_to_civil(d->ts[i]);
+    double open = ask ? d->ask_open[i] : d->bid_open[i], low = ask ? d->ask_low[i] : d->bid_low[i];
+    if (i == low_row) open = (ask ? d->bid_open[i] : d->ask_open[i]) - 0.01, low = fmin(low, open);
     fprintf(f, "%02d.%02d.%04d %02d:%02d:%02d.000,%.17g,%.17g,%.17g,%.17g,%.17g\n", t.day, t.month, t.year, t.hour,
-            t.minute, t.second, ask ? d->ask_open[i] : d->bid_open[i], ask ? d->ask_high[i] : d->bid_high[i],
-            ask ? d->ask_low[i] : d->bid_low[i], ask ? d->ask_close[i] : d->bid_close[i], ask ? 0.25 * (double)i : 1.5);
+            t.minute, t.second, open, ask ? d->ask_high[i] : d->bid_high[i], low,
+            ask ? d->ask_close[i] : d->bid_close[i], ask ? 0.25 * (double)i : 1.5);
   }
   cr_assert_eq(fclose(f), 0);
 }
@@ -803,8 +808,8 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
   MarketData *reference = market_data_load_csv(lean, MARKET_FORMAT_LEAN_QUOTE);
   cr_assert(reference, "%s", error_message());
   const int64_t rows = 3000;  // five months of hourly bars, weekends included
-  write_dukascopy_side(bid, reference, rows, false, -1);
-  write_dukascopy_side(ask, reference, rows, true, -1);
+  write_dukascopy_side(bid, reference, rows, false, -1, -1);
+  write_dukascopy_side(ask, reference, rows, true, -1, -1);
 
   char *argv[] = {"ppo-data", "import", bid, h5, "--ask", ask, NULL};
   cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
@@ -830,24 +835,44 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
     const char *what;
     int64_t skip_row, ask_rows;  // the ask side without that row (-1: none), and its length
     bool swapped;
-    const char *says[2];
+    int64_t low_row;  // the ask side's bar below the bid there (-1: none)
+    const char *says[2], *not_said;
   } cases[] = {
       {"a row missing",
        1000,
        rows,
        false,
+       -1,
        {"_ASK_20.03.2006-26.08.2006.csv has a bar at 2006-05-19 10:00 where ",
-        "(bar 1001 of each, counting from 1): the two sides must hold the same bars, row by row"}},
-      {"shorter", -1, rows - 5, false, {"has 3000 bars and ", "the first 2995 agree"}},
-      {"swapped", -1, rows, true, {"need ask >= bid", "are the two swapped?"}},
+        "(bar 1001 of each, counting from 1): the two sides must hold the same bars, row by row"},
+       NULL},
+      {"shorter", -1, rows - 5, false, -1, {"has 3000 bars and ", "the first 2995 agree"}, NULL},
+      {"swapped",
+       -1,
+       rows,
+       true,
+       -1,
+       {": bar 1 of each, counting from 1 (2006-03-20 00:00): ask_open ",
+        "(need ask >= bid); 3000 of the 3000 bars fail so (the bid side comes first, the ask side second: are the two "
+        "swapped?)"},
+       NULL},
+      {"one ask below the bid",
+       -1,
+       rows,
+       false,
+       1000,
+       {"_ASK_20.03.2006-26.08.2006.csv: bar 1001 of each, counting from 1 (2006-05-19 09:00): ask_open ",
+        "(need ask >= bid); 1 of the 3000 bars fail so\n"},
+       "swapped"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    write_dukascopy_side(bid, reference, rows, cases[k].swapped, -1);
-    write_dukascopy_side(ask, reference, cases[k].ask_rows, !cases[k].swapped, cases[k].skip_row);
+    write_dukascopy_side(bid, reference, rows, cases[k].swapped, -1, -1);
+    write_dukascopy_side(ask, reference, cases[k].ask_rows, !cases[k].swapped, cases[k].skip_row, cases[k].low_row);
     unlink(h5);
     cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2, "%s", cases[k].what);
     char *err = read_file_text(err_txt);
     for (int j = 0; j < 2; j++) cr_expect(strstr(err, cases[k].says[j]), "%s: %s", cases[k].what, err);
+    cr_expect(!cases[k].not_said || !strstr(err, cases[k].not_said), "%s: %s", cases[k].what, err);
     free(err);
     cr_expect_eq(access(h5, F_OK), -1, "%s: nothing is written", cases[k].what);
   }
