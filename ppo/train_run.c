@@ -1041,11 +1041,21 @@ static int run_begin_loop(Run *r) {
   dist_host_bcast(&pending, sizeof pending, 0);
   if (pending != r->start_iteration) return EXIT_OK;
   EvalResult er;
+  const double best_before = r->best;
   int evaluated = evaluate_iteration(r->tr, r->ev, r->root, r->run_dir, r->start_iteration, &r->best, &er);
   if (evaluated < 0) r->eval_pending = r->start_iteration;
   if (evaluated <= 0) return EXIT_OK;
-  log_write(LOG_LEVEL_INFO, "ppo-train: iteration %lld evaluated now (its pass was abandoned by the stop)",
-            (long long)r->start_iteration);
+  // its value, as the iteration's progress line would have shown it (that line is in train.log already)
+  char line[256];
+  snprintf(line, sizeof line,
+           "iteration %lld evaluated now (its pass was abandoned by the stop): val %s %.4g (%s %.4g)",
+           (long long)r->start_iteration, evaluator_metric_name(r->ev), er.metric,
+           r->best > best_before ? "new best" : "best", r->best);
+  log_write(LOG_LEVEL_INFO, "ppo-train: %s", line);
+  if (r->train_log) {
+    fprintf(r->train_log, "%s\n", line);
+    fflush(r->train_log);
+  }
   r->pending_ran = true;
   // the row's eval/ values, written now: the run may stop before any other row
   metrics_log_set_eval(&r->metrics, r->start_iteration, evaluator_metric_name(r->ev), er.metric, &er.metrics);

@@ -1879,6 +1879,16 @@ Test(train, an_evaluation_abandoned_by_a_stop_runs_after_the_resume) {
   for (int row = 1; row <= 4; row++)
     cr_expect_eq(metrics_value(stopped, row, "eval/sharpe"), metrics_value(straight, row, "eval/sharpe"),
                  "row %d's eval/sharpe", row);
+  {  // train.log gives the pass's value: iteration 2's progress line, written before the stop, has none
+    char log_path[700], want[160];
+    snprintf(log_path, sizeof log_path, "%s/train.log", stopped);
+    snprintf(want, sizeof want, "\niteration 2 evaluated now (its pass was abandoned by the stop): val sharpe %.4g (",
+             metrics_value(straight, 2, "eval/sharpe"));
+    char *log = read_text(log_path, NULL);
+    cr_assert_not_null(log);
+    cr_expect(strstr(log, want), "%s not in:\n%s", want, log);
+    free(log);
+  }
   snprintf(best_a, sizeof best_a, "%s/best.txt", straight);
   snprintf(best_b, sizeof best_b, "%s/best.txt", stopped);
   char *a = read_text(best_a, NULL), *b = read_text(best_b, NULL);
