@@ -69,11 +69,19 @@ static void usage(FILE *out) {
           "progress lines, not the run).\n");
 }
 
+// Under mpirun each rank says it in one write (three writes of two ranks interleaved into
+// "ppo-train: ppo-train: ..."), naming itself; the usage text comes from rank 0 only.
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "ppo-train: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n");
-  usage(stderr);
+  char text[2048];
+  snprintf(text, sizeof text, fmt, arg);
+  if (dist_size() > 1)
+    fprintf(stderr, "ppo-train (rank %d): %s\n", dist_rank(), text);
+  else
+    fprintf(stderr, "ppo-train: %s\n", text);
+  if (dist_rank() == 0) {
+    fputc('\n', stderr);
+    usage(stderr);
+  }
   return EXIT_BAD_INPUT;
 }
 

@@ -1263,8 +1263,11 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
         snprintf(by, sizeof by, dist_size() > 1 ? "a signal to another rank" : "a stop request");
       fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by, (long long)iterations,
               result->last_checkpoint);
-      if (!opt->in_walk_forward)  // the walk-forward says how to go on (the same command again)
-        fprintf(stderr, "ppo-train: continue with: ppo-train --resume %s\n", result->last_checkpoint);
+      if (!opt->in_walk_forward) {  // the walk-forward says how to go on (the same command again)
+        char launch[48] = "";       // a checkpoint of R ranks resumes with R ranks
+        if (dist_size() > 1) snprintf(launch, sizeof launch, "mpirun -np %d ", dist_size());
+        fprintf(stderr, "ppo-train: continue with: %sppo-train --resume %s\n", launch, result->last_checkpoint);
+      }
     } else if (root && r->done_here == 0 && opt->resume && opt->max_iterations == 0 && !opt->in_walk_forward) {
       if (r->pending_ran)  // the resume had only the abandoned evaluation left to do
         fprintf(stderr, "ppo-train: the run is complete (%lld steps); iteration %lld's [eval] pass ran now\n",

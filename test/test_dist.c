@@ -14,6 +14,7 @@
 // CMake found mpiexec (label `mpi`).
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
@@ -322,9 +323,13 @@ Test(dist, a_signal_to_one_rank_stops_every_rank) {
   snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  char err_path[700];
+  snprintf(err_path, sizeof err_path, "%s/signal_stderr.txt", tmp_root);
   pid_t mpirun_pid = fork();
   cr_assert(mpirun_pid >= 0);
   if (mpirun_pid == 0) {
+    int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
     execl(PPO_MPIEXEC, PPO_MPIEXEC, "-np", "2", "--oversubscribe", "--timeout", "120", "--mca", "mpi_yield_when_idle",
           "1", "--mca", "btl_vader_single_copy_mechanism", "none", "-x", "OMP_NUM_THREADS=1", TRAIN, config_path,
           "--set", "run.total_timesteps=100_000_000", "--set", "run.checkpoint_every=0", "--run-dir", dir, "--quiet",
@@ -338,6 +343,10 @@ Test(dist, a_signal_to_one_rank_stops_every_rank) {
   int status = 0;
   cr_assert_eq(waitpid(mpirun_pid, &status, 0), mpirun_pid);
   cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mpirun status %d", status);
+  char *err = read_text(err_path, NULL);  // the way on names the ranks the checkpoint needs
+  cr_assert_not_null(err);
+  cr_expect(strstr(err, "ppo-train: continue with: mpirun -np 2 ppo-train --resume "), "%s", err);
+  free(err);
   snprintf(args, sizeof args, "--resume '%s/checkpoints/last.h5' --iterations 1 --quiet", dir);
   cr_expect_eq(mpirun(2, 120, TRAIN, args), 0, "the checkpoint of the stop resumes:\n%s", output);
 }
@@ -545,5 +554,9 @@ Test(dist, walk_forward_with_two_ranks_is_refused) {
   char args[1400];
   snprintf(args, sizeof args, "--walk-forward '%s' --run-dir '%s/wf' --quiet", config_path, tmp_root);
   cr_expect_eq(mpirun(2, 60, TRAIN, args), 2, "%s", output);
-  cr_expect(strstr(output, "--walk-forward runs on one rank"), "%s", output);
+  // each rank's line whole (two ranks' pieces once made "ppo-train: ppo-train: ..."), the usage once
+  cr_expect(strstr(output, "ppo-train (rank 0): --walk-forward runs on one rank"), "%s", output);
+  cr_expect(strstr(output, "ppo-train (rank 1): --walk-forward runs on one rank"), "%s", output);
+  const char *usage = strstr(output, "usage: ppo-train");
+  cr_expect(usage && !strstr(usage + 1, "usage: ppo-train"), "the usage text once:\n%s", output);
 }
