@@ -27,6 +27,13 @@ void bench_report(const BenchResult *result);  // to the sink, when one is set
 // stderr when that fails. For the runs' temporary directories under $TMPDIR (bench_all.c).
 void bench_remove_tree(const char *dir);
 
+// Can an output file (--json) be made where it is named? Checked before the runs, so that a typo
+// costs seconds, not the whole run: the path must not name a directory, and its temporary file (see
+// atomic_file.h) is created and removed at once, the one test that also holds for root and for
+// file systems such as /proc. Returns 0, or -1 and sets the error message (the reason).
+// (bench_train.c)
+int bench_output_path_check(const char *path);
+
 int bench_backend_main(int argc, char **argv);  // ppo-bench backend: GEMM shapes and the update step (ppo_bench.c)
 int bench_envs_main(int argc, char **argv);     // ppo-bench envs: CartPole and trading env steps/s (bench_envs.c)
 int bench_train_main(int argc, char **argv);    // ppo-bench train: a whole run, SPS and its split (bench_train.c)

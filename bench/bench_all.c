@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/cli.h"
 #include "bench/bench.h"
 #include "common/check.h"
 #include "common/error.h"
@@ -732,6 +733,12 @@ int bench_all_main(int argc, char **argv) {
     snprintf(prefix, sizeof prefix, "%s/%s", results_dir, m.stamp);
     snprintf(json_path, sizeof json_path, "%s-all%s.json", prefix, o.quick ? "-quick" : "");
     snprintf(md_path, sizeof md_path, "%s-all%s.md", prefix, o.quick ? "-quick" : "");
+  }
+  // The outputs' place, before the runs (minutes): the Markdown and the gnuplot files go beside the JSON.
+  if (bench_output_path_check(json_path) != 0 || bench_output_path_check(md_path) != 0) {
+    if (o.json_path) return cli_bad_value("ppo-bench all", "--json", o.json_path, error_message());
+    fprintf(stderr, "ppo-bench all: %s: %s\n", json_path, error_message());
+    return EXIT_BAD_INPUT;
   }
   char command[1024];
   int used = snprintf(command, sizeof command, "%s all", m.binary);

@@ -42,11 +42,7 @@ static int train_usage_error(const char *fmt, const char *arg) {
   return train_usage();
 }
 
-// Can --json's file be made where it is named? Checked before the run, so that a typo costs
-// seconds, not the whole run: the path must not name a directory, and its temporary file (see
-// atomic_file.h) is created and removed at once, the one test that also holds for root and for
-// file systems such as /proc. Returns 0, or -1 and sets the error message (the reason).
-static int output_path_check(const char *path) {
+int bench_output_path_check(const char *path) {
   char tmp[ATOMIC_PATH_MAX];
   struct stat st;
   size_t len = strlen(path);
@@ -137,7 +133,7 @@ int bench_train_main(int argc, char **argv) {
     free(sets);
     return EXIT_BAD_INPUT;
   }
-  if (json && output_path_check(json) != 0) {
+  if (json && bench_output_path_check(json) != 0) {
     free(sets);
     return cli_bad_value("ppo-bench train", "--json", json, error_message());
   }

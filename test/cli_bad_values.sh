@@ -58,6 +58,7 @@ expect "--json '/nonexistent/e.json': cannot open it for appending" "$bin/ppo-be
 # training run, first) with status 124.
 expect "--data 'none.h5': none.h5: cannot open" timeout 20 "$bin/ppo-bench" envs --data none.h5 --steps 1000000000000
 expect "--json '/nonexistent/t.json': cannot create a file there" timeout 20 "$bin/ppo-bench" train --config configs/cartpole.ini --set run.total_timesteps=100000000 --json /nonexistent/t.json
+expect "--json '/nonexistent/a.json': cannot create a file there" timeout 20 "$bin/ppo-bench" all --quick --only envs,train --json /nonexistent/a.json
 expect "--timezone '/etc/passwd'" "$bin/ppo-data" import data/csv/SPY_1D_LEAN.csv.gz /tmp/never.h5 --timezone /etc/passwd
 # A repeated option is refused, not silently replaced by its last value (a second --resume resumed
 # another run).
