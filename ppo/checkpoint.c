@@ -140,35 +140,57 @@ typedef struct {
   void *block;             // one allocation behind the arrays
 } EnvRows;
 
-static void env_rows_alloc(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks) {
+// Bytes of R ranks' rows (64-byte aligned arrays), and the rows laid out in block (that many bytes).
+static size_t env_rows_layout(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks, char *block) {
   size_t R = (size_t)ranks, N = (size_t)info->num_envs, O = (size_t)obs_dim;
   size_t sizes[] = {R * N * info->state_size, R * (size_t)info->log_capacity * (size_t)info->log_size * sizeof(float),
                     R * 3 * sizeof(int64_t),  R * N * O * sizeof(float),
                     R * N * sizeof(float),    R * N * sizeof(double)};
-  size_t total = 0;
-  for (int k = 0; k < 6; k++) total += (sizes[k] + 63) / 64 * 64;
-  char *block = malloc(total);
-  CHECK(block, "out of host memory (checkpoint env states)");
+  size_t off = 0;
   void **fields[] = {(void **)&rows->states, (void **)&rows->ring,           (void **)&rows->ring_counters,
                      (void **)&rows->obs,    (void **)&rows->episode_starts, (void **)&rows->norm_returns};
-  size_t off = 0;
   for (int k = 0; k < 6; k++) {
-    *fields[k] = block + off;
+    if (block) *fields[k] = block + off;
     off += (sizes[k] + 63) / 64 * 64;
   }
+  if (block) {
+    rows->block = NULL;
+    rows->ranks = ranks;
+    rows->info = *info;
+  }
+  return off;
+}
+
+// R ranks' rows in one allocation of their own (rows->block, freed by the caller).
+static void env_rows_alloc(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks) {
+  char *block = malloc(env_rows_layout(rows, info, obs_dim, ranks, NULL));
+  CHECK(block, "out of host memory (checkpoint env states)");
+  env_rows_layout(rows, info, obs_dim, ranks, block);
   rows->block = block;
-  rows->ranks = ranks;
-  rows->info = *info;
+}
+
+// A save's host memory, reserved with the trainer (trainer_allocate; the memory plan's "checkpoint
+// staging" row), so that a run the plan admits can always write its checkpoint (a stop's too): this
+// rank's env rows, then on rank 0 the R ranks' rows (R > 1) and a parameter slab's copy. It was
+// allocated at each save, outside the plan: under `ulimit -v` a run the plan admitted trained and
+// then died at its first checkpoint, or at a SIGTERM without one.
+size_t checkpoint_staging_bytes(const VecEnvStateInfo *info, int obs_dim, int ranks, bool root, size_t slab_bytes) {
+  EnvRows unused;
+  size_t bytes = env_rows_layout(&unused, info, obs_dim, 1, NULL);
+  if (root && ranks > 1) bytes += env_rows_layout(&unused, info, obs_dim, ranks, NULL);
+  if (root) bytes += (slab_bytes + 63) / 64 * 64;
+  return bytes;
 }
 
 // This rank's envs into rows 0 (one rank) or gathered into rank 0's R rows (a collective: every
 // rank calls it; the other ranks' rows hold only their own part afterwards).
-static void env_rows_gather(Trainer *tr, EnvRows *rows) {
+// The rows sit in staging (checkpoint_staging_bytes); returns the bytes they took there.
+static size_t env_rows_gather(Trainer *tr, EnvRows *rows, char *staging) {
   TrainerState st = trainer_state(tr);
   VecEnvStateInfo info = vecenv_state_info(st.vec);
   int O = trainer_env_spec(tr)->obs_dim, R = dist_size();
   EnvRows local;
-  env_rows_alloc(&local, &info, O, 1);
+  size_t used = env_rows_layout(&local, &info, O, 1, staging);
   vecenv_state_save(st.vec, local.states, local.ring);
   local.ring_counters[0] = info.ring_count;
   local.ring_counters[1] = info.ring_next;
@@ -179,9 +201,13 @@ static void env_rows_gather(Trainer *tr, EnvRows *rows) {
   memcpy(local.norm_returns, st.norm->returns, N * sizeof(double));
   if (R == 1) {
     *rows = local;
-    return;
+    return used;
   }
-  env_rows_alloc(rows, &info, O, dist_is_root() ? R : 1);
+  if (!dist_is_root()) {  // only its own part: rank 0 gathers
+    *rows = local;
+  } else {
+    used += env_rows_layout(rows, &info, O, R, staging + used);
+  }
   size_t ring_bytes = (size_t)info.log_capacity * (size_t)info.log_size * sizeof(float);
   dist_host_gather(local.states, rows->states, N * info.state_size, 0);
   dist_host_gather(local.ring, rows->ring, ring_bytes, 0);
@@ -190,7 +216,7 @@ static void env_rows_gather(Trainer *tr, EnvRows *rows) {
   dist_host_gather(local.episode_starts, rows->episode_starts, N * sizeof(float), 0);
   dist_host_gather(local.norm_returns, rows->norm_returns, N * sizeof(double), 0);
   rows->ranks = R;
-  free(local.block);
+  return used;
 }
 
 // --- writing ---------------------------------------------------------------------------------------
@@ -351,14 +377,10 @@ int checkpoint_save_eval_pending(Trainer *tr, const char *path) {
 
 static int save(Trainer *tr, const char *path, const SaveExtras *extras) {
   EnvRows rows;
-  env_rows_gather(tr, &rows);
-  if (!dist_is_root()) {  // rank 0 writes the file
-    free(rows.block);
-    return 0;
-  }
-  Policy *pol = trainer_policy(tr);
-  float *host = malloc(pol->slab_floats * sizeof(float) + 64);
-  CHECK(host, "out of host memory (checkpoint staging)");
+  char *staging = trainer_checkpoint_staging(tr);
+  size_t used = env_rows_gather(tr, &rows, staging);
+  if (!dist_is_root()) return 0;            // rank 0 writes the file
+  float *host = (float *)(staging + used);  // a parameter slab's copy (64-byte aligned)
   H5ioWriter w;
   int rc = -1;
   if (h5io_create(&w, path) == 0) {
@@ -368,8 +390,6 @@ static int save(Trainer *tr, const char *path, const SaveExtras *extras) {
       h5io_abort(&w);
     }
   }
-  free(host);
-  free(rows.block);
   if (rc != 0) {
     name_the_file(path);
     error_prepend("writing checkpoint ");

@@ -49,6 +49,10 @@
 // the error message.
 int checkpoint_save(Trainer *trainer, const char *path);
 
+// Host bytes a save needs (its env rows, and on rank 0 every rank's rows and a copy of the parameter
+// slab of slab_bytes), reserved with the trainer so that the save allocates nothing of its own.
+size_t checkpoint_staging_bytes(const VecEnvStateInfo *info, int obs_dim, int ranks, bool root, size_t slab_bytes);
+
 // The evaluation that made a checkpoint the run's best.h5: root attributes best_metric,
 // best_iteration and best_value, written in the same atomic file, so the value a resumed run must
 // beat can never disagree with the file it would replace.

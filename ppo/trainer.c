@@ -27,6 +27,7 @@
 #include "common/timer.h"
 #include "envs/cartpole.h"
 #include "envs/trading_env.h"
+#include "ppo/checkpoint.h"
 #include "ppo/dist.h"
 
 static volatile sig_atomic_t stop_flag = 0;
@@ -91,6 +92,7 @@ struct Trainer {
   // update, each recorded once (the learning rate is read from the optimiser's scalars).
   BackendGraph rollout_graph, update_graph;
   float *replica_host;  // several ranks on a device backend: one slab's host copy for the replica check
+  char *ckpt_staging;   // a checkpoint save's host memory (checkpoint_staging_bytes)
   double *ev_gathered;  // several ranks: every rank's explained-variance moments (ranks x NN_EV_MOMENTS)
 };
 
@@ -229,6 +231,12 @@ static void plan_add(TrainerPlan *plan, const char *name, size_t bytes, bool dev
     plan->host_total += bytes;
 }
 
+// A checkpoint save's host memory for a parameter slab of params_bytes (the copy keeps 64 bytes to spare).
+static size_t ckpt_staging_bytes(Trainer *tr, size_t params_bytes) {
+  VecEnvStateInfo info = vecenv_state_info(tr->vec);
+  return checkpoint_staging_bytes(&info, tr->O, tr->ranks, dist_is_root(), params_bytes + 64);
+}
+
 // The update's snapshot: three slabs of params_bytes (params, Adam m, v), then the optimiser scalars.
 static size_t update_snap_bytes(size_t params_bytes) { return 3 * params_bytes + sizeof(OptimScalars); }
 
@@ -255,6 +263,7 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
   }
   plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
   plan_add(plan, "normalisation statistics", vecnorm_bytes(tr->N, tr->O), false);
+  plan_add(plan, "checkpoint staging (envs, params)", ckpt_staging_bytes(tr, pp.params), false);
   plan->device_is_host = strcmp(backend_name(tr->backend), "cpu") == 0;
   plan->have_free = backend_memory_info(tr->backend, &plan->free_bytes, &(size_t){0}) == 0;
   snprintf(plan->backend_description, sizeof plan->backend_description, "%s", backend_describe(tr->backend));
@@ -276,6 +285,7 @@ void trainer_free(Trainer *tr) {
   vecenv_free(tr->vec);
   if (tr->has_market) env_market_close(&tr->market);
   free(tr->replica_host);
+  free(tr->ckpt_staging);
   free(tr->ev_gathered);
   free(tr);
 }
@@ -392,6 +402,8 @@ int trainer_allocate(Trainer *tr) {
     tr->ev_gathered = malloc((size_t)tr->ranks * NN_EV_MOMENTS * sizeof(double));
     CHECK(tr->ev_gathered, "out of host memory (the ranks' explained-variance moments)");
   }
+  tr->ckpt_staging = malloc(ckpt_staging_bytes(tr, tr->policy->plan.params));
+  CHECK(tr->ckpt_staging, "out of host memory (checkpoint staging)");
   if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
   tr->sample_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_SAMPLE);
   first_reset(tr);
@@ -408,6 +420,8 @@ Trainer *trainer_init(const Config *cfg) {
 }
 
 const TrainerPlan *trainer_memory_plan(const Trainer *tr) { return &tr->plan; }
+
+char *trainer_checkpoint_staging(Trainer *tr) { return tr->ckpt_staging; }
 void trainer_plan_add(Trainer *tr, const char *name, size_t bytes, bool on_backend) {
   plan_add(&tr->plan, name, bytes, on_backend);
 }

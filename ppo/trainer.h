@@ -134,6 +134,8 @@ const TrainerPlan *trainer_memory_plan(const Trainer *trainer);  // valid after 
 // A row of the caller's own in the plan (ppo-train's evaluation pass), before trainer_allocate:
 // counted in the totals; a backend row in free-memory checks.
 void trainer_plan_add(Trainer *trainer, const char *name, size_t bytes, bool on_backend);
+// The host memory a checkpoint save works in (checkpoint_staging_bytes; reserved by trainer_allocate).
+char *trainer_checkpoint_staging(Trainer *trainer);
 // The policy a configuration trains on an env spec (layers, activation, precision, head, init seed;
 // max_batch = max(batch_size, n_envs)). ppo-eval builds the same policy to load a checkpoint into.
 PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec);

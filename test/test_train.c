@@ -1581,6 +1581,25 @@ Test(train, no_allocation_inside_the_training_loop) {
   trainer_free(tr);
 }
 
+// A checkpoint save works in the memory the plan reserved ("checkpoint staging"): none of its own
+// (HDF5's allocations, in the library, are not counted). Allocated at each save, a run the plan
+// admitted under `ulimit -v` trained and then died at its first checkpoint, or at a SIGTERM.
+Test(train, a_checkpoint_save_allocates_nothing_of_its_own) {
+  Trainer *tr = small_trainer(NULL, 0);
+  TrainStats s;
+  cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+  const TrainerPlan *plan = trainer_memory_plan(tr);
+  bool planned = false;
+  for (int i = 0; i < plan->count; i++) planned |= strcmp(plan->name[i], "checkpoint staging (envs, params)") == 0;
+  cr_expect(planned, "the plan has a row for the staging");
+  char path[600];
+  snprintf(path, sizeof path, "%s/staging.h5", tmp_root);
+  long mallocs = alloc_counter_read();
+  cr_assert_eq(checkpoint_save(tr, path), 0, "%s", error_message());
+  cr_expect_eq(alloc_counter_read(), mallocs, "malloc calls of this program's code inside checkpoint_save");
+  trainer_free(tr);
+}
+
 // The evaluation pass run again in its workspace gives what a pass allocated for the call gives
 // (ppo-eval's backtest_run): the same policy and statistics, the same record.
 Test(train, an_evaluation_run_again_is_a_fresh_pass) {
