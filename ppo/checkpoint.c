@@ -140,7 +140,7 @@ typedef struct {
   void *block;             // one allocation behind the arrays
 } EnvRows;
 
-// Bytes of R ranks' rows (64-byte aligned arrays), and the rows laid out in block (that many bytes).
+// Bytes of R ranks' rows (arrays at 64-byte multiples), and the rows laid out in block (that many bytes).
 static size_t env_rows_layout(EnvRows *rows, const VecEnvStateInfo *info, int obs_dim, int ranks, char *block) {
   size_t R = (size_t)ranks, N = (size_t)info->num_envs, O = (size_t)obs_dim;
   size_t sizes[] = {R * N * info->state_size, R * (size_t)info->log_capacity * (size_t)info->log_size * sizeof(float),
@@ -380,7 +380,7 @@ static int save(Trainer *tr, const char *path, const SaveExtras *extras) {
   char *staging = trainer_checkpoint_staging(tr);
   size_t used = env_rows_gather(tr, &rows, staging);
   if (!dist_is_root()) return 0;            // rank 0 writes the file
-  float *host = (float *)(staging + used);  // a parameter slab's copy (64-byte aligned)
+  float *host = (float *)(staging + used);  // a parameter slab's copy, after the env rows
   H5ioWriter w;
   int rc = -1;
   if (h5io_create(&w, path) == 0) {
