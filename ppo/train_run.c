@@ -1010,6 +1010,13 @@ static int run_open_outputs(Run *r) {
   return EXIT_OK;
 }
 
+// A line into train.log (when it is open), flushed at once: the file is read while the run goes on.
+static void train_log_line(Run *r, const char *prefix, const char *line) {
+  if (!r->train_log) return;
+  fprintf(r->train_log, "%s%s\n", prefix, line);
+  fflush(r->train_log);
+}
+
 // Seconds the run's OpenMP team has waited for a CPU (warn_cpu_wait's reading).
 static double read_cpu_wait(const void *ctx) {
   const Run *r = ctx;
@@ -1052,10 +1059,7 @@ static int run_begin_loop(Run *r) {
            (long long)r->start_iteration, evaluator_metric_name(r->ev), er.metric,
            r->best > best_before ? "new best" : "best", r->best);
   log_write(LOG_LEVEL_INFO, "ppo-train: %s", line);
-  if (r->train_log) {
-    fprintf(r->train_log, "%s\n", line);
-    fflush(r->train_log);
-  }
+  train_log_line(r, "", line);
   r->pending_ran = true;
   // the row's eval/ values, written now: the run may stop before any other row
   metrics_log_set_eval(&r->metrics, r->start_iteration, evaluator_metric_name(r->ev), er.metric, &er.metrics);
@@ -1115,10 +1119,7 @@ static void warn_cpu_wait(Run *r) {
              "slows a run that is alone; docs/GUIDE.md section 2.1)",
              cpus);
   log_warn("%s", text);
-  if (r->train_log) {
-    fprintf(r->train_log, "[warn] %s\n", text);
-    fflush(r->train_log);
-  }
+  train_log_line(r, "[warn] ", text);
 }
 
 // What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
@@ -1162,10 +1163,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
     char line[1024];
     progress_line(line, sizeof line, s, r->total_iterations, eta, &x, r->ev ? evaluator_metric_name(r->ev) : NULL,
                   r->best, new_best);
-    if (r->train_log) {
-      fprintf(r->train_log, "%s\n", line);
-      fflush(r->train_log);
-    }
+    train_log_line(r, "", line);
     if (r->tty)
       progress_bar(s, r->total_iterations, eta);
     else if (!r->opt.quiet)
