@@ -335,8 +335,12 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   c->eval_end = c->split_hi[s] - tail;
   char when[32];
   if (!p.eval && c->episode_length < 1) {
+    c->params = p;  // resolved: the caller names window or warmup by these (else params stay zero)
     char cause[200] = "lower warmup";
-    if (warmup_auto)
+    if (c->window - 1 > p.warmup)  // the observation's history, not the warm-up, sets the first start
+      snprintf(cause, sizeof cause, "shorten window (%d bars: an observation needs window - 1 bars before it)",
+               c->window);
+    else if (warmup_auto)
       snprintf(cause, sizeof cause,
                "warmup is auto, 3 x the longest feature lookback (%lld bars: ema_slow, sigma_halflife, the "
                "longest return horizon): shorten those or set warmup",

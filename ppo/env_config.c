@@ -227,8 +227,14 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
   if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the window, ...
     if (cfg->env.type == CONFIG_ENV_SYNTHETIC)
       error_prepend("[env] with the synthetic market (%lld bars): ", (long long)m->data->rows);
-    else
-      error_prepend("%s: ", config_describe_key(cfg, "env", "data", where, sizeof where));
+    else {  // no room for an episode (params set): the key that sets the first start, window or warmup
+      const TradingParams *r = &m->context.params;
+      const char *key = r->window == 0              ? "data"
+                        : r->window - 1 > r->warmup ? "window"
+                        : !cfg->env.warmup.is_auto  ? "warmup"
+                                                    : "data";
+      error_prepend("%s: ", config_describe_key(cfg, "env", key, where, sizeof where));
+    }
     env_market_close(m);
     return -1;
   }

@@ -201,3 +201,24 @@ Test(env_config, an_empty_test_split_is_warned_about, .init = cr_redirect_stderr
   text[n] = '\0';
   cr_expect(strstr(text, "[env] test_start = 2030-01-01: the test split holds no bars of the data"), "%s", text);
 }
+
+// A train split with no room for an episode is blamed on the key that sets the first start: a
+// window longer than the warm-up, a configured warmup, else the data itself.
+Test(env_config, no_room_for_an_episode_names_the_key_that_sets_the_first_start) {
+  static const struct {
+    const char *set, *named, *cause;
+  } cases[] = {
+      {"env.window=5000", "--set #2: [env] window = 5000: ", "shorten window (5000 bars"},
+      {"env.warmup=5000", "--set #2: [env] warmup = 5000: ", "or lower warmup"},
+      {"env.val_start=1993-03-01", "--set #2: [env] val_start = 1993-03-01: ", NULL},  // a split-date error
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *sets[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5", cases[i].set};
+    Config c = load(2, sets);
+    EnvMarket m;
+    cr_assert_eq(env_market_open(&m, &c), -1, "%s", cases[i].set);
+    const char *text = error_message();
+    cr_expect(strstr(text, cases[i].named) && (!cases[i].cause || strstr(text, cases[i].cause)), "%s", text);
+    cr_assert_null(m.data);
+  }
+}
