@@ -8,12 +8,14 @@
 //
 // Exit status: 0 success; 2 bad usage or bad data (the message names file, line, column, value);
 // 1 a failure at run time (check.h).
+#include <ctype.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -183,6 +185,20 @@ static void warn_suspect_prices(const char *input, const MarketData *data) {
             input, (long long)m.unchanged, (long long)(data->rows - 1));
 }
 
+// "BID" or "ASK" when one of the file name's '_', '-', '.' or ' '-separated words says a quote side
+// (Dukascopy's EURUSD_Candlestick_1_Hour_BID_..., gym-anytrading's FOREX_EURUSD_1H_ASK.csv), else NULL.
+static const char *quote_side_in_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  for (const char *p = base ? base + 1 : path; *p;) {
+    size_t n = strcspn(p, "_-. ");
+    if (n == 3 && (strncasecmp(p, "BID", 3) == 0 || strncasecmp(p, "ASK", 3) == 0))
+      return toupper((unsigned char)p[0]) == 'B' ? "BID" : "ASK";
+    p += n;
+    if (*p) p++;
+  }
+  return NULL;
+}
+
 // The import's bars: INPUT's, or with --ask the two sides joined (market_data_merge_bid_ask). Both
 // files are read with the same options. NULL after printing the message (bad data).
 static MarketData *import_load(const char *input, const char *ask_path, const MarketCsvOptions *options,
@@ -312,6 +328,13 @@ static int command_import(int argc, char **argv) {
     print_conversion(ask_path, &options, &ask_summary);
   }
   warn_suspect_prices(positional[0], data);
+  const char *side = ask_path ? NULL : quote_side_in_name(positional[0]);
+  if (side && !data->has_bid_ask)
+    fprintf(stderr,
+            "ppo-data: warning: %s: the name says %s prices, one side of the quote; they are stored as the mid "
+            "(half a spread off it) and the simulator models the spread ([env] half_spread_bps); with both sides "
+            "the fills pay the real one: ppo-data import BID.csv OUT.h5 --ask ASK.csv\n",
+            positional[0], side);
   market_data_free(data);
   return EXIT_OK;
 }

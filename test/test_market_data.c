@@ -819,6 +819,20 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
                 strstr(out, "_ASK_20.03.2006-26.08.2006.csv: ask side\n"),
             "%s", out);
   free(out);
+  char *err = read_file_text(err_txt);
+  cr_expect(!strstr(err, "one side of the quote"), "%s", err);
+  free(err);
+  // One side alone imports as the mid, with a warning that the file name says it is one side.
+  char *one_side_argv[] = {"ppo-data", "import", ask, h5, NULL};
+  cr_assert_eq(run_ppo_data(one_side_argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
+  err = read_file_text(err_txt);
+  cr_expect(strstr(err,
+                   "_ASK_20.03.2006-26.08.2006.csv: the name says ASK prices, one side of the quote; they are "
+                   "stored as the mid") &&
+                strstr(err, "ppo-data import BID.csv OUT.h5 --ask ASK.csv"),
+            "%s", err);
+  free(err);
+  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
   MarketData *joined = market_data_load_h5(h5);
   cr_assert(joined, "%s", error_message());
   cr_assert_eq(joined->rows, rows);
@@ -870,7 +884,7 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
     write_dukascopy_side(ask, reference, cases[k].ask_rows, !cases[k].swapped, cases[k].skip_row, cases[k].low_row);
     unlink(h5);
     cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2, "%s", cases[k].what);
-    char *err = read_file_text(err_txt);
+    err = read_file_text(err_txt);
     for (int j = 0; j < 2; j++) cr_expect(strstr(err, cases[k].says[j]), "%s: %s", cases[k].what, err);
     cr_expect(!cases[k].not_said || !strstr(err, cases[k].not_said), "%s: %s", cases[k].what, err);
     free(err);
@@ -878,7 +892,7 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
   }
   char *both_argv[] = {"ppo-data", "import", bid, h5, "--ask", lean, NULL};  // already bid/ask
   cr_expect_eq(run_ppo_data(both_argv, out_txt, err_txt), 2);
-  char *err = read_file_text(err_txt);
+  err = read_file_text(err_txt);
   cr_expect(strstr(err, "XAUUSD_OANDA_1H_BIDASK.csv.gz: has bid_/ask_ columns already"), "%s", err);
   free(err);
   const char *adjusted = "time,open,high,low,close,adj_close\n2024-01-02 00:00,1.1,1.2,1.0,1.1,1.1\n";
