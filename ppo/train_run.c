@@ -1136,8 +1136,9 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // Diverged: a NaN or infinite gradient norm without a loss scaler (fp16 skips such steps) has
   // turned the parameters NaN (clip_grad_norm_'s NaN coefficient, or Adam's NaN step). The row is
   // logged, then the run stops: no evaluation (best.h5) and no checkpoint holds them. The norm is
-  // the all-reduced one, the same on every rank.
-  const bool diverged = cfg->run.precision != CONFIG_PRECISION_FP16 && !isfinite(s->grad_norm);
+  // the all-reduced one, the same on every rank. An iteration whose KL check stopped its first
+  // minibatch took no step: its norm is NaN and its parameters are as they were.
+  const bool diverged = cfg->run.precision != CONFIG_PRECISION_FP16 && s->steps > 0 && !isfinite(s->grad_norm);
   EvalResult er;  // x.eval points here until the row is logged
   bool new_best = false;
   const bool eval_due = !diverged && cfg->eval.every > 0 && s->iteration % cfg->eval.every == 0;

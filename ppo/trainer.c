@@ -899,6 +899,7 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   s->approx_kl = kl / (u->rows - u->last_epoch_row > 0 ? u->rows - u->last_epoch_row : 1);
   s->loss = u->rows > 0 ? h->stats[(size_t)(u->rows - 1) * PPO_STAT_COUNT + PPO_STAT_LOSS] : NAN;
   s->grad_norm = steps > 0 ? gn / steps : NAN;
+  s->steps = steps;
   s->skipped_steps = skipped;
   s->minibatches = u->rows;
   s->early_stopped = u->early_stopped;

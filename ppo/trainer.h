@@ -87,6 +87,8 @@ typedef struct {
   double learning_rate, clip_range, std;             // std: mean exp(log_std) (Gaussian), NaN otherwise
   double clip_range_vf;                              // [ppo] clip_range_vf; NaN when off (SB3 omits the key)
   double loss_scale, grad_norm;                      // after the last step; grad_norm mean over steps
+  int steps;                                         // optimiser steps whose norm grad_norm averages (NaN
+                                                     // when 0: the KL check stopped the first minibatch)
   int64_t skipped_steps;                             // this iteration
   int minibatches;                                   // losses computed (incl. one the KL check stopped before its step)
   bool early_stopped;                                // approx_kl > 1.5 target_kl

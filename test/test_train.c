@@ -1956,6 +1956,27 @@ Test(train, the_update_makes_no_host_wait_without_target_kl) {
   }
 }
 
+// An iteration whose KL check stops its first minibatch takes no step: its gradient norm is NaN and
+// its parameters are as they were. That is not a divergence (exit 1, no checkpoint): the run goes
+// on. CartPole's rollout forward (one env: a one-row product) and its update forward (64 rows)
+// differ in the last bits, a KL of about 1e-9, so target_kl = 1e-12 stops the first minibatch.
+Test(train, a_kl_stop_before_any_step_is_not_a_divergence, .init = setup, .fini = teardown) {
+  const char *sets[] = {"ppo.target_kl=1e-12", "run.total_timesteps=4096", "run.threads=1"};
+  Config cfg;
+  cr_assert_eq(config_load(&cfg, PPO_SOURCE_DIR "/configs/cartpole.ini", 3, sets), 0, "%s", error_message());
+  Trainer *tr = trainer_init(&cfg);
+  cr_assert_not_null(tr, "%s", error_message());
+  TrainStats s;
+  cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+  cr_assert(s.early_stopped && s.minibatches == 1, "the premise: the first minibatch stops (%d minibatches, KL %g)",
+            s.minibatches, s.approx_kl);
+  cr_expect(s.steps == 0 && isnan(s.grad_norm), "%d steps, grad_norm %g", s.steps, s.grad_norm);
+  trainer_free(tr);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/kl_stop", tmp_root);
+  cr_expect_eq(run(PPO_SOURCE_DIR "/configs/cartpole.ini", NULL, dir, 0, 3, sets), 0, "%s", error_message());
+}
+
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
