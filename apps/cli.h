@@ -36,13 +36,15 @@ static inline bool cli_is_option(const char *arg, const char *name) {
 
 // The value of option argv[*i] (`name`): after '=', or the next argument (then *i advances).
 // NULL when it is missing or empty: no option takes an empty value (an empty --run-dir was the
-// filesystem's root).
+// filesystem's root). A next argument that is an option ("--...") is not taken as the value: a
+// forgotten value made `--run-dir --plan` train into a directory named --plan. Such a value can
+// still be given as --opt=VALUE or ./--VALUE.
 static inline const char *cli_option_value(int argc, char **argv, int *i, const char *name) {
   size_t len = strlen(name);
   const char *v = NULL;
   if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=')
     v = argv[*i] + len + 1;
-  else if (*i + 1 < argc)
+  else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0)
     v = argv[++*i];
   return v && *v ? v : NULL;
 }

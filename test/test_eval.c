@@ -730,6 +730,7 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--walk-forward '%s' --out '%s' --set env.test_start=2018-01-02", "each fold's own"},
       {"--walk-forward '%s' --out '%s' --split val", "--split val does not go with --walk-forward"},
       {"--checkpoint '%s/checkpoints/last.h5' --out=", "--out needs a value"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out --quiet", "--out needs a value"},  // not a directory --quiet
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --out=elsewhere", "--out is given twice; give it once"},
       // a million passes over the longest split: terabytes, more than any machine running this
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --split train --random-seeds 1000000",

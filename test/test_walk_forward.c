@@ -529,6 +529,9 @@ Test(walk_forward_cli, bad_input_exits_2, .init = setup, .fini = teardown) {
     snprintf(args, sizeof args, "%s'%s' --run-dir ''", modes[m], cfg);
     cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "--run-dir needs a directory"), "%s", out);
+    snprintf(args, sizeof args, "%s'%s' --run-dir --quiet", modes[m], cfg);  // a forgotten value: not a dir --quiet
+    cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--run-dir needs a directory"), "%s", out);
     snprintf(args, sizeof args, "%s'%s' --run-dir '%s/r'", modes[m], cfg, cfg);
     cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "wf.ini: exists and is not a directory") && strstr(out, "(--run-dir)"), "%s", out);
