@@ -38,9 +38,8 @@ static int eval_split(Trainer *tr, TradingSplit *split) {
   const EnvMarket *market = trainer_market(tr);
   const Config *cfg = trainer_config(tr);
   if (!market) {
-    error_set("[eval] every = %lld: the %s env has no validation split (evaluation needs [env] type = trading or "
-              "synthetic)",
-              (long long)cfg->eval.every, "cartpole");
+    error_set("the %s env has no validation split (evaluation needs [env] type = trading or synthetic)",
+              config_choice_name("env", "type", cfg->env.type));
     return -1;
   }
   TradingParams p = market->context.params;

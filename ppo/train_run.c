@@ -883,10 +883,20 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   }
   if (!opt->quiet) print_market(cfg, trainer_market(tr), stderr);
   // The evaluation pass's memory (rank 0 evaluates) is made before the first step, so it is planned.
+  // An [eval] that cannot run (CartPole; a split without bars) is bad input, on every rank alike: it
+  // was once a warning, and a run asked for best.h5 ended without one.
   size_t eval_host = 0, eval_backend = 0;
-  if (root && cfg->eval.every > 0 && evaluator_plan(tr, &eval_host, &eval_backend) == 0) {
-    trainer_plan_add(tr, "evaluation pass (records)", eval_host, false);
-    trainer_plan_add(tr, "evaluation pass (observations)", eval_backend, true);
+  if (cfg->eval.every > 0) {
+    if (evaluator_plan(tr, &eval_host, &eval_backend) != 0) {
+      char where[520];
+      fprintf(stderr, "ppo-train: %s: %s; or set [eval] every = 0\n",
+              config_describe_key(cfg, "eval", "every", where, sizeof where), error_message());
+      return EXIT_BAD_INPUT;
+    }
+    if (root) {
+      trainer_plan_add(tr, "evaluation pass (records)", eval_host, false);
+      trainer_plan_add(tr, "evaluation pass (observations)", eval_backend, true);
+    }
   }
   const TrainerPlan *plan = trainer_memory_plan(tr);
   if (opt->plan_only && root)
@@ -962,9 +972,9 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
 // any step), config.ini and train.log. An exit status.
 static int run_open_outputs(Run *r) {
   const TrainRunOptions *opt = &r->opt;
-  if (r->root && r->cfg.eval.every > 0) {
-    r->ev = evaluator_init(r->tr);
-    if (!r->ev) log_write(LOG_LEVEL_WARN, "ppo-train: [eval] is off for this run: %s", error_message());
+  if (r->root && r->cfg.eval.every > 0 && !(r->ev = evaluator_init(r->tr))) {  // its split was checked
+    fprintf(stderr, "ppo-train: [eval]: %s\n", error_message());
+    return EXIT_RUNTIME;
   }
   // The best a resumed run must beat, checked before any file of the run directory is rewritten.
   r->best = -INFINITY;

@@ -877,6 +877,24 @@ Test(config_train, market_data_that_does_not_load_exits_2_naming_the_key) {
   remove(path);
 }
 
+// An [eval] that cannot run is refused before anything is written (exit 2, naming [eval] every): it
+// was a warning, and the run went on without the best.h5 it was asked for.
+Test(config_train, an_eval_that_cannot_run_exits_2_naming_the_key) {
+  char out[65536], args[1024], run_dir[128];
+  snprintf(run_dir, sizeof run_dir, "/tmp/ppo_test_config_%d_eval", (int)getpid());
+  snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/cartpole.ini' --run-dir '%s' --set eval.every=1", run_dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "--set #1: [eval] every = 1: the cartpole env has no validation split"), "%s", out);
+  snprintf(args, sizeof args,
+           "'" PPO_SOURCE_DIR "/configs/default.ini' --run-dir '%s' --set env.data='" PPO_SOURCE_DIR
+           "/data/SPY_1D.h5' --set env.val_start=2015-01-03 --set env.test_start=2015-01-04 --set eval.every=1",
+           run_dir);
+  cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
+  cr_expect(strstr(out, "--set #4: [eval] every = 1: [eval] split = val: ") && strstr(out, "leaves no bars"), "%s",
+            out);
+  cr_expect(access(run_dir, F_OK) != 0, "nothing made at %s", run_dir);
+}
+
 Test(config_print, describe_key_names_origin_and_value) {
   Config cfg;
   const char *args[] = {"ppo.gamma=0.9"};
