@@ -776,18 +776,29 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
     return EXIT_BAD_INPUT;
   }
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-  if (root && !opt->resume && path_exists(path)) {
+  char best[PATH_CAP + 16];
+  snprintf(best, sizeof best, "%s/best.h5", run_dir);
+  const bool has_metrics = path_exists(path), has_best = path_exists(best);
+  // A fresh start in a directory that holds a run's checkpoints, or a best.h5 without the metrics
+  // of a run that made it (checkpoints and best.h5 copied back from storage), would overwrite them.
+  if (root && !opt->resume && (holds_checkpoint(run_dir) || (has_best && !has_metrics))) {
     char last[PATH_CAP + 32];
     if (!train_run_latest_checkpoint(run_dir, last, sizeof last))
       snprintf(last, sizeof last, "%s/checkpoints/last.h5", run_dir);
-    if (holds_checkpoint(run_dir)) {
+    if (holds_checkpoint(run_dir))
       error_set(
-          "run directory %s already holds a run (metrics.csv); resume it with --resume %s, or choose another [run] "
-          "name (--set run.name=...) or --run-dir",
-          run_dir, last);
-      fprintf(stderr, "ppo-train: %s\n", error_message());
-      return EXIT_BAD_INPUT;
-    }
+          "run directory %s already holds a run (%s); resume it with --resume %s, or choose another [run] name "
+          "(--set run.name=...) or --run-dir",
+          run_dir, has_metrics ? "metrics.csv" : "its checkpoints", last);
+    else
+      error_set(
+          "run directory %s holds best.h5 of an earlier run, which a new run's evaluations would replace; move it "
+          "away, or choose another [run] name (--set run.name=...) or --run-dir",
+          run_dir);
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (root && !opt->resume && has_metrics) {
     // Killed before its first checkpoint (SIGKILL, out of memory, a lost instance): nothing to
     // resume, and the same configuration retraces the same iterations. Start it again.
     log_warn(

@@ -948,9 +948,9 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
 }
 
 // A run killed before its first checkpoint (metrics.csv, no checkpoint) starts again in its
-// directory; once the directory holds a checkpoint, a fresh start there is refused with the resume
-// command. A stop requested before the first step (a signal during start-up) ends the run with a
-// checkpoint of iteration 0 and exit 0, and that checkpoint resumes.
+// directory; once the directory holds a checkpoint (with or without metrics.csv), or a best.h5
+// without metrics.csv, a fresh start there is refused with the resume command. A stop requested before the first step
+// (a signal during start-up) ends the run with a checkpoint of iteration 0 and exit 0, and that checkpoint resumes.
 Test(train, restarts_a_run_without_checkpoints_and_stops_before_the_first_step) {
   const char *cfg = config_file("restart");
   char dir[512], file[700];
@@ -971,6 +971,22 @@ Test(train, restarts_a_run_without_checkpoints_and_stops_before_the_first_step) 
   cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 2);
   snprintf(file, sizeof file, "resume it with --resume %s/checkpoints/ckpt_000001.h5,", dir);
   cr_expect(strstr(error_message(), file), "%s", error_message());
+  // Checkpoints without metrics.csv (copied back from storage) are a run too; so is a best.h5 alone.
+  snprintf(file, sizeof file, "%s/metrics.csv", dir);
+  cr_assert_eq(unlink(file), 0);
+  cr_expect_eq(run(cfg, NULL, dir, 1, 2, sets), 2);
+  cr_expect(strstr(error_message(), "already holds a run (its checkpoints); resume it with --resume"), "%s",
+            error_message());
+  char best_only[512], best[700];
+  snprintf(best_only, sizeof best_only, "%s/best_only", tmp_root);
+  mkdir(best_only, 0777);
+  snprintf(best, sizeof best, "%s/best.h5", best_only);
+  write_text(best, "a model worth keeping");
+  cr_expect_eq(run(cfg, NULL, best_only, 1, 2, sets), 2);
+  cr_expect(strstr(error_message(), "holds best.h5 of an earlier run"), "%s", error_message());
+  char *kept = read_text(best, NULL);
+  cr_expect(kept && strcmp(kept, "a model worth keeping") == 0, "best.h5 is left as it was");
+  free(kept);
 
   char stopped[512], ckpt[700];
   snprintf(stopped, sizeof stopped, "%s/stopped_at_start", tmp_root);
