@@ -1309,6 +1309,16 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
   return status;
 }
 
+// A --resume (not a walk-forward's fold) of a run that has trained all its iterations and has no
+// [eval] pass left that a stop abandoned: the same on every rank.
+static bool resume_is_complete(Run *r) {
+  const TrainRunOptions *opt = &r->opt;
+  if (!opt->resume || opt->in_walk_forward || r->start_iteration < r->total_iterations) return false;
+  int64_t pending = r->root && r->cfg.eval.every > 0 ? checkpoint_read_eval_pending(opt->resume) : -1;
+  dist_host_bcast(&pending, sizeof pending, 0);
+  return pending != r->start_iteration;
+}
+
 // lock_fd: the run directory's lock (lock_run_dir), held until train_run returns.
 static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, int *lock_fd) {
   memset(result, 0, sizeof *result);
@@ -1319,7 +1329,18 @@ static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, in
   r->opt = *opt;
   r->opt.quiet = opt->quiet || !r->root;  // every rank still reports its own errors
   int status = run_prepare(r, result, lock_fd);
-  if (status == EXIT_OK && !opt->plan_only) {
+  if (status == EXIT_OK && !opt->plan_only && resume_is_complete(r)) {
+    // Nothing to do: the run directory is left exactly as it was (a retry loop's pass rewrote the
+    // last checkpoint, config.ini and train.log each time).
+    if (r->root)
+      fprintf(stderr,
+              "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
+              "with --set run.total_timesteps=N to train on\n",
+              (long long)trainer_counters(r->tr)->timesteps, (long long)r->cfg.run.total_timesteps);
+    result->iterations = r->start_iteration;
+    result->timesteps = trainer_counters(r->tr)->timesteps;
+    snprintf(result->last_checkpoint, sizeof result->last_checkpoint, "%s", opt->resume);
+  } else if (status == EXIT_OK && !opt->plan_only) {
     status = run_open_outputs(r);
     if (status == EXIT_OK) {
       status = run_begin_loop(r);

@@ -1993,6 +1993,37 @@ Test(train, a_kl_stop_before_any_step_is_not_a_divergence, .init = setup, .fini 
   cr_expect_eq(run(PPO_SOURCE_DIR "/configs/cartpole.ini", NULL, dir, 0, 3, sets), 0, "%s", error_message());
 }
 
+// A --resume of a complete run trains nothing and leaves the run directory exactly as it was: a retry
+// loop (GUIDE 4) ran it again and again, and each pass rewrote the last checkpoint (its hash, which
+// ppo-eval reports, changed), config.ini and train.log.
+Test(train, resuming_a_complete_run_changes_no_file, .init = setup, .fini = teardown) {
+  char dir[600], last[700];
+  snprintf(dir, sizeof dir, "%s/complete", tmp_root);
+  const char *sets[] = {"run.total_timesteps=512"};
+  cr_assert_eq(run(config_file("complete"), NULL, dir, 0, 1, sets), 0, "%s", error_message());
+  snprintf(last, sizeof last, "%s/checkpoints/last.h5", dir);
+  static const char *const files[] = {"checkpoints/last.h5", "config.ini", "train.log", "metrics.csv",
+                                      "metrics.h5",          "best.h5",    "best.txt"};
+  enum { N_FILES = sizeof files / sizeof files[0] };
+  char *before[N_FILES];
+  size_t sizes[N_FILES];
+  for (int k = 0; k < N_FILES; k++) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+    before[k] = read_text(path, &sizes[k]);
+    cr_assert(before[k], "%s", path);
+  }
+  cr_expect_eq(run(NULL, last, NULL, 0, 0, NULL), 0, "%s", error_message());
+  for (int k = 0; k < N_FILES; k++) {
+    char path[800];
+    size_t size;
+    snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+    char *after = read_text(path, &size);
+    cr_expect(after && size == sizes[k] && memcmp(after, before[k], size) == 0, "%s changed", files[k]);
+    free(after), free(before[k]);
+  }
+}
+
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
