@@ -412,7 +412,8 @@ int64_t checkpoint_read_eval_pending(const char *path) {
 int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_t *iteration, double *value) {
   hid_t f = open_checkpoint(path);
   if (f < 0) return -1;
-  int rc = h5io_attr_exists(f, "/", "best_value") ? 0 : 1;
+  const int found = h5io_attr_find(f, "/", "best_value");  // -1: the root group's header is damaged
+  int rc = found < 0 ? -1 : found ? 0 : 1;
   if (rc == 0 &&
       (h5io_attr_read_string(f, "/", "best_metric", metric, capacity) ||
        h5io_attr_read_int64(f, "/", "best_iteration", iteration) || h5io_attr_read_double(f, "/", "best_value", value)))

@@ -438,18 +438,21 @@ static int64_t best_iteration(const char *path) {
 
 // A resumed run replaces best.h5 only with an evaluation better than the one recorded in best.h5's
 // own best_value attribute (one atomic file: best.txt beside it could disagree after a kill between
-// the two writes), or in best.txt for a best.h5 written before the attribute existed.
+// the two writes), or in best.txt for a best.h5 written before the attribute existed. A best.h5
+// whose root attributes are damaged is replaced by the next evaluation, whatever best.txt says: it
+// was kept, and ppo-eval refused it after the run.
 Test(train, resume_keeps_a_better_best_h5) {
   const char *cfg = config_file("best");
   const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations
   // Pretend iteration 2's evaluation scored -1e300 (anything beats it) or +1e300 (nothing can), in
-  // the attribute (best.txt removed), or in best.txt of a best.h5 without the attributes.
+  // the attribute (best.txt removed), or in best.txt of a best.h5 without the attributes, or of a
+  // best.h5 with a byte of its configuration text (a root attribute) changed.
   const struct {
     double value;
-    bool legacy;
+    bool legacy, damaged;
     int64_t kept;  // best.h5's iteration after the resume (0: a later one)
-  } cases[] = {{-1e300, false, 0}, {1e300, false, 2}, {1e300, true, 2}};
-  for (int k = 0; k < 3; k++) {
+  } cases[] = {{-1e300, false, false, 0}, {1e300, false, false, 2}, {1e300, true, false, 2}, {1e300, true, true, 0}};
+  for (int k = 0; k < 4; k++) {
     char dir[512], path[600], txt[600], ckpt[600];
     snprintf(dir, sizeof dir, "%s/best_%d", tmp_root, k);
     cr_assert_eq(run(cfg, NULL, dir, 2, 1, sets), 0, "%s", error_message());
@@ -469,6 +472,7 @@ Test(train, resume_keeps_a_better_best_h5) {
       cr_assert_not_null(f);
       fprintf(f, "metric %s\niteration 2\nvalue %g\n", metric, cases[k].value);
       fclose(f);
+      if (cases[k].damaged) flip_byte(path, file_offset_of(path, "n_epochs = "));
     } else {
       cr_assert_eq(unlink(txt), 0);
     }
