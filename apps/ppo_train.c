@@ -62,9 +62,10 @@ static void usage(FILE *out) {
           "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
           "  --help                this text\n"
           "\n"
-          "SIGINT, SIGTERM or SIGHUP: the run stops at the next step, writes a checkpoint of the last\n"
-          "iteration boundary and exits 0; a second signal exits at once (the same signal again within a\n"
-          "second is the same request: timeout(1) sends two). With --walk-forward the walk-forward ends\n"
+          "SIGINT, SIGTERM or SIGHUP: the run stops at the next step (or minibatch), writes a checkpoint\n"
+          "of the last iteration boundary and exits 0; a second signal before that checkpoint exits at\n"
+          "once (the same signal again within a second is the same request: timeout(1) sends two), one\n"
+          "after it is ignored. With --walk-forward the walk-forward ends\n"
           "there too: run the same command again to continue. SIGPIPE is ignored (a closed pipe loses the\n"
           "progress lines, not the run).\n");
 }

@@ -40,6 +40,7 @@
 
 static volatile sig_atomic_t signal_count = 0;
 static volatile sig_atomic_t last_signal = 0;
+static volatile sig_atomic_t stop_saved = 0;  // the stop's checkpoint is written: later signals are ignored
 static struct timespec first_signal_at;  // written once, in the handler, before signal_count says so
 
 // A repeat of the same signal within this long of the first is the same request: coreutils'
@@ -50,6 +51,7 @@ static struct timespec first_signal_at;  // written once, in the handler, before
 static void on_signal(int sig) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe (POSIX)
+  if (stop_saved) return;                // done as asked: a second signal now would only turn exit 0 into a failure
   if (signal_count > 0) {
     double since =
         (double)(now.tv_sec - first_signal_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_signal_at.tv_nsec);
@@ -93,6 +95,7 @@ static void restore_signals(void) {
   for (int k = 0; k < 3; k++) sigaction(stop_signals[k], &saved_stop[k], NULL);
   sigaction(SIGPIPE, &saved_pipe, NULL);
   signal_count = 0;
+  stop_saved = 0;
   trainer_clear_stop();
 }
 
@@ -1271,6 +1274,11 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
         r->saved_at == iterations || ((!root || !moved_on || metrics_log_settle(&r->metrics) == 0) &&
                                       save_checkpoint(tr, r->ckpt_dir, r->eval_pending == iterations,
                                                       result->last_checkpoint, sizeof result->last_checkpoint) == 0);
+    if (saved && r->interrupted) {
+      stop_saved = 1;
+      const char *again = getenv("PPO_TEST_SIGNAL_AFTER_STOP");  // fault injection: a signal arriving now
+      if (again) raise(atoi(again));
+    }
     if (saved && root) prune_checkpoints(r->ckpt_dir, r->cfg.run.checkpoint_keep, iterations);
     if (!saved) {
       fprintf(stderr, "ppo-train: %s\n", error_message());

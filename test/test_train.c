@@ -1580,6 +1580,22 @@ Test(train, a_repeated_sigterm_at_once_is_one_request) {
   cr_expect_eq(access(ckpt, F_OK), 0);
 }
 
+// A signal after the stop's checkpoint is written (a supervisor's SIGHUP right after its SIGTERM)
+// is ignored: it turned the stop's exit 0 into 129, a failure to whoever watches the status.
+Test(train, a_signal_after_the_stop_checkpoint_is_ignored) {
+  char dir[512], ckpt[600];
+  setenv("PPO_TEST_SIGNAL_AFTER_STOP", "1", 1);  // SIGHUP, raised just after the checkpoint is written
+  pid_t pid = start_long_run("sighup_after", dir, sizeof dir, 2);
+  unsetenv("PPO_TEST_SIGNAL_AFTER_STOP");
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed by signal %d after its checkpoint", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(access(ckpt, F_OK), 0);
+}
+
 // ppo-train's loop: an iteration, then (small_config's [eval] every = 1) the evaluation pass.
 Test(train, no_allocation_inside_the_training_loop) {
   Trainer *tr = small_trainer(NULL, 0);
