@@ -2,6 +2,7 @@
 #include "h5io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,6 +96,25 @@ static int h5io_type_is_float(H5ioType type) { return type == H5IO_FLOAT32 || ty
 
 #define H5IO_COMPACT_ATTRIBUTES 64  // attributes of a group kept in its (checksummed) header
 
+// Why H5Fcreate failed at tmp_path, which HDF5 does not say: the same file created and its first
+// block written by hand gives the errno (no such directory, permission, a read-only or full file
+// system). The file is removed by the caller.
+static void create_failure(const char *tmp_path, char *why, size_t capacity) {
+  static const char block[4096];
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fsync(fd) != 0) err = errno ? errno : ENOSPC;
+    close(fd);
+  }
+  if (err == ENOSPC || err == EDQUOT)
+    snprintf(why, capacity, "%s: disk full?", strerror(err));
+  else if (err)
+    snprintf(why, capacity, "%s", strerror(err));
+  else
+    snprintf(why, capacity, "HDF5 refused; the directory takes a plain file");
+}
+
 int h5io_create(H5ioWriter *writer, const char *path) {
   h5io_quiet();
   memset(writer, 0, sizeof *writer);
@@ -121,8 +141,9 @@ int h5io_create(H5ioWriter *writer, const char *path) {
   H5Pclose(fcpl);
   H5Pclose(fapl);
   if (writer->file < 0) {
-    // HDF5 does not report errno; say what usually causes this.
-    error_set("%s: cannot create HDF5 file (does the directory exist and is it writable?)", path);
+    char why[160];
+    create_failure(writer->tmp_path, why, sizeof why);
+    error_set("%s: cannot create HDF5 file (%s)", path, why);
     atomic_file_discard(writer->tmp_path);
     return -1;
   }
