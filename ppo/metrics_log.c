@@ -255,6 +255,10 @@ int metrics_log_settle(MetricsLog *log) {
   return write_h5(log);
 }
 
+int64_t metrics_log_last_iteration(const MetricsLog *log) {
+  return log->rows > 0 ? (int64_t)log->table[(log->rows - 1) * log->n_columns] : -1;  // column 0: time/iterations
+}
+
 void metrics_log_close(MetricsLog *log) {
   if (log->csv) fclose(log->csv);
   free(log->table);

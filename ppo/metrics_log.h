@@ -65,6 +65,8 @@ int metrics_log_settle(MetricsLog *log);
 // iteration whose pass a stop abandoned); written with the next rewrite. Nothing when no such row.
 // metric names the column that picks best.h5 (value: its value as logged, -inf for NaN).
 void metrics_log_set_eval(MetricsLog *log, int64_t iteration, const char *metric, double value, const Metrics *eval);
+// The iteration of the table's last row (a resumed run: the last kept one); -1 when there is none.
+int64_t metrics_log_last_iteration(const MetricsLog *log);
 void metrics_log_close(MetricsLog *log);
 
 #endif

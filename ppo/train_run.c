@@ -984,6 +984,29 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
 
 // The evaluator, the metrics files (an earlier metrics.csv that does not fit is bad input, before
 // any step), config.ini and train.log. An exit status.
+// A resumed metrics.csv whose rows stop short of the checkpoint's iteration: the last iteration
+// that logged a row (a multiple of log_every or of eval.every) is missing. A resume from an earlier
+// checkpoint dropped the rows after it, and a resume from a checkpoint of the timeline it left
+// cannot bring them back; or the file was cut (a torn last line is dropped). Said, not refused:
+// the checkpoint is whole, and the run logs on from it. A table without rows is a resume into a
+// new directory, whose rows start at the checkpoint.
+static void warn_missing_rows(Run *r) {
+  const int64_t at = r->start_iteration, last = metrics_log_last_iteration(&r->metrics);
+  int64_t due = at / r->cfg.run.log_every * r->cfg.run.log_every;
+  if (r->cfg.eval.every > 0 && at / r->cfg.eval.every * r->cfg.eval.every > due)
+    due = at / r->cfg.eval.every * r->cfg.eval.every;
+  if (last < 0 || last >= due) return;
+  char missing[64];
+  if (last + 1 == at)
+    snprintf(missing, sizeof missing, "iteration %lld has no row", (long long)at);
+  else
+    snprintf(missing, sizeof missing, "iterations %lld..%lld have no rows", (long long)(last + 1), (long long)at);
+  log_warn(
+      "%s/metrics.csv: its rows end at iteration %lld, the checkpoint is of iteration %lld: %s (a resume from an "
+      "earlier checkpoint dropped them, or the file was cut); the run logs on from iteration %lld",
+      r->run_dir, (long long)last, (long long)at, missing, (long long)(at + 1));
+}
+
 static int run_open_outputs(Run *r) {
   const TrainRunOptions *opt = &r->opt;
   if (r->root && r->cfg.eval.every > 0 && !(r->ev = evaluator_init(r->tr))) {  // its split was checked
@@ -1012,6 +1035,7 @@ static int run_open_outputs(Run *r) {
     return opened == METRICS_LOG_BAD_FILE ? EXIT_BAD_INPUT : EXIT_RUNTIME;
   }
   r->metrics_open = true;
+  if (opt->resume) warn_missing_rows(r);
   // After the checkpoint and the earlier metrics files proved usable: a refused resume leaves the
   // run directory's config.ini as it was.
   char path[PATH_CAP];
