@@ -58,6 +58,8 @@ typedef struct {
   float *snap_ring;
   double *snap_norm;    // obs mean, var (O each), ret mean, var, returns (N), counts (2)
   double *moments_all;  // (R, O, 3) every rank's normalisation batch moments (several ranks only)
+  double *ev_gathered;  // (R, NN_EV_MOMENTS) every rank's explained-variance moments (several ranks only)
+  float *replica;       // one slab's host copy for the replica check (several ranks on a device backend)
 } HostBuffers;
 
 struct Trainer {
@@ -91,9 +93,8 @@ struct Trainer {
   // The recorded graphs (backend_graph_run): a rollout step's policy, and one full minibatch's
   // update, each recorded once (the learning rate is read from the optimiser's scalars).
   BackendGraph rollout_graph, update_graph;
-  float *replica_host;  // several ranks on a device backend: one slab's host copy for the replica check
-  char *ckpt_staging;   // a checkpoint save's host memory (checkpoint_staging_bytes)
-  double *ev_gathered;  // several ranks: every rank's explained-variance moments (ranks x NN_EV_MOMENTS)
+  size_t replica_bytes;  // HostBuffers.replica's: a parameter slab's with several ranks on a device backend, else 0
+  char *ckpt_staging;    // a checkpoint save's host memory (checkpoint_staging_bytes)
 };
 
 static const char *device_name(ConfigDevice device) { return config_choice_name("run", "device", (int)device); }
@@ -215,6 +216,8 @@ static size_t host_layout(Trainer *tr, char *base) {
   TAKE(snap_ring, (size_t)info.log_capacity * (size_t)info.log_size, float);
   TAKE(snap_norm, 2 * O + 2 + N + 2, double);
   TAKE(moments_all, tr->ranks > 1 ? (size_t)tr->ranks * O * 3 : 0, double);
+  TAKE(ev_gathered, tr->ranks > 1 ? (size_t)tr->ranks * NN_EV_MOMENTS : 0, double);
+  TAKE(replica, tr->replica_bytes / sizeof(float), float);
 #undef TAKE
   return off;
 }
@@ -261,6 +264,8 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
     plan_add(plan, "market data and features (shared)", bars + tr->market.features->bytes, false);
     plan->host_allocated += bars + tr->market.features->bytes;
   }
+  // The replica check reads device slabs through the host; on the CPU they are host memory already.
+  tr->replica_bytes = tr->ranks > 1 && strcmp(backend_name(tr->backend), "cpu") != 0 ? pp.params : 0;
   plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
   plan_add(plan, "normalisation statistics", vecnorm_bytes(tr->N, tr->O), false);
   plan_add(plan, "checkpoint staging (envs, params)", ckpt_staging_bytes(tr, pp.params), false);
@@ -284,9 +289,7 @@ void trainer_free(Trainer *tr) {
   }
   vecenv_free(tr->vec);
   if (tr->has_market) env_market_close(&tr->market);
-  free(tr->replica_host);
   free(tr->ckpt_staging);
-  free(tr->ev_gathered);
   free(tr);
 }
 
@@ -394,14 +397,6 @@ int trainer_allocate(Trainer *tr) {
   tr->host_bytes = host_layout(tr, NULL);
   tr->host_memory = backend_host_alloc(tr->backend, tr->host_bytes);  // page-locked on CUDA, zeroed
   host_layout(tr, tr->host_memory);
-  if (tr->ranks > 1 && !tr->plan.device_is_host) {
-    tr->replica_host = malloc(tr->policy->slab_floats * sizeof(float));
-    CHECK(tr->replica_host, "out of host memory (the replica check's copy of a slab)");
-  }
-  if (tr->ranks > 1) {
-    tr->ev_gathered = malloc((size_t)tr->ranks * NN_EV_MOMENTS * sizeof(double));
-    CHECK(tr->ev_gathered, "out of host memory (the ranks' explained-variance moments)");
-  }
   tr->ckpt_staging = malloc(ckpt_staging_bytes(tr, tr->policy->plan.params));
   CHECK(tr->ckpt_staging, "out of host memory (checkpoint staging)");
   if (tr->ranks > 1) vecnorm_set_merge(&tr->norm, (VecNormMerge){dist_merge_moments, tr});
@@ -443,9 +438,9 @@ int64_t trainer_total_iterations(const Trainer *tr) {
 // One slab's bytes through the host: device memory is read through replica_host (sized for one slab
 // at trainer_allocate), the CPU backend's host memory directly.
 static bool slab_identical(Trainer *tr, const float *slab, size_t bytes) {
-  if (!tr->replica_host) return dist_check_identical(slab, bytes);
-  backend_download(tr->backend, tr->replica_host, slab, bytes);
-  return dist_check_identical(tr->replica_host, bytes);
+  if (tr->replica_bytes == 0) return dist_check_identical(slab, bytes);
+  backend_download(tr->backend, tr->h.replica, slab, bytes);
+  return dist_check_identical(tr->h.replica, bytes);
 }
 
 bool trainer_replicas_agree(Trainer *tr) {
@@ -862,9 +857,9 @@ static double explained_variance(Trainer *tr) {
                              (size_t)tr->T * (size_t)tr->N);
   backend_download(tr->backend, moments, tr->rollout.ev_moments, sizeof moments);
   if (tr->ranks > 1) {
-    dist_host_allgather(moments, tr->ev_gathered, sizeof moments);
-    memcpy(moments, tr->ev_gathered, sizeof moments);
-    for (int r = 1; r < tr->ranks; r++) nn_ev_moments_merge(moments, tr->ev_gathered + (size_t)r * NN_EV_MOMENTS);
+    dist_host_allgather(moments, tr->h.ev_gathered, sizeof moments);
+    memcpy(moments, tr->h.ev_gathered, sizeof moments);
+    for (int r = 1; r < tr->ranks; r++) nn_ev_moments_merge(moments, tr->h.ev_gathered + (size_t)r * NN_EV_MOMENTS);
   }
   return nn_explained_variance(moments);
 }
