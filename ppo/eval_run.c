@@ -607,9 +607,14 @@ enum { OUTPUT_SET_MAX = 8 };
 // Writes files[0..count) into dir as one set with the `done` files set[0..done) the caller has
 // already written and finished (common/atomic_file.h): each under its temporary name, and only when
 // every one is written and flushed to disk are they all renamed into place, in order (report.json
-// last). On a failure (a full disk) none is published, every temporary file of the set is removed,
-// and the message says which file failed. 0, or -1 and the message.
-static int write_output_set(const char *dir, AtomicFile *set, int done, const OutputFile *files, int count) {
+// last). Just before the renames the files named by stale[0..n_stale) are removed from dir: an
+// earlier evaluation's files that this set does not replace (its equity.png, drawn only after the
+// set is in place, or equity.gp and equity.png under --no-plot), so that a stop at any point after
+// (a signal while gnuplot draws) cannot leave them beside this set's report.json. On a failure (a
+// full disk) none is published and none removed, every temporary file of the set is removed, and
+// the message says which file failed. 0, or -1 and the message.
+static int write_output_set(const char *dir, AtomicFile *set, int done, const OutputFile *files, int count,
+                            const char *const *stale, int n_stale) {
   CHECK(done + count <= OUTPUT_SET_MAX, "an output set of more than OUTPUT_SET_MAX files");
   int n = done, rc = 0;
   for (int k = 0; k < count && rc == 0; k++) {
@@ -621,6 +626,19 @@ static int write_output_set(const char *dir, AtomicFile *set, int done, const Ou
     } else {
       files[k].fn(af->stream, files[k].arg);
       rc = atomic_file_finish(af);
+    }
+  }
+  for (int k = 0; k < n_stale && rc == 0; k++) {
+    char path[PATH_CAP];
+    struct stat st;
+    if (join_path(path, sizeof path, dir, stale[k]) != 0) {
+      rc = -1;
+    } else if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      continue;  // not a picture (--no-plot lets a directory there be; check_outputs refuses it otherwise)
+    } else if (unlink(path) != 0 && errno != ENOENT) {
+      error_set("%s: cannot remove an earlier evaluation's file (it would not match the new report): %s", path,
+                strerror(errno));
+      rc = -1;
     }
   }
   if (rc == 0) return atomic_file_publish_set(set, n);
@@ -681,19 +699,20 @@ static void gnuplot_script_fn(FILE *out, const void *arg) {
 // The plot's files (the script is one of the output set, the PNG drawn from it afterwards).
 static const char *const plot_outputs[] = {"equity.gp", "equity.png"};
 
+// The earlier files write_output_set removes before it publishes a set (stale, n_stale): with the
+// plot, equity.png, drawn only once the set is in place; without it (--no-plot), equity.gp and
+// equity.png. No picture from an earlier evaluation then stays beside the new report, whether
+// gnuplot fails or ppo-eval is stopped (SIGTERM, SIGKILL) while it draws.
+static const char *const *stale_plot_outputs(bool plot_wanted, int *n_stale) {
+  *n_stale = plot_wanted ? 1 : 2;
+  return plot_wanted ? plot_outputs + 1 : plot_outputs;
+}
+
 // With the plot, equity.png drawn from the published equity.gp and its CSV: on any failure a
-// warning, and no equity.png (gnuplot_render removes an older one). Without it (--no-plot), an
-// earlier evaluation's equity.gp and equity.png in dir are removed. Either way no picture is left
-// that does not match the report just published.
-static void plot_or_clear(const char *dir, bool plot_wanted) {
-  if (plot_wanted) {
-    if (gnuplot_render(dir, "equity.gp", "equity.png") != 0)
-      fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
-    return;
-  }
-  char path[PATH_CAP];
-  for (int k = 0; k < 2; k++)
-    if (join_path(path, sizeof path, dir, plot_outputs[k]) == 0) unlink(path);
+// warning, and no equity.png (the earlier one was removed with the set's publication).
+static void draw_plot(const char *dir, bool plot_wanted) {
+  if (plot_wanted && gnuplot_render(dir, "equity.gp", "equity.png") != 0)
+    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
 }
 
 static void print_summary(FILE *out, const Evaluation *ev) {
@@ -763,8 +782,10 @@ static int write_outputs(const Evaluation *ev, const char *checkpoint, const Eva
   if (o->plot) files[n++] = (OutputFile){"equity.gp", gnuplot_script_fn, &ps};
   files[n++] = (OutputFile){"report.json", report_json_fn, &j};
   AtomicFile set[OUTPUT_SET_MAX];
-  if (write_output_set(dir, set, 0, files, n) != 0) return -1;
-  plot_or_clear(dir, o->plot);
+  int n_stale;
+  const char *const *stale = stale_plot_outputs(o->plot, &n_stale);
+  if (write_output_set(dir, set, 0, files, n, stale, n_stale) != 0) return -1;
+  draw_plot(dir, o->plot);
   return 0;
 }
 
@@ -1115,11 +1136,13 @@ static int eval_walk_forward(const EvalRunOptions *o) {
       int n = 1;
       if (o->plot) files[n++] = (OutputFile){"equity.gp", gnuplot_script_fn, &ps};
       files[n++] = (OutputFile){"report.json", chain_json_fn, &cj};
-      if (write_output_set(out_dir, set, 1, files, n) != 0) {  // folds.csv too, or none
+      int n_stale;
+      const char *const *stale = stale_plot_outputs(o->plot, &n_stale);
+      if (write_output_set(out_dir, set, 1, files, n, stale, n_stale) != 0) {  // folds.csv too, or none
         fprintf(stderr, "ppo-eval: %s\n", error_message());
         status = EXIT_RUNTIME;
       } else {
-        plot_or_clear(out_dir, o->plot);
+        draw_plot(out_dir, o->plot);
         if (!o->quiet) {
           char t[5][64];
           printf(

@@ -963,6 +963,49 @@ Test(eval_cli, the_output_files_are_published_all_or_none, .init = setup, .fini 
   cr_expect_str_eq(after, "", "nothing published");
 }
 
+// equity.png is drawn by gnuplot after the set is published: ppo-eval stopped while it draws (here
+// a stand-in gnuplot sends ppo-eval SIGTERM) left the earlier evaluation's equity.png beside the new
+// report.json and equity.csv. The earlier picture is removed before the new set is published: no
+// equity.png then, and no temporary file.
+Test(eval_cli, a_stop_while_plotting_leaves_no_earlier_equity_png, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  static char command[6144];
+  char cfg[512], run[512], args[4096], dir[600], path[700], bin[600], names[1024];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(dir, sizeof dir, "%s/out", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet", run,
+           dir);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/equity.png", dir);
+  if (!exists(path)) write_text(path, "an earlier evaluation's picture");  // gnuplot missing: a stand-in
+  snprintf(bin, sizeof bin, "%s/bin", tmp_root);
+  cr_assert_eq(mkdir(bin, 0777), 0);
+  snprintf(path, sizeof path, "%s/gnuplot", bin);
+  write_text(path, "#!/bin/sh\nkill -TERM $PPID\nsleep 30\n");
+  cr_assert_eq(chmod(path, 0755), 0);
+  // Another evaluation (twice the costs: another equity.csv) into the same directory.
+  snprintf(command, sizeof command,
+           "-c 'PATH=\"%s:$PATH\" \"$@\"; echo \"status $?\"' sh '%s' --checkpoint '%s/checkpoints/last.h5' --out '%s' "
+           "--seeds 1 --random-seeds 1 --bootstrap 0 --quiet --set env.cost_mult=2",
+           bin, EVAL_BIN, run, dir);
+  cr_assert_eq(run_program("/bin/sh", command, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "status 143"), "ppo-eval ended by SIGTERM: %s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *report = read_text(path, NULL);
+  cr_assert_not_null(report);
+  cr_expect_eq(json_number_after(report, "\"execution\"", "cost_mult"), 2.0, "the new report.json");
+  free(report);
+  snprintf(path, sizeof path, "%s/equity.png", dir);
+  cr_expect(!exists(path), "the earlier equity.png is gone");
+  list_entries(dir, names, sizeof names);
+  cr_expect(!strstr(names, ".tmp."), "no temporary file: %s", names);
+}
+
 // Whether `text` holds a whitespace-separated word that printf makes of a NaN or an infinity.
 static bool has_nan_word(const char *text) {
   static const char *const words[] = {"nan", "-nan", "inf", "-inf", "+inf", "+nan"};
