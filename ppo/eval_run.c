@@ -257,6 +257,30 @@ static void add_pass(Evaluation *ev, BacktestStrategy s, uint64_t seed, double m
   ev->specs[ev->n_passes++] = (BacktestPassSpec){.strategy = s, .seed = seed, .cost_mult = mult};
 }
 
+// [run] memory_limit, as ppo-train applies it to its plan: the evaluation's memory (the market and
+// its features, the passes with their per-step arrays and records, the policy, on the backend or the
+// host alike) over the limit is refused before the policy and the passes are allocated. 0, or -1
+// and the message.
+static int evaluation_check_limit(const Evaluation *ev, const BacktestSetup *probe, const PolicySpec *ps, int passes,
+                                  double pass_records) {
+  const int64_t limit = ev->cfg.run.memory_limit;
+  if (limit <= 0) return 0;
+  size_t host = 0, backend = 0;
+  if (backtest_workspace_bytes(probe, passes, ps->max_batch, ps->action_dim, &host, &backend) != 0) return -1;
+  const int64_t rows = ev->market.data->rows;
+  const double market = (double)market_data_bytes(rows) + (double)features_bytes(rows);
+  const double run = (double)host + (double)backend + pass_records, policy = (double)policy_plan(ps).total;
+  const double need = market + run + policy;
+  if (need <= (double)limit) return 0;
+  char where[512];
+  error_set(
+      "%s: the evaluation needs %.0f bytes (%.1f MiB: market and features %.1f, %d passes %.1f, policy %.1f) but "
+      "the limit is %lld bytes; fewer passes (--seeds, --random-seeds), or raise the limit",
+      config_describe_key(&ev->cfg, "run", "memory_limit", where, sizeof where), need, need / 1048576.0,
+      market / 1048576.0, passes, run / 1048576.0, policy / 1048576.0, (long long)limit);
+  return -1;
+}
+
 // Configuration, market, policy and normaliser; returns an exit status (0 = ready).
 static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *checkpoint, TradingSplit split) {
   memset(ev, 0, sizeof *ev);
@@ -308,6 +332,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   // allocation says when they do not fit).
   const bool policy_on_host = strcmp(backend_name(ev->backend), "cpu") == 0;
   const double policy_host = policy_on_host ? (double)policy_plan(&ps).total : 0.0;
+  if (evaluation_check_limit(ev, &probe, &ps, passes, pass_records) != 0) return EXIT_BAD_INPUT;
   if (backtest_check_memory(&probe, passes, policy_host + pass_records) != 0) return EXIT_BAD_INPUT;
   ev->policy = policy_init(ev->backend, &ps);
   if (!ev->policy) return EXIT_BAD_INPUT;

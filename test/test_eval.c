@@ -608,7 +608,7 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   snprintf(dir3, sizeof dir3, "%s/eval3", tmp_root);
   snprintf(args, sizeof args,
            "--checkpoint '%s/best.h5' --config '%s' --split val --out '%s' --seeds 0 "
-           "--random-seeds 1 --bootstrap 0 --quiet --no-plot",
+           "--random-seeds 1 --bootstrap 0 --quiet --no-plot --set run.memory_limit=1G",  // a limit it fits
            run, other, dir3);
   cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
   snprintf(path, sizeof path, "%s/report.json", dir3);
@@ -732,6 +732,10 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out=", "--out needs a value"},
       {"--checkpoint '%s/checkpoints/last.h5' --out --quiet", "--out needs a value"},  // not a directory --quiet
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --out=elsewhere", "--out is given twice; give it once"},
+      // [run] memory_limit applies to the evaluation's memory as to a training run's plan: it was
+      // taken and ignored (only a synthetic market's bars were checked against it)
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.memory_limit=2M",
+       "--set #1: [run] memory_limit = 2MiB: the evaluation needs "},
       // a million passes over the longest split: terabytes, more than any machine running this
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --split train --random-seeds 1000000",
        "GiB of memory available (fewer "},
