@@ -19,6 +19,23 @@
 
 #define MAX_OVERRIDES 256
 
+// text in lines of at most `width` characters (words are not split), each after `indent` spaces.
+static void print_wrapped(FILE *out, const char *text, int indent, int width) {
+  const char *p = text;
+  while (*p) {
+    int n = 0, cut = 0;
+    while (p[n] && n <= width - indent) {
+      if (p[n] == ' ') cut = n;
+      n++;
+    }
+    if (!p[n]) cut = n;  // the rest fits
+    if (cut == 0) cut = n;
+    fprintf(out, "%*s%.*s\n", indent, "", cut, p);
+    p += cut;
+    while (*p == ' ') p++;
+  }
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: ppo-eval --checkpoint CKPT.h5 [--config C.ini] [--split train|val|test] [--out DIR]\n"
@@ -37,9 +54,9 @@ static void usage(FILE *out) {
           "  --split S             train, val or test (default test: the split evaluated once); not with\n"
           "                        --walk-forward, which evaluates each fold's test split\n"
           "  --out DIR             output directory (default RUN/eval/<checkpoint name>_<split>)\n"
-          "  --set SECTION.KEY=V   override a key, e.g. --set env.cost_mult=2 or --set eval.n_trials=20;\n"
-          "                        not [policy], [normalize], [ppo], [run] precision or [env] n_envs (the\n"
-          "                        checkpoint's)\n"
+          "  --set SECTION.KEY=V   override a key, e.g. --set env.cost_mult=2 or --set eval.n_trials=20;\n");
+  print_wrapped(out, EVAL_SET_RULE, 24, 104);
+  fprintf(out,
           "  --seeds N             sampled-agent passes (default 8; mean and sd reported)\n"
           "  --random-seeds N      random-policy passes (default 32)\n"
           "  --bootstrap N         stationary-bootstrap resamples for the Sharpe and return CIs (default 1000)\n"

@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE  // realpath (XSI), hidden by _POSIX_C_SOURCE alone
 #include "ppo/eval_run.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -1192,19 +1193,71 @@ static int eval_walk_forward(const EvalRunOptions *o) {
 
 // --- entry -----------------------------------------------------------------------------------------------
 
-// The keys ppo-eval takes from the checkpoint whatever --set says: the network ([policy], [run]
-// precision), its normalisation ([normalize], with [env] n_envs and [ppo] gamma) and the training
-// keys ([ppo]). An override of one was silently ignored; the market, costs, [eval], [run] seed,
-// device, threads and tf32 are the evaluation's own and stay open to --set.
-static bool from_checkpoint(const char *override) {
-  char section[32], key[64];
-  if (sscanf(override, "%31[^.=].%63[^= ]", section, key) != 2) return false;  // config_load names it
-  static const struct {
-    const char *section, *key;  // key NULL: the whole section
-  } fixed[] = {{"policy", NULL}, {"normalize", NULL}, {"ppo", NULL}, {"run", "precision"}, {"env", "n_envs"}};
-  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-    if (strcmp(section, fixed[k].section) == 0 && (!fixed[k].key || strcmp(key, fixed[k].key) == 0)) return true;
-  return false;
+// What --set may do to a key (EVAL_SET_RULE). The network ([policy], [run] precision), its
+// normalisation ([normalize], with [env] n_envs and [ppo] gamma) and [ppo] are the checkpoint's;
+// the [env] keys of episodes and rewards that the backtest does not use, the rest of [run] and
+// [eval], [amp] and [walk_forward] only concern training. Overrides of both kinds were taken and
+// silently ignored. [env] reward and vol_target_annual stay open: reward = vol_target scales the
+// positions the actions take.
+typedef enum { SET_TAKEN, SET_CHECKPOINT, SET_TRAINING } SetKind;
+
+static SetKind set_kind(const char *section, const char *key) {
+  static const char *const env_training[] = {
+      "episode_length", "random_initial_position", "stratified_starts", "reward_scale", "dsr_eta", "reward_clip"};
+  static const char *const run_taken[] = {"seed", "device", "threads", "tf32", "memory_limit"};
+  static const char *const eval_taken[] = {"risk_free_rate", "min_acceptable_return", "n_trials"};
+  if (strcmp(section, "policy") == 0 || strcmp(section, "normalize") == 0 || strcmp(section, "ppo") == 0 ||
+      (strcmp(section, "run") == 0 && strcmp(key, "precision") == 0) ||
+      (strcmp(section, "env") == 0 && strcmp(key, "n_envs") == 0))
+    return SET_CHECKPOINT;
+  if (strcmp(section, "env") == 0) {
+    if (strncmp(key, "shaping_", 8) == 0) return SET_TRAINING;
+    for (size_t k = 0; k < sizeof env_training / sizeof env_training[0]; k++)
+      if (strcmp(key, env_training[k]) == 0) return SET_TRAINING;
+    return SET_TAKEN;
+  }
+  if (strcmp(section, "run") == 0) {
+    for (size_t k = 0; k < sizeof run_taken / sizeof run_taken[0]; k++)
+      if (strcmp(key, run_taken[k]) == 0) return SET_TAKEN;
+  } else if (strcmp(section, "eval") == 0) {
+    for (size_t k = 0; k < sizeof eval_taken / sizeof eval_taken[0]; k++)
+      if (strcmp(key, eval_taken[k]) == 0) return SET_TAKEN;
+  }
+  return SET_TRAINING;  // the rest of [run] and [eval], [amp], [walk_forward]
+}
+
+// Whether ppo-eval takes an override: true, or false with the refusal on stderr (exit 2). Malformed
+// ones and keys that do not exist pass here; config_load names them.
+static bool override_taken(const char *override) {
+  char copy[1024];
+  if (snprintf(copy, sizeof copy, "%s", override) >= (int)sizeof copy) return true;
+  char *equals = strchr(copy, '='), *dot = strchr(copy, '.');
+  if (!equals || !dot || dot > equals) return true;
+  *equals = *dot = '\0';
+  char *section = copy, *key = dot + 1;  // trimmed as config_load trims them
+  while (isspace((unsigned char)*section)) section++;
+  while (isspace((unsigned char)*key)) key++;
+  for (char *e = section + strlen(section); e > section && isspace((unsigned char)e[-1]);) *--e = '\0';
+  for (char *e = key + strlen(key); e > key && isspace((unsigned char)e[-1]);) *--e = '\0';
+  if (config_key_index(section, key) < 0) return true;
+  switch (set_kind(section, key)) {
+    case SET_TAKEN:
+      return true;
+    case SET_CHECKPOINT:
+      fprintf(stderr,
+              "ppo-eval: --set %s: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
+              "n_envs) and [ppo] come from the checkpoint and cannot be changed for an evaluation; " EVAL_SET_RULE "\n",
+              override);
+      return false;
+    case SET_TRAINING:
+      fprintf(stderr,
+              "ppo-eval: --set %s: [%s] %s only concerns training and has no effect on an evaluation%s; " EVAL_SET_RULE
+              "\n",
+              override, section, key,
+              strcmp(section, "eval") == 0 && strcmp(key, "split") == 0 ? " (the split evaluated is --split's)" : "");
+      return false;
+  }
+  return true;
 }
 
 int eval_run(const EvalRunOptions *o) {
@@ -1213,14 +1266,7 @@ int eval_run(const EvalRunOptions *o) {
     return EXIT_BAD_INPUT;
   }
   for (int k = 0; k < o->n_overrides; k++)
-    if (from_checkpoint(o->overrides[k])) {
-      fprintf(stderr,
-              "ppo-eval: --set %s: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
-              "n_envs) and [ppo] come from the checkpoint and cannot be changed for an evaluation; --set takes "
-              "[env] market and cost keys, [eval], and [run] seed, device, threads and tf32\n",
-              o->overrides[k]);
-      return EXIT_BAD_INPUT;
-    }
+    if (!override_taken(o->overrides[k])) return EXIT_BAD_INPUT;
   if (o->walk_forward) return eval_walk_forward(o);
   if (!o->checkpoint) {
     fprintf(stderr, "ppo-eval: --checkpoint CKPT.h5 (or --walk-forward RUN_DIR) is required\n");

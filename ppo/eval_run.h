@@ -53,6 +53,14 @@ typedef struct {
   bool quiet;                    // no summary table
 } EvalRunOptions;
 
+// The keys --set may override: the ones an evaluation uses. The others are refused (exit 2, naming
+// the key and this rule): the network and its normalisation come from the checkpoint, and the rest
+// only concern training. ppo-eval's --help and docs/GUIDE.md section 6 state the same words.
+#define EVAL_SET_RULE                                                                                         \
+  "--set takes the keys an evaluation uses: [env] keys but n_envs, episode_length, random_initial_position, " \
+  "stratified_starts, reward_scale, dsr_eta, reward_clip and shaping_*; [eval] risk_free_rate, "              \
+  "min_acceptable_return and n_trials; [run] seed, device, threads, tf32 and memory_limit"
+
 void eval_run_options_default(EvalRunOptions *options);
 int eval_run(const EvalRunOptions *options);  // an exit status
 

@@ -7,6 +7,7 @@
 // trained synthetic run (every output file, ledger = equity, the same bytes twice, exit status 2 on
 // bad input with nothing written), and ppo-eval --walk-forward on a ppo-train --walk-forward run.
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <hdf5.h>
 #include <math.h>
@@ -23,6 +24,7 @@
 #include "nn/backend.h"
 #include "nn/policy.h"
 #include "ppo/backtest.h"
+#include "ppo/eval_run.h"
 #include "program_util.h"
 #include "test/h5_test_util.h"
 #include "trading_test_util.h"
@@ -722,6 +724,21 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set normalize.obs=false", "--set normalize.obs=false: the"},
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.precision=fp16", "--set run.precision=fp16: the"},
       {"--walk-forward '%s' --out '%s' --set ppo.gamma=0.9", "--set ppo.gamma=0.9: the network"},
+      // a space before the section passed the check, and the key was ignored
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set ' policy.activation=relu'",
+       "--set  policy.activation=relu: the network"},
+      // keys of training alone were taken and had no effect
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.name=x",
+       "--set run.name=x: [run] name only concerns training and has no effect on an evaluation; " EVAL_SET_RULE},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set run.total_timesteps=5",
+       "--set run.total_timesteps=5: [run] total_timesteps only concerns training"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set amp.init_scale=2", "[amp] init_scale only concerns"},
+      {"--walk-forward '%s' --out '%s' --set walk_forward.max_folds=2", "[walk_forward] max_folds only concerns"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set eval.split=val",
+       "[eval] split only concerns training and has no effect on an evaluation (the split evaluated is --split's)"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.shaping_flat=1", "[env] shaping_flat only concerns"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.episode_length=10",
+       "[env] episode_length only concerns"},
       {"--checkpoint '%s/config.ini' --out '%s'", "config.ini"},
       {"--checkpoint '%s' --out '%s'", "is a directory: give a checkpoint file, e.g. RUN/best.h5"},
       {"--checkpoint '%s/fifo' --out '%s'", "fifo: is a FIFO (named pipe): a checkpoint must be a regular file"},
@@ -827,6 +844,30 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
               out);
     cr_expect(!exists(dir), "nothing written");
   }
+}
+
+// text with every run of white space made one space (in place); returns text.
+static char *collapse_spaces(char *text) {
+  char *w = text;
+  for (const char *r = text; *r; r++)
+    if (!isspace((unsigned char)*r))
+      *w++ = *r;
+    else if (w > text && w[-1] != ' ')
+      *w++ = ' ';
+  *w = '\0';
+  return text;
+}
+
+// ppo-eval's --set rule is one: --help gave a deny list and the refusal an allow list that did not
+// match it (and neither matched what ran). --help and docs/GUIDE.md section 6 state the refusal's words.
+Test(eval_cli, the_set_rule_is_stated_alike_in_help_and_guide) {
+  static char out[1 << 16];
+  cr_assert_eq(run_program(EVAL_BIN, "--help", out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(collapse_spaces(out), EVAL_SET_RULE), "--help lacks \"%s\":\n%s", EVAL_SET_RULE, out);
+  char *guide = read_text(PPO_SOURCE_DIR "/docs/GUIDE.md", NULL);
+  cr_assert_not_null(guide);
+  cr_expect(strstr(collapse_spaces(guide), EVAL_SET_RULE), "docs/GUIDE.md lacks \"%s\"", EVAL_SET_RULE);
+  free(guide);
 }
 
 // The names in dir (dot files too, not . and ..), comma-separated, into out.
