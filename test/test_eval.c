@@ -870,6 +870,45 @@ Test(eval_cli, the_set_rule_is_stated_alike_in_help_and_guide) {
   free(guide);
 }
 
+// ppo-eval reads from a checkpoint only what acting needs: the configuration, the parameters, the
+// normalisation statistics and the counters its report shows (GUIDE 6). A checkpoint damaged only
+// in the optimiser's moments, the loss scaler, the env states or the sampling seed evaluates as the
+// undamaged one does, while ppo-train --resume refuses it.
+Test(eval_cli, a_checkpoint_damaged_only_in_training_state_evaluates, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char cfg[512], run[512], args[4096], last[600], bad[700], dir[700], path[800];
+  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
+  snprintf(run, sizeof run, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(last, sizeof last, "%s/checkpoints/last.h5", run);
+  const char *options = "--seeds 1 --random-seeds 1 --bootstrap 0 --quiet --no-plot";
+  snprintf(args, sizeof args, "--checkpoint '%s' --out '%s/whole' %s", last, tmp_root, options);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/whole/equity.csv", tmp_root);
+  char *equity = read_text(path, NULL);
+  cr_assert_not_null(equity);
+  const struct {
+    const char *dataset;
+    double value;
+  } damage[] = {{"optim/m", NAN},  {"optim/v", -1.0},          {"scaler/scale", -1.0}, {"scaler/growth_tracker", -1},
+                {"envs/obs", NAN}, {"envs/episode_starts", 7}, {"rng/sample_seed", 5}};
+  for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
+    snprintf(bad, sizeof bad, "%s/checkpoints/damaged_%zu.h5", run, k);
+    copy_with_element(last, bad, damage[k].dataset, 0, damage[k].value);
+    snprintf(dir, sizeof dir, "%s/eval_%zu", tmp_root, k);
+    snprintf(args, sizeof args, "--checkpoint '%s' --out '%s' %s", bad, dir, options);
+    cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s: %s", damage[k].dataset, out);
+    snprintf(path, sizeof path, "%s/equity.csv", dir);
+    expect_file_text(path, equity, damage[k].dataset);
+    snprintf(args, sizeof args, "--resume '%s' --quiet", bad);
+    cr_expect_eq(run_program(TRAIN_BIN, args, out, sizeof out), 2, "%s: %s", damage[k].dataset, out);
+    cr_expect(strstr(out, damage[k].dataset), "--resume names %s: %s", damage[k].dataset, out);
+  }
+  free(equity);
+}
+
 // The names in dir (dot files too, not . and ..), comma-separated, into out.
 static void list_entries(const char *dir, char *out, size_t capacity) {
   out[0] = '\0';
