@@ -172,11 +172,12 @@ static int train_main(int argc, char **argv) {
     } else if (train_run_check_not_in_use(run_dir) != 0) {
       fprintf(stderr, "ppo-train: --resume %s: %s\n", opt.resume, error_message());
       status = EXIT_BAD_INPUT;
-    } else if (is_dir) {
-      status = usage_error(
-          "--resume %s: a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it); "
-          "name a run directory or a checkpoint file",
-          opt.resume);
+    } else if (is_dir) {  // bad input, not bad usage: no usage text
+      fprintf(stderr,
+              "ppo-train: --resume %s: a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it); "
+              "name a run directory or a checkpoint file\n",
+              opt.resume);
+      status = EXIT_BAD_INPUT;
     }
   }
   if (status == EXIT_OK && walk_forward && dist_size() > 1)

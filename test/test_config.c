@@ -794,6 +794,7 @@ Test(config_train, resume_takes_a_run_directory) {
   snprintf(args, sizeof args, "--resume '%s'", dir);
   cr_expect_eq(run_train(args, out, sizeof out), 2, "%s", out);
   cr_expect(strstr(out, "a directory without checkpoints (checkpoints/last.h5 or ckpt_*.h5 in it)"), "%s", out);
+  cr_expect(!strstr(out, "usage:"), "bad input, not bad usage: no usage text: %s", out);
   // A run another ppo-train is writing (it holds RUN/.lock) before its first checkpoint: in use, as
   // a fresh start there is told, not a directory without checkpoints.
   char busy[200], lock[220], expected[700];
