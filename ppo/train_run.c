@@ -545,6 +545,45 @@ static bool same_directory(const char *dir, const char *ckpt) {
   return realpath(dir, a) && realpath(own, b) && strcmp(a, b) == 0;
 }
 
+// A checkpoint that cannot be read (damaged, cut short): the message goes on with the run's other
+// checkpoints beside it, the three highest iterations first, to resume from instead. Nothing when
+// there are none.
+static void add_other_checkpoints(const char *resume) {
+  char dir[PATH_CAP], own[PATH_MAX] = "", *slash;
+  snprintf(dir, sizeof dir, "%s", resume);
+  slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  char real[PATH_MAX];  // last.h5 names a checkpoint: that one is the damaged one
+  if (realpath(resume, real)) snprintf(own, sizeof own, "%s", strrchr(real, '/') ? strrchr(real, '/') + 1 : real);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  long long best[3] = {-1, -1, -1};
+  for (struct dirent *de; (de = readdir(d));) {
+    long long it;
+    if (!checkpoint_file_name(de->d_name, &it) || strcmp(de->d_name, own) == 0) continue;
+    for (int k = 0; k < 3; k++)
+      if (it > best[k]) {
+        for (int j = 2; j > k; j--) best[j] = best[j - 1];
+        best[k] = it;
+        break;
+      }
+  }
+  closedir(d);
+  if (best[0] < 0) return;
+  char names[200] = "";
+  for (int k = 0; k < 3 && best[k] >= 0; k++) {
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%sckpt_%06lld.h5", k ? ", " : "", best[k]);
+  }
+  char message[ERROR_MESSAGE_MAX];
+  snprintf(message, sizeof message, "%s", error_message());
+  error_set("%s; the run's other checkpoints in %s: %s (--resume %s/ckpt_%06lld.h5 goes on from the newest of them)",
+            message, dir, names, dir, best[0]);
+}
+
 // *moved (optional): a resume whose [run] run_dir or name differ from the checkpoint's, so that it
 // writes to the new run_dir/name instead of the checkpoint's own run directory.
 static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) {
@@ -553,7 +592,15 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
   Config stored;
   // Without a file: the checkpoint's own configuration, with --set applied on top.
   Config *own = opt->config_path ? NULL : cfg;
-  if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) return -1;
+  if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) {
+    Config plain;  // the file itself unreadable, not a --set refused
+    char why[ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", error_message());
+    bool unreadable = path_exists(opt->resume) && checkpoint_read_config(opt->resume, &plain, NULL, 0, NULL) != 0;
+    error_set("%s", why);
+    if (unreadable) add_other_checkpoints(opt->resume);
+    return -1;
+  }
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
   static Config file;  // the file alone, for the refusal's remedy (a key --set that the file changes too)
   if (opt->config_path && config_load_quietly(&file, opt->config_path) != 0) return -1;  // warned of above

@@ -582,6 +582,30 @@ Test(train, a_resume_past_the_last_metrics_row_warns_of_the_gap) {
             "%s", out);
 }
 
+// A checkpoint that cannot be read (here last.h5's, a byte of its configuration text changed) is
+// refused naming the run's other checkpoints to resume from; a refused --set is not about the file.
+Test(train, a_damaged_checkpoint_names_the_others) {
+  const char *cfg = config_file("damaged_last");
+  char dir[512], last[700], first[700], expected[1600];
+  snprintf(dir, sizeof dir, "%s/damaged_last", tmp_root);
+  const char *sets[] = {"run.total_timesteps=512", "run.checkpoint_keep=0", "eval.every=0"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
+  snprintf(last, sizeof last, "%s/checkpoints/ckpt_000002.h5", dir);
+  flip_byte(last, file_offset_of(last, "n_epochs = "));
+  snprintf(last, sizeof last, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(run(NULL, last, NULL, 1, 0, NULL), 2);
+  snprintf(expected, sizeof expected,
+           "the file's structure is damaged (it does not match its checksum: a partial copy, a disk or transfer "
+           "error); use another copy of it; the run's other checkpoints in %s/checkpoints: ckpt_000001.h5 (--resume "
+           "%s/checkpoints/ckpt_000001.h5 goes on from the newest of them)",
+           dir, dir);
+  cr_expect(strstr(error_message(), expected), "%s", error_message());
+  snprintf(first, sizeof first, "%s/checkpoints/ckpt_000001.h5", dir);
+  const char *bad_set[] = {"ppo.gamma=2"};
+  cr_expect_eq(run(NULL, first, NULL, 1, 1, bad_set), 2);
+  cr_expect(!strstr(error_message(), "other checkpoints"), "%s", error_message());
+}
+
 // [eval] may change on resume: metrics.csv keeps its old columns (matched by name) and gains new ones.
 Test(train, resume_with_another_eval_setting_keeps_the_metrics) {
   const char *cfg = config_file("evalchange");
