@@ -363,7 +363,7 @@ Test(config_ini, comments_indentation_crlf_and_bom) {
       "\r\n"
       "  [ ppo ]   ; the PPO section\r\n"
       "    gamma = 0.98   ; indented keys are keys, not continuations\r\n"
-      "\tn_steps: 512\r\n"
+      "\tn_steps = 512\r\n"
       "[ppo]\r\n"
       "gae_lambda = 0.9";  // no final newline
   cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
@@ -392,6 +392,13 @@ Test(config_ini, each_error_class_with_location) {
   expect_error("[ppo]\njust words\n",
                "t.ini:2: syntax error: expected '[section]', 'key = value' or a comment: \"just words\"");
   expect_error("[ppo]\ngamma ; = 1\n", "t.ini:2: syntax error");
+  // inih's other delimiter, ':', is refused: "gamma: 0.99" set gamma and "run_dir: a=b" gave "a=b"
+  expect_error("[ppo]\ngamma: 0.99 ; discount\n",
+               "t.ini:2: syntax error: ':' between key and value (only '=' separates them: write gamma = 0.99): "
+               "\"gamma: 0.99 ; discount\"");
+  expect_error("[run]\n  run_dir :a=b\n",
+               "t.ini:2: syntax error: ':' between key and value (only '=' separates them: write run_dir = a=b): "
+               "\"  run_dir :a=b\"");
   expect_error("[env]\nexec = next-open\n",
                "t.ini:2: [env] exec = next-open: not one of the choices (allowed: next_open, close)");
   expect_error("[ppo]\nn_epochs = 0\n", "t.ini:2: [ppo] n_epochs = 0: out of range (allowed: 1 <= value <= 10_000)");
