@@ -5,7 +5,8 @@
 //   - counts lines, so every error carries FILE:LINE (Debian's inih passes no line numbers);
 //   - keeps the line's text, so a syntax error can quote it;
 //   - recognises [section] lines itself, so an unknown section is reported even when empty;
-//   - rejects lines longer than inih's buffer instead of letting inih split them in two;
+//   - rejects lines longer than inih's buffer instead of letting inih split them in two, after
+//     dropping a comment after the value (so comments may be of any length);
 //   - strips leading whitespace, so an indented key is a key (inih would take it for a
 //     continuation of the previous value);
 //   - refuses "key: value", which inih takes for "key = value" (':' is its other delimiter, and
@@ -270,6 +271,23 @@ static const char *find_chars_or_comment(const char *s, const char *chars) {
   return s;
 }
 
+// The part of a (left-trimmed) line that counts toward CONFIG_LINE_MAX and goes on to inih: without a
+// comment after it or trailing blanks. inih would drop the same comment (a ';' after whitespace;
+// after a section header, any ';' or '#'), so what it parses does not change.
+static size_t line_content_length(const char *start, size_t length) {
+  if (start[0] == '[') {
+    const char *close = memchr(start, ']', length);
+    if (!close) return length;
+    size_t after = (size_t)(close + 1 - start), rest = after;
+    while (rest < length && isspace((unsigned char)start[rest])) rest++;
+    return rest == length || start[rest] == ';' || start[rest] == '#' ? after : length;
+  }
+  size_t n = 0;
+  while (n < length && !(start[n] == ';' && n > 0 && isspace((unsigned char)start[n - 1]))) n++;
+  while (n > 0 && isspace((unsigned char)start[n - 1])) n--;
+  return n;
+}
+
 // A "[name]" line: sets the section (reporting unknown ones) or reports a malformed header.
 static void loader_section_line(Loader *loader, const char *start) {
   const char *close = strchr(start, ']');
@@ -320,6 +338,7 @@ static char *config_reader_next(char *out, int capacity, void *stream) {
   }
   while (length > 0 && isspace((unsigned char)*start)) start++, length--;
   if (length == 0 || start[0] == ';' || start[0] == '#') return out;  // blank or a comment: any length
+  length = line_content_length(start, length);                        // a comment after the value: any length too
   if (length > CONFIG_LINE_MAX) {
     errors_add(&loader->errors, "%s:%d: line too long (%zu characters; at most %d)", loader->source, loader->line,
                length, CONFIG_LINE_MAX);
@@ -738,7 +757,8 @@ void config_write_markdown(FILE *out) {
           "or with `--set section.key=value`. `auto` defaults are resolved per instrument from the data (hourly\n"
           "or daily bars, FX/gold or stocks); `none` switches an optional feature off. A comment line starts with\n"
           "`;` or `#`; a comment after a value starts with ` ;` (a space, then `;`). Comments may be of any\n"
-          "length; a section or key line holds at most %d characters.\n",
+          "length: a section or key line holds at most %d characters, not counting its indentation, a comment\n"
+          "after it or trailing blanks.\n",
           CONFIG_LINE_MAX);
   const char *section = NULL;
   for (int i = 0; i < count; i++) {

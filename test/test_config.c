@@ -427,6 +427,32 @@ Test(config_ini, line_length_limit) {
   cr_expect(!strstr(error_message(), "t.ini:3"), "%s", error_message());
 }
 
+// A comment after a value or a section header and trailing blanks do not count toward the limit
+// (CONFIG.md: comments may be of any length): "gamma = 0.9 ; <5000 characters>" was "line too long
+// (5014 characters; at most 198)".
+Test(config_ini, comments_after_a_value_may_be_of_any_length) {
+  char *text = malloc(32768);
+  cr_assert(text);
+  char comment[5001];
+  memset(comment, 'c', 5000);
+  comment[5000] = '\0';
+  snprintf(text, 32768, "[run] ; %s\n[ppo]\ngamma = 0.9 ; %s\n\tgae_lambda = 0.8\t%300s\n[run]\nname = %0180d  ;%s\n",
+           comment, comment, "", 0, comment);
+  Config c;
+  cr_expect_eq(load_text(&c, text), -1);  // name: 180 characters, over CONFIG_STRING_MAX; not a long line
+  cr_expect(strstr(error_message(), "t.ini:6: [run] name = 000"), "%s", error_message());
+  cr_expect(!strstr(error_message(), "line too long"), "%s", error_message());
+  snprintf(text, 32768, "[run] ; %s\n[ppo]\ngamma = 0.9 ; %s\n\tgae_lambda = 0.8\t%300s\n", comment, comment, "");
+  cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.gamma, 0.9);
+  cr_expect_eq(c.ppo.gae_lambda, 0.8);
+  // What counts is the key and value: one character over is still refused.
+  snprintf(text, 32768, "[run]\nrun_dir = %0189d ; %s\n", 0, comment);
+  cr_assert_eq(load_text(&c, text), -1);
+  cr_expect(strstr(error_message(), "t.ini:2: line too long (199 characters; at most 198)"), "%s", error_message());
+  free(text);
+}
+
 Test(config_ini, all_errors_are_reported) {
   Config c;
   cr_assert_eq(load_text(&c, "[ppo]\ngamma = 2\nn_steps = x\n[nope]\n[env]\nexec = y\n"), -1);
