@@ -756,7 +756,9 @@ void config_write_markdown(FILE *out) {
           "lines under `[section]` headers (only `=` separates a key from its value: `key: value` is refused),\n"
           "or with `--set section.key=value`. `auto` defaults are resolved per instrument from the data (hourly\n"
           "or daily bars, FX/gold or stocks); `none` switches an optional feature off. A comment line starts with\n"
-          "`;` or `#`; a comment after a value starts with ` ;` (a space, then `;`). Comments may be of any\n"
+          "`;` or `#`; a comment after a value starts with ` ;` (a space or tab, then `;`). `#` after a value\n"
+          "does not start a comment: it is part of the value, as is a `;` right after a character, so a path\n"
+          "(`run_dir`, `data`) keeps them and every other key refuses the value. Comments may be of any\n"
           "length: a section or key line holds at most %d characters, not counting its indentation, a comment\n"
           "after it or trailing blanks.\n",
           CONFIG_LINE_MAX);

@@ -412,6 +412,35 @@ Test(config_ini, inline_comments_follow_inih) {
   cr_expect_str_eq(c.run.run_dir, "a;b");  // ';' without a space before it is text
 }
 
+// '#' starts a comment only at the start of a line. After a value it is part of the value, as is a
+// ';' right after a character, as CONFIG.md says: a path keeps them (a directory may be named
+// "runs #2"), every other key refuses the value.
+Test(config_ini, a_hash_after_a_value_is_part_of_it) {
+  Config c;
+  cr_assert_eq(load_text(&c, "[run]\nrun_dir = runs #2\n[env]\ndata = a.h5 # gold\n"), 0, "%s", error_message());
+  cr_expect_str_eq(c.run.run_dir, "runs #2");
+  cr_expect_str_eq(c.env.data, "a.h5 # gold");
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    if (keys[i].type == CONFIG_TYPE_PATH) continue;
+    char text[512];
+    snprintf(text, sizeof text, "[%s]\n%s = %s # a comment?\n", keys[i].section, keys[i].key, keys[i].default_text);
+    cr_expect_eq(load_text(&c, text), -1, "accepted: %s", text);
+    cr_expect(strstr(error_message(), "; inline comments start with ' ;'"), "%s", error_message());
+    snprintf(text, sizeof text, "[%s]\n%s = %s;a comment?\n", keys[i].section, keys[i].key, keys[i].default_text);
+    cr_expect_eq(load_text(&c, text), -1, "accepted: %s", text);
+  }
+  char *doc = NULL;
+  size_t length;
+  FILE *out = open_memstream(&doc, &length);
+  cr_assert(out);
+  config_write_markdown(out);
+  fclose(out);
+  cr_expect(strstr(doc, "`#` after a value\ndoes not start a comment: it is part of the value"), "%s", doc);
+  free(doc);
+}
+
 Test(config_ini, line_length_limit) {
   char text[2048];
   // Comments of any length, indented or not, are skipped (inih never sees them); a key line longer
