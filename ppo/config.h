@@ -223,7 +223,7 @@ typedef enum {
   CONFIG_TYPE_INT,            // int64_t; accepts 1_000_000 and exact 1e6
   CONFIG_TYPE_REAL,           // double, finite
   CONFIG_TYPE_BOOL,           // true/false/yes/no/on/off/1/0
-  CONFIG_TYPE_NAME,           // letters, digits, '.', '_', '-' (used as a directory name)
+  CONFIG_TYPE_NAME,           // letters, digits, '.', '_', '-', not '.' first (used as a directory name)
   CONFIG_TYPE_PATH,           // any printable text
   CONFIG_TYPE_CHOICE,         // one of the row's choices, stored as the index (an enum value, as int)
   CONFIG_TYPE_INT_LIST,       // ConfigIntList: "2048,1024,512"

@@ -529,7 +529,8 @@ char *config_value_allowed(const ConfigKey *key, char *buf, size_t capacity) {
       snprintf(buf, capacity, "true, false, yes, no, on, off, 1, 0");
       break;
     case CONFIG_TYPE_NAME:
-      snprintf(buf, capacity, "letters, digits, '.', '_', '-'; at most %d characters", CONFIG_STRING_MAX);
+      snprintf(buf, capacity, "letters, digits, '.', '_', '-', not starting with '.'; at most %d characters",
+               CONFIG_STRING_MAX);
       break;
     case CONFIG_TYPE_PATH:
       snprintf(buf, capacity, "a path of at most %d characters", CONFIG_STRING_MAX);

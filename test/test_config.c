@@ -343,7 +343,10 @@ Test(config_types, names_and_paths_that_print_back) {
   cr_expect_str_eq(c.run.run_dir, "/tmp/my runs;x");
   expect_error("[run]\nname = my run\n", "t.ini:2: [run] name = my run: contains a character other than letters");
   expect_error("[run]\nname = ../up\n", "contains a character other than");
-  expect_error("[run]\nname = .hidden\n", "starts with '.'");
+  // The allowed text says so too (it did not: '.' was listed as allowed, without the exception)
+  expect_error("[run]\nname = .hidden\n",
+               "t.ini:2: [run] name = .hidden: starts with '.' (allowed: letters, digits, '.', '_', '-', not starting "
+               "with '.'; at most 150 characters)");
   const char *args[] = {"run.run_dir=a ;b"};
   cr_assert_eq(load_with(&c, "", 1, args), -1);
   cr_expect(strstr(error_message(), "contains ';' after a space"), "%s", error_message());
