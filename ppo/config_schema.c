@@ -93,7 +93,8 @@ static const ConfigKey config_keys[] = {
     K_INT(run, checkpoint_every, "10", 0, 1e9, "iterations between checkpoints; 0 = only at the end"),
     K_INT(run, checkpoint_keep, "3", 0, 1e6,
           "newest checkpoints kept (periodic, final and stop ones alike); 0 = keep all"),
-    K_INT(run, log_every, "1", 1, 1e9, "iterations between log lines and metrics rows (an iteration with an [eval] pass is logged too)"),
+    K_INT(run, log_every, "1", 1, 1e9,
+          "iterations between log lines and metrics rows (an iteration with an [eval] pass is logged too)"),
     K_BYTES(run, memory_limit, "0", 1152921504606846976.0 /* 1 EiB */,
             "refuse to start when the memory plan exceeds this; 0 = no limit (free device memory still applies)"),
 
@@ -171,7 +172,9 @@ static const ConfigKey config_keys[] = {
 
     // --- [ppo]: SB3's PPO defaults exactly -----------------------------------------------------------
     K_INT(ppo, n_steps, "2048", 1, 1e8, "rollout steps per env per iteration; buffer = n_steps x n_envs"),
-    K_INT(ppo, batch_size, "64", 1, 1e9, "minibatch size"),
+    K_INT(ppo, batch_size, "64", 1, 1e9,
+          "minibatch size; at most n_steps x n_envs, and at least 2 with normalize_advantage; one that does not "
+          "divide n_steps x n_envs is only warned about, as SB3 does: each epoch then ends with a smaller minibatch"),
     K_INT(ppo, n_epochs, "10", 1, 10000, "passes over the rollout per iteration"),
     K_REAL(ppo, learning_rate, "3e-4", 0, 1, MIN_OPEN, "Adam learning rate (start value of the schedule)"),
     K_CHOICE(ppo, lr_schedule, "constant", lr_schedule_names, "linear = decay to 0 with progress, as SB3's linear"),

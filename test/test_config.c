@@ -1088,6 +1088,19 @@ Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
                    "ppo.batch_size=100) does not divide [ppo] n_steps = 256"),
             "%s", out);
   cr_expect(strstr(out, "minibatch of 92"), "%s", out);  // 8192 = 81 x 100 + 92
+  // ... and the reference says it is a warning, not a refusal
+  char *doc = NULL;
+  size_t length;
+  FILE *md = open_memstream(&doc, &length);
+  cr_assert(md);
+  config_write_markdown(md);
+  fclose(md);
+  cr_expect(strstr(doc,
+                   "| `batch_size` | int | `64` | 1 <= value <= 1_000_000_000 | minibatch size; at most n_steps x "
+                   "n_envs, and at least 2 with normalize_advantage; one that does not divide n_steps x n_envs is "
+                   "only warned about, as SB3 does"),
+            "%s", doc);
+  free(doc);
 }
 
 Test(config_train, warns_when_fp16_lands_on_the_cpu) {
