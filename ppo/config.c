@@ -760,7 +760,8 @@ void config_write_markdown(FILE *out) {
           "does not start a comment: it is part of the value, as is a `;` right after a character, so a path\n"
           "(`run_dir`, `data`) keeps them and every other key refuses the value. Comments may be of any\n"
           "length: a section or key line holds at most %d characters, not counting its indentation, a comment\n"
-          "after it or trailing blanks.\n",
+          "after it or trailing blanks. A least value of 1.2e-38 marks a key used as a 32-bit float, where a\n"
+          "positive value below FLT_MIN (1.17549435e-38) would be a denormal or 0.\n",
           CONFIG_LINE_MAX);
   const char *section = NULL;
   for (int i = 0; i < count; i++) {

@@ -239,7 +239,13 @@ enum {
   CONFIG_FLAG_MIN_OPEN = 1u << 0,  // the range excludes its minimum (value > min)
   CONFIG_FLAG_MAX_OPEN = 1u << 1,  // the range excludes its maximum (value < max)
   CONFIG_FLAG_ODD = 1u << 2,       // integers must be odd
+  CONFIG_FLAG_FLOAT = 1u << 3,     // a real used as a 32-bit float (or clipping one): min is CONFIG_FLOAT_MIN
 };
+
+// The least value of a positive key used as a 32-bit float: the shortest decimal at or above FLT_MIN
+// (1.17549435e-38). Below FLT_MIN the float is a denormal or 0, which breaks the key's "> 0": an
+// adam_eps of 4.9e-324 was a zero epsilon, a max_grad_norm of 1e-320 switched the clipping off.
+#define CONFIG_FLOAT_MIN 1.2e-38
 
 typedef struct {
   const char *section;

@@ -50,6 +50,9 @@
 #define MIN_OPEN CONFIG_FLAG_MIN_OPEN
 #define MAX_OPEN CONFIG_FLAG_MAX_OPEN
 #define BOTH_OPEN (CONFIG_FLAG_MIN_OPEN | CONFIG_FLAG_MAX_OPEN)
+// Positive reals the trainer rounds to float, or clips a float with: at least CONFIG_FLOAT_MIN.
+#define F32 CONFIG_FLAG_FLOAT
+#define F32_MIN CONFIG_FLOAT_MIN
 
 // Choice names, in enum order (the static asserts keep the two in step).
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
@@ -127,7 +130,7 @@ static const ConfigKey config_keys[] = {
     K_REAL(env, shaping_drawdown, "0", 0, INF, 0, "shaping: subtract this times the increase in drawdown"),
     K_REAL(env, shaping_variance, "0", 0, INF, 0, "shaping: subtract this times (w sigma_t)^2"),
     K_REAL(env, shaping_flat, "0", 0, INF, 0, "shaping: subtract this on every flat bar (cash penalty)"),
-    K_NONE_REAL(env, reward_clip, 0, INF, MIN_OPEN, "clip the scaled reward to [-c, c]; none = no clip"),
+    K_NONE_REAL(env, reward_clip, F32_MIN, INF, F32, "clip the scaled reward to [-c, c]; none = no clip"),
     K_AUTO_BOOL(env, use_data_spread, "fill at the data's bid/ask; auto = on when the data has bid/ask"),
     K_AUTO_REAL(env, half_spread_bps, 0, 10000, 0,
                 "half spread without bid/ask data; auto = XAUUSD 1.5, EURUSD 0.5, SPY 0.5, GOOGL 1.0, other symbols "
@@ -176,20 +179,20 @@ static const ConfigKey config_keys[] = {
           "minibatch size; at most n_steps x n_envs, and at least 2 with normalize_advantage; one that does not "
           "divide n_steps x n_envs is only warned about, as SB3 does: each epoch then ends with a smaller minibatch"),
     K_INT(ppo, n_epochs, "10", 1, 10000, "passes over the rollout per iteration"),
-    K_REAL(ppo, learning_rate, "3e-4", 0, 1, MIN_OPEN, "Adam learning rate (start value of the schedule)"),
+    K_REAL(ppo, learning_rate, "3e-4", F32_MIN, 1, F32, "Adam learning rate (start value of the schedule)"),
     K_CHOICE(ppo, lr_schedule, "constant", lr_schedule_names, "linear = decay to 0 with progress, as SB3's linear"),
     K_REAL(ppo, gamma, "0.99", 0, 1, 0, "discount factor"),
     K_REAL(ppo, gae_lambda, "0.95", 0, 1, 0, "GAE lambda"),
-    K_REAL(ppo, clip_range, "0.2", 0, INF, MIN_OPEN, "policy ratio clip"),
-    K_NONE_REAL(ppo, clip_range_vf, 0, INF, MIN_OPEN, "clip the value prediction around the old value; none = off"),
+    K_REAL(ppo, clip_range, "0.2", F32_MIN, INF, F32, "policy ratio clip"),
+    K_NONE_REAL(ppo, clip_range_vf, F32_MIN, INF, F32, "clip the value prediction around the old value; none = off"),
     K_BOOL(ppo, normalize_advantage, "true", "normalise advantages per minibatch"),
     K_REAL(ppo, ent_coef, "0.0", 0, INF, 0, "entropy bonus coefficient"),
     K_REAL(ppo, vf_coef, "0.5", 0, INF, 0, "value loss coefficient"),
-    K_REAL(ppo, max_grad_norm, "0.5", 0, INF, MIN_OPEN, "global gradient norm clip over both networks"),
+    K_REAL(ppo, max_grad_norm, "0.5", F32_MIN, INF, F32, "global gradient norm clip over both networks"),
     K_NONE_REAL(ppo, target_kl, 0, INF, MIN_OPEN, "stop the epochs when approx_kl > 1.5 x this; none = never"),
     K_REAL(ppo, adam_beta1, "0.9", 0, 1, MAX_OPEN, "Adam beta1"),
     K_REAL(ppo, adam_beta2, "0.999", 0, 1, MAX_OPEN, "Adam beta2"),
-    K_REAL(ppo, adam_eps, "1e-5", 0, 1, MIN_OPEN, "Adam epsilon (SB3 sets 1e-5, not torch's 1e-8)"),
+    K_REAL(ppo, adam_eps, "1e-5", F32_MIN, 1, F32, "Adam epsilon (SB3 sets 1e-5, not torch's 1e-8)"),
 
     // --- [policy] ------------------------------------------------------------------------------
     K_LIST(policy, pi_layers, "64,64", 1, 65536, "hidden layer widths of the policy MLP"),
@@ -201,12 +204,12 @@ static const ConfigKey config_keys[] = {
     // --- [normalize]: SB3 VecNormalize -----------------------------------------------------------
     K_BOOL(normalize, obs, "false", "normalise observations with running statistics"),
     K_BOOL(normalize, reward, "false", "scale rewards by the running std of the discounted return"),
-    K_REAL(normalize, clip_obs, "10.0", 0, INF, MIN_OPEN, "clip normalised observations to [-c, c]"),
-    K_REAL(normalize, clip_reward, "10.0", 0, INF, MIN_OPEN, "clip normalised rewards to [-c, c]"),
+    K_REAL(normalize, clip_obs, "10.0", F32_MIN, INF, F32, "clip normalised observations to [-c, c]"),
+    K_REAL(normalize, clip_reward, "10.0", F32_MIN, INF, F32, "clip normalised rewards to [-c, c]"),
     K_REAL(normalize, epsilon, "1e-8", 0, 1, BOTH_OPEN, "added to the variance before the square root"),
 
     // --- [amp]: torch.amp.GradScaler ---------------------------------------------------------------
-    K_REAL(amp, init_scale, "65536.0", 0, 1e30, MIN_OPEN, "initial loss scale (fp16)"),
+    K_REAL(amp, init_scale, "65536.0", F32_MIN, 1e30, F32, "initial loss scale (fp16)"),
     K_REAL(amp, growth_factor, "2.0", 1, 1e6, MIN_OPEN, "scale multiplier after growth_interval clean steps"),
     K_REAL(amp, backoff_factor, "0.5", 0, 1, BOTH_OPEN, "scale multiplier after a step with inf/NaN gradients"),
     K_INT(amp, growth_interval, "2000", 1, 1e9, "clean steps between scale growths"),

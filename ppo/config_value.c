@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +16,8 @@
 
 // Integers that a double represents exactly; "1e6" is accepted only inside this range.
 #define EXACT_INT_LIMIT 9007199254740992.0  // 2^53
+
+static char *format_real(double x, char *buf, size_t capacity);
 
 static void reason_set(char *reason, size_t capacity, const char *text) { snprintf(reason, capacity, "%s", text); }
 
@@ -129,6 +132,14 @@ static int check_int(const ConfigKey *key, int64_t v, char *reason, size_t capac
 }
 
 static int check_real(const ConfigKey *key, double x, char *reason, size_t capacity) {
+  if ((key->flags & CONFIG_FLAG_FLOAT) && x > 0 && x < key->min) {
+    char least[40];
+    snprintf(reason, capacity,
+             "below %s, the least allowed: the key is used as a 32-bit float, where a positive value under "
+             "FLT_MIN = %.9g is a denormal or 0",
+             format_real(key->min, least, sizeof least), (double)FLT_MIN);
+    return -1;
+  }
   if (!in_range(key, x)) {
     reason_set(reason, capacity, "out of range");
     return -1;

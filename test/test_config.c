@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,6 +237,44 @@ Test(config_types, reals_are_finite_decimals) {
   expect_error("[ppo]\nent_coef = 0.1.2\n", "not a number");
 }
 
+// A positive key the trainer uses as a 32-bit float (or clips a float with) must stay a normal float:
+// ppo.adam_eps = 4.9e-324 and ppo.learning_rate = 1e-320 passed "0 < value" and became 0 in float.
+Test(config_types, positive_float_keys_stay_normal_floats) {
+  expect_override_error("", "ppo.adam_eps=4.9e-324",
+                        "command line: --set ppo.adam_eps=4.9e-324: [ppo] adam_eps = 4.9e-324: below 1.2e-38, the "
+                        "least allowed: the key is used as a 32-bit float, where a positive value under FLT_MIN = "
+                        "1.17549435e-38 is a denormal or 0 (allowed: 1.2e-38 <= value <= 1)");
+  expect_error("[ppo]\nlearning_rate = 1e-320\n", "t.ini:2: [ppo] learning_rate = 1e-320: below 1.2e-38");
+  cr_assert_geq((float)CONFIG_FLOAT_MIN, FLT_MIN);
+  // The keys that reach a float: cast (trainer.c, ops_math.h) or the bound of a clip whose result
+  // is stored as float (the env's reward, VecNormalize's observations and rewards).
+  static const char *const float_keys[] = {"ppo.learning_rate", "ppo.clip_range",     "ppo.clip_range_vf",
+                                           "ppo.max_grad_norm", "ppo.adam_eps",       "amp.init_scale",
+                                           "env.reward_clip",   "normalize.clip_obs", "normalize.clip_reward"};
+  int count, flagged = 0;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    char name[96];
+    snprintf(name, sizeof name, "%s.%s", keys[i].section, keys[i].key);
+    bool listed = false;
+    for (size_t k = 0; k < sizeof float_keys / sizeof *float_keys; k++) listed |= strcmp(name, float_keys[k]) == 0;
+    cr_expect_eq(listed, (keys[i].flags & CONFIG_FLAG_FLOAT) != 0, "%s", name);
+    if (!(keys[i].flags & CONFIG_FLAG_FLOAT)) continue;
+    flagged++;
+    cr_expect(keys[i].min == CONFIG_FLOAT_MIN && !(keys[i].flags & CONFIG_FLAG_MIN_OPEN), "%s", name);
+    char arg[128];
+    Config c;
+    snprintf(arg, sizeof arg, "%s=1.2e-38", name);
+    const char *ok[] = {arg};
+    cr_expect_eq(load_with(&c, "", 1, ok), 0, "%s: %s", arg, error_message());
+    snprintf(arg, sizeof arg, "%s=1.1e-38", name);
+    expect_override_error("", arg, "below 1.2e-38, the least allowed");
+    snprintf(arg, sizeof arg, "%s=0", name);
+    expect_override_error("", arg, ": out of range (allowed: ");
+  }
+  cr_expect_eq(flagged, 9);
+}
+
 Test(config_types, bools_choices_and_case) {
   const char *yes[] = {"true", "yes", "on", "1", "TRUE", "On"};
   const char *no[] = {"false", "no", "off", "0", "False"};
@@ -390,7 +429,7 @@ Test(config_ini, each_error_class_with_location) {
   expect_error("[run]\nn_env = 4\n", "t.ini:2: [run] n_env = 4: unknown key (did you mean [env] n_envs?)");
   expect_error("[ppo]\nbatch_size = 64\n\nbatch_size = 32\n",
                "t.ini:4: [ppo] batch_size = 32: duplicate key (first set at line 2)");
-  expect_error("[ppo]\nclip_range =   \n", "t.ini:2: [ppo] clip_range = : empty value (allowed: value > 0)");
+  expect_error("[ppo]\nclip_range =   \n", "t.ini:2: [ppo] clip_range = : empty value (allowed: value >= 1.2e-38)");
   expect_error("n_envs = 4\n[env]\n", "t.ini:1: n_envs = 4: key before any section header (it belongs under [env])");
   expect_error("[ppo]\njust words\n",
                "t.ini:2: syntax error: expected '[section]', 'key = value' or a comment: \"just words\"");
