@@ -222,3 +222,23 @@ Test(env_config, no_room_for_an_episode_names_the_key_that_sets_the_first_start)
     cr_assert_null(m.data);
   }
 }
+
+// use_data_spread = true on data without bid/ask is blamed on use_data_spread, as other cross-key
+// errors name the key to change: it was reported against [env] data (the trading data) or no key at
+// all (the synthetic market).
+Test(env_config, use_data_spread_without_bid_ask_names_use_data_spread) {
+  const char *data[] = {"env.data=" PPO_SOURCE_DIR "/data/SPY_1D.h5", "env.use_data_spread=true"};
+  const char *synthetic[] = {"env.type=synthetic", "env.use_data_spread=true"};
+  const char *const *cases[] = {data, synthetic};
+  for (int i = 0; i < 2; i++) {
+    Config c = load(2, cases[i]);
+    EnvMarket m;
+    cr_assert_eq(env_market_open(&m, &c), -1, "%s", cases[i][0]);
+    const char *text = error_message();
+    static const char named[] = "command line: --set #2: [env] use_data_spread = true: ";
+    cr_expect(strncmp(text, named, strlen(named)) == 0, "%s", text);
+    cr_expect(strstr(text, "has no bid/ask columns (set it to auto or false)") && !strstr(text, "[env] data"), "%s",
+              text);
+    cr_assert_null(m.data);
+  }
+}
