@@ -421,16 +421,17 @@ static int command_features(int argc, char **argv) {
   Features *features = features_compute(data, &params);
   AtomicFile af;
   int status = EXIT_OK;
-  if (!atomic_file_open(&af, output)) {
+  if (!atomic_file_open(&af, output)) {  // the atomic file's messages name the path
     status = EXIT_BAD_INPUT;
   } else if (features_write_csv(features, data, af.stream) != 0) {  // a failed write (disk full): runtime
     atomic_file_abort(&af);
+    error_prepend("%s: ", output);
     status = EXIT_RUNTIME;
   } else if (atomic_file_commit(&af) != 0) {
     status = EXIT_RUNTIME;
   }
   if (status != EXIT_OK)
-    fprintf(stderr, "ppo-data: %s: %s\n", output, error_message());
+    fprintf(stderr, "ppo-data: %s\n", error_message());
   else
     printf("%s: %lld bars x %d features (%s data, sigma half-life %g bars)\n", output, (long long)features->rows,
            features->count, params.daily ? "daily" : "intraday", params.sigma_halflife);

@@ -277,6 +277,17 @@ Test(features, ppo_data_features_csv) {
   snprintf(no_dir, sizeof no_dir, "%s/none/f.csv", dir);
   char *missing_dir[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", "--out", no_dir, NULL};
   cr_assert_eq(run_ppo_data(missing_dir, log_path), 2);
+  // A file that cannot be made (under /proc) is named once: the message said it twice.
+  char *in_proc[] = {"ppo-data", "features", DATA_DIR "/SPY_1D.h5", "--out", "/proc/ppo_features.csv", NULL};
+  cr_assert_eq(run_ppo_data(in_proc, log_path), 2);
+  FILE *log = fopen(log_path, "r");
+  cr_assert_not_null(log);
+  char said[1024] = "";
+  size_t n_said = fread(said, 1, sizeof said - 1, log);
+  said[n_said] = '\0';
+  fclose(log);
+  cr_expect(strstr(said, "ppo-data: /proc/ppo_features.csv: ") && !strstr(said, ".csv: /proc/ppo_features.csv"), "%s",
+            said);
   char *onto_input[] = {"ppo-data", "features", out, "--out", out, NULL};  // the CSV written above as input
   cr_assert_eq(run_ppo_data(onto_input, log_path), 2);
   cr_assert_eq(access(out, F_OK), 0, "the input must be left alone");
