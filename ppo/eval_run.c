@@ -1172,9 +1172,10 @@ static int eval_walk_forward(const EvalRunOptions *o) {
         if (!o->quiet) {
           char t[5][64];
           printf(
-              "walk-forward (%d folds, %lld steps out of sample): agent total %s %% Sharpe %s MDD %s %% | "
+              "walk-forward (%d fold%s, %lld steps out of sample): agent total %s %% Sharpe %s MDD %s %% | "
               "buy and hold %s %% Sharpe %s\nreport: %s/report.json\n",
-              count, (long long)chain.n, metric_text(t[0], sizeof t[0], 100 * ra.m.total_return, 2, 0, true),
+              count, count == 1 ? "" : "s", (long long)chain.n,
+              metric_text(t[0], sizeof t[0], 100 * ra.m.total_return, 2, 0, true),
               metric_text(t[1], sizeof t[1], ra.m.sharpe, 3, 0, false),
               metric_text(t[2], sizeof t[2], 100 * ra.m.max_drawdown, 2, 0, false),
               metric_text(t[3], sizeof t[3], 100 * rb.m.total_return, 2, 0, true),

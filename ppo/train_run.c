@@ -518,7 +518,11 @@ static void print_market(const Config *cfg, const EnvMarket *market, FILE *out) 
             market_time_format(data->ts[lo], first, sizeof first),
             market_time_format(data->ts[hi - 1], last, sizeof last));
   }
-  fprintf(out, "observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window, ctx->action_count);
+  if (ctx->action_count > 0)
+    fprintf(out, "observation %d floats (window %d), %d actions\n", ctx->obs_dim, ctx->window, ctx->action_count);
+  else  // continuous: one number, the target weight
+    fprintf(out, "observation %d floats (window %d), a continuous action (the target weight)\n", ctx->obs_dim,
+            ctx->window);
   // The "auto" keys as this market resolved them (--print-config shows them as auto).
   const TradingParams *p = &ctx->params;
   char spread[64];

@@ -176,8 +176,8 @@ static long long done_timesteps(const char *path) {
 static void print_table(FILE *out, const MarketData *data, bool daily, const WalkForwardLengths *l,
                         const WalkForwardFold *folds, int count) {
   char a[32], b[32], c[32], d[32];
-  fprintf(out, "walk-forward: %d folds on %s (%lld bars %s .. %s, %s): train %d, val %d, test %d, step %d months\n",
-          count, data->symbol, (long long)data->rows, utc_format(data->ts[0], true, a, sizeof a),
+  fprintf(out, "walk-forward: %d fold%s on %s (%lld bars %s .. %s, %s): train %d, val %d, test %d, step %d months\n",
+          count, count == 1 ? "" : "s", data->symbol, (long long)data->rows, utc_format(data->ts[0], true, a, sizeof a),
           utc_format(data->ts[data->rows - 1], true, b, sizeof b), daily ? "daily" : "intraday", l->train_months,
           l->val_months, l->test_months, l->step_months);
   fprintf(out, "  fold  train_start  val_start   test_start  test_end\n");
@@ -535,8 +535,8 @@ static int walk_forward_body(const TrainRunOptions *opt) {
   }
   free(sets);
   if (status == EXIT_OK)
-    fprintf(stderr, "walk-forward: all %d folds done (%d skipped as already done); run directory %s\n", count, skipped,
-            run_dir);
+    fprintf(stderr, "walk-forward: %s %d fold%s done (%d skipped as already done); run directory %s\n",
+            count == 1 ? "the" : "all", count, count == 1 ? "" : "s", skipped, run_dir);
   return status;
 }
 
