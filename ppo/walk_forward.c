@@ -404,8 +404,8 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
     return EXIT_BAD_INPUT;
   }
   WalkForwardLengths l = walk_forward_lengths(cfg, daily);
-  print_table(stderr, data, daily, &l, folds, *count);
   int status = prepare_run_dir(opt, cfg, data, daily, run_dir, run_dir_cap, folds, *count, pending);
+  if (status == EXIT_OK) print_table(stderr, data, daily, &l, folds, *count);  // a refusal is the last line said
   market_data_free(data);
   return status;
 }
