@@ -11,8 +11,10 @@
 //           padded (policy_padded_obs_dim), each network's first-layer weights with zero columns;
 //           the backend may keep these weights in its own layout too: backend_weights_changed),
 //   acts   (activations and their gradients for max_batch rows).
-// policy_init also reserves the backend's GEMM workspace for max_batch, so nothing is allocated
-// after it (the backend's allocation count and a malloc counter prove it in test_nn_policy.c).
+// policy_init also reserves the backend's GEMM workspace for max_batch, so the policy's calls
+// allocate nothing after it, neither backend memory nor with malloc (the backend's allocation count
+// and a malloc counter check it in test_nn_policy.c, after one warm-up call; the libraries'
+// allocations, such as oneDNN's primitive per GEMM shape at its first use, are not counted).
 //
 // Heads: categorical (logits of action_dim actions, actions stored as float indices) or diagonal
 // Gaussian (action_dim means and a state-independent log_std parameter, initialised to

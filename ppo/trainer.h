@@ -6,8 +6,10 @@
 // envs step on the host with OpenMP), bootstrap truncated episodes with V(final obs) in one batched
 // critic forward per step, GAE, then n_epochs of minibatch updates (a fresh permutation each epoch,
 // SB3's loss, approx-KL early stop, clip, Adam, the GradScaler in fp16) and the iteration's
-// statistics (SB3's logged values, TrainStats). Nothing is allocated after trainer_init: every
-// slab is sized from the configuration up front (trainer_memory_plan reports them).
+// statistics (SB3's logged values, TrainStats). trainer_iteration allocates nothing of its own
+// (no backend memory, no malloc): every slab is sized from the configuration up front
+// (trainer_memory_plan reports them) and allocated by trainer_allocate. The libraries allocate for
+// themselves: oneDNN a primitive per GEMM shape at its first use, HDF5 in checkpoint_save.
 //
 // Randomness, all of it derived from [run] seed (DESIGN.md section 7): policy init from stream
 // TRAINER_STREAM_INIT, env i from rng_stream_seed(env seed, i), action sampling from Philox
