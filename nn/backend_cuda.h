@@ -12,9 +12,13 @@
 //
 // All work is queued on one stream (ctx->stream); nothing here synchronises the host except the
 // calls the seam counts as synchronising (download, sync, memory_info). Reductions that the CPU
-// computes in double in a fixed order are computed here in double too, with a fixed grid
-// (CUDA_REDUCE_BLOCKS partial sums, then one block adds them in index order): the bits do not
-// depend on timing, only on the grid, so a run is reproducible on the same device.
+// computes in double in a fixed order are computed here in double too, in a fixed order: the norms
+// and the MSE loss over a fixed grid (CUDA_REDUCE_BLOCKS partial sums in ctx->partials, then one
+// thread adds them in index order); the PPO loss, explained variance, the advantage moments and
+// the Gaussian log_std gradient in one block each (per action column for the last), by the
+// block's fixed tree (cuda_block_sum), without partials. The bias gradient sums floats per row
+// tile into the cuBLAS workspace, then per column in tile order. The bits do not depend on timing,
+// only on the grid, so a run is reproducible on the same device.
 // Depends on nn/backend_impl.h, common/check.h; CUDA runtime, cuBLAS, cuBLASLt.
 #ifndef PPO_NN_BACKEND_CUDA_H
 #define PPO_NN_BACKEND_CUDA_H

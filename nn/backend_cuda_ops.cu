@@ -13,9 +13,10 @@
 //     to a float rounding boundary: 1 / (1 - beta^t) amplifies the error in the first steps, and a
 //     first-order estimate gives about 7e-6 changed bc2_sqrt values over steps 1..1000 (no change
 //     in 200,000 simulated 1-ulp errors over steps 1..100,000).
-// Reductions accumulate in double with a fixed grid (CUDA_REDUCE_BLOCKS blocks, block sums by
-// cuda_block_sum, then one thread adding the partials in index order): reproducible run to run,
-// within a double rounding of the CPU's chunked order. No float atomics, no host synchronisation,
+// Reductions accumulate in double in a fixed order: the norms with a fixed grid (CUDA_REDUCE_BLOCKS
+// blocks, block sums by cuda_block_sum, then one thread adding the partials in index order), the
+// Gaussian backward's log_std terms in one block per column by cuda_block_sum: reproducible run to
+// run, within a double rounding of the CPU's order. No float atomics, no host synchronisation,
 // no allocation: scalars go from kernel to kernel through device memory.
 // Legend: B minibatch, A actions (or action dimensions).
 // Depends on nn/backend_cuda.h, nn/backend_cuda_device.cuh, nn/ops_math.h, common/rng.h.
