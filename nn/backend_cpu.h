@@ -14,7 +14,10 @@
 
 // The inner loops are compiled three times (AVX-512, AVX2, baseline x86-64) and the loader picks
 // the best the CPU has, so the library needs no -march and still vectorises here. The build is
-// ISO C (-ffp-contract=off): no clone fuses a multiply-add, so all three give the same bits.
+// ISO C (-ffp-contract=off): no clone contracts a * b + c into one rounding, and the fmaf the
+// source writes (Adam's element, nn_adam_element) is one correctly rounded operation on every
+// clone (the v3 and v4 clones' FMA instruction, libm's fmaf on the baseline), so all three give
+// the same bits.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -4,9 +4,9 @@
 //
 // Every op queues work on ctx->stream and returns; only download, sync and memory_info make the
 // host wait. Per-element arithmetic is nn/ops_math.h's, the CPU backend's own functions, and the
-// CUDA sources are compiled with --fmad=false (nn/CMakeLists.txt): no multiply-add is fused, so
-// the element-wise ops give the CPU's bits. Shapes as nn/backend.h: B rows, H columns.
-// Depends on nn/backend_cuda.h (CUDA runtime, cuBLAS), common/error.h.
+// CUDA sources are compiled with --fmad=false (nn/CMakeLists.txt): no multiply-add the source
+// does not write as fmaf is fused, as in the C build, so the element-wise ops give the CPU's bits. Shapes as
+// nn/backend.h: B rows, H columns. Depends on nn/backend_cuda.h (CUDA runtime, cuBLAS), common/error.h.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

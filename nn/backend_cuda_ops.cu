@@ -3,10 +3,12 @@
 //
 // Per-element and per-row arithmetic is nn/ops_math.h's and common/rng.h's, the very functions
 // the CPU backend calls. Two things decide whether a result is the CPU's bits:
-//   - contraction: the CPU build fuses no multiply-add; these files must be compiled with
-//     --fmad=false (and without --use_fast_math, so division and sqrtf stay IEEE), or nvcc fuses
-//     a * b + c: the PTX of adam_kernel holds 6 fma with nvcc's default and none with
-//     --fmad=false (gae_kernel: 10 and none), and Adam and GAE would drift by ulps;
+//   - contraction: the CPU build contracts no multiply-add (-ffp-contract=off); these files must be
+//     compiled with --fmad=false (and without --use_fast_math, so division and sqrtf stay IEEE),
+//     or nvcc fuses a * b + c: the PTX of gae_kernel holds 10 fma with nvcc's default and none
+//     with --fmad=false, and GAE would drift by ulps. The fmaf calls the source writes (Adam's
+//     element, nn_adam_element, in torch's order) are one rounding on both backends and under
+//     either flag: adam_kernel's PTX holds the same 4 fma with and without --fmad=false;
 //   - libm: expf, logf, cosf are CUDA's (within 2 ulp of glibc's), so the distribution ops agree
 //     with the CPU to a few ulp, not bit for bit. The double pow of Adam's bias corrections
 //     (within 2 ulp in double) rounds to the CPU's float except when the value lies that close
