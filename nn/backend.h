@@ -3,7 +3,7 @@
 // A Backend is an opaque handle opened by name ("cpu", "cuda", "auto"); each call below checks its
 // arguments and dispatches through the backend's table of functions (nn/backend_impl.h), as ggml
 // does. Pointers passed to ops are backend memory from backend_alloc (on the CPU backend that is
-// host memory; on CUDA it will be device memory): scalars such as the loss scale, the found-inf flag
+// host memory; on CUDA it is device memory): scalars such as the loss scale, the found-inf flag
 // and Adam's step count live there too, so a step can be skipped without a host round trip.
 //
 // Ops come in explicit forward/backward pairs, out-first (STYLE rule 7); backward ops that produce

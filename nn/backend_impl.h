@@ -1,7 +1,7 @@
 // nn/backend_impl.h: the table of functions behind nn/backend.h and the Backend struct.
 //
-// Seen only by the backends (backend.c, backend_cpu*.c, later backend_cuda*.cu), as ggml's
-// ggml-backend-impl.h. The public wrappers in backend.c check every argument before calling
+// Seen only by the backends (backend.c, backend_cpu*.c, backend_cuda*.cu; a test's stand-in), as
+// ggml's ggml-backend-impl.h. The public wrappers in backend.c check every argument before calling
 // through the table, so an implementation may assume valid sizes and non-NULL required pointers.
 // Depends on nn/backend.h.
 #ifndef PPO_NN_BACKEND_IMPL_H

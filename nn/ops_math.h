@@ -1,7 +1,8 @@
 // nn/ops_math.h: per-element math shared by the CPU backend and the CUDA backend.
 //
-// Every function here is PPO_HD static inline: backend_cpu.c calls it in OpenMP loops and a .cu
-// file will call it from kernels, so the CPU tests cover the GPU's arithmetic (DESIGN.md section 3).
+// Every function here is PPO_HD static inline: the CPU backend (backend_cpu*.c) calls it in its
+// loops and the CUDA backend's kernels (backend_cuda*.cu) call the same function, so the CPU tests
+// cover the GPU's arithmetic (DESIGN.md section 3).
 // Only fp32 (and an fp64 detail where torch uses one) arithmetic; no allocation, no state.
 //
 // Legend for shapes: T horizon, N envs, B minibatch, O obs dim, A actions, H hidden.
