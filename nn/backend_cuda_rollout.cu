@@ -128,9 +128,12 @@ void cuda_permutation(Backend *backend, int32_t *perm, void *scratch, size_t n, 
 
 // --- PPO loss: one block of 1024 threads per minibatch ------------------------------------------------------
 
-// A minibatch is at most 65,536 samples (64 per thread): one block keeps every reduction in one
-// kernel (no grid-wide barrier, no partials) and costs a few microseconds, beside GEMMs of
-// milliseconds. Each thread takes samples b = threadIdx.x + k * PPO_LOSS_THREADS.
+// One block for any B: each thread takes samples b = threadIdx.x + k * PPO_LOSS_THREADS, at most
+// ceil(B / 1024) of them. One block keeps every reduction in one kernel (no grid-wide barrier, no
+// partials); at the shipped configurations' minibatches (64 to 1,024 samples: one or none per
+// thread) it should cost a few microseconds (not yet measured on a GPU), beside GEMMs of
+// milliseconds. [ppo] batch_size may be as large as the rollout (n_steps x n_envs), which this
+// block then walks alone, on one multiprocessor.
 enum { PPO_LOSS_THREADS = 1024 };
 
 // The advantage normalisation's mean and divisor, as cpu_ppo_loss forms them (two passes in double).
@@ -177,8 +180,6 @@ void cuda_ppo_loss(Backend *backend, float *stats, float *dlogp, float *dentropy
                                                            loss_scale);
   CUDA_CHECK_LAUNCH();
 }
-
-// --- explained variance: one block, two passes in double ----------------------------------------------------
 
 // --- advantage normalisation across ranks (ppo/dist.h: backend_advantage_*) -------------------------------
 // One block of PPO_LOSS_THREADS per call, as the loss: a minibatch. The sums are block sums in
@@ -233,6 +234,8 @@ void cuda_advantage_normalize(Backend *backend, float *advantages, int B, const 
                                                                                           sq_dev);
   CUDA_CHECK_LAUNCH();
 }
+
+// --- explained variance: one block, two passes in double ----------------------------------------------------
 
 // Once per iteration over the whole buffer (T N, about 10^5): one block of PPO_LOSS_THREADS reads
 // it in tens of microseconds and needs no partials. n = 0 leaves every sum 0: Var[target] = 0, NaN.
