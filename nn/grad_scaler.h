@@ -2,9 +2,13 @@
 // (PPO_SEMANTICS.md section 5, pytorch torch/amp/grad_scaler.py).
 //
 // The state (scale, growth tracker, found-inf flag) lives in backend memory, inside the
-// optimiser's scalar block, so a skipped step needs no host round trip. Order per minibatch:
-// grad_scaler_scale_seed -> backward -> grad_scaler_unscale -> clip -> Adam (skips on found_inf)
-// -> grad_scaler_update. A disabled scaler (fp32 and bf16 runs) does nothing in any of these.
+// optimiser's scalar block, so a skipped step needs no host round trip. Order per minibatch: loss
+// gradients times the scale -> backward -> grad_scaler_unscale -> clip -> Adam (skips on found_inf)
+// -> grad_scaler_update (the last four are optim_step). The trainer scales inside the loss:
+// backend_ppo_loss reads the scale (its loss_scale argument) and writes its gradients already
+// multiplied; grad_scaler_scale_seed scales a seed the caller made itself (ppo-bench, tests). A
+// disabled scaler (fp32 and bf16 runs) does nothing in any of these, and the trainer passes the
+// loss no scale.
 // Depends on nn/backend.h.
 #ifndef PPO_NN_GRAD_SCALER_H
 #define PPO_NN_GRAD_SCALER_H

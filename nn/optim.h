@@ -49,8 +49,9 @@ double optim_lr(const Optimizer *optim, double progress_remaining);  // progress
 // call it outside backend_graph_run (the trainer: once per iteration, before the update). Until the
 // first call the rate is the initial one.
 void optim_set_progress(Optimizer *optim, double progress_remaining);
-// The whole update on the policy's grads (already backpropagated from a seed scaled by
-// grad_scaler_scale_seed when the scaler is on): unscale, clip, Adam + lowp refresh, scaler update.
+// The whole update on the policy's grads (already backpropagated from loss gradients times the
+// scale when the scaler is on: backend_ppo_loss's loss_scale in the trainer, or a seed scaled by
+// grad_scaler_scale_seed): unscale, clip, Adam + lowp refresh, scaler update.
 // The grads slab is left unclipped (the clip coefficient is applied inside Adam). Queues ops only
 // (it may be recorded): the same arguments at every step.
 void optim_step(Optimizer *optim, Policy *policy);
