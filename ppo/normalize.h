@@ -14,7 +14,9 @@
 //                                          (SB3's infos["terminal_observation"]), with the statistics
 //                                          of step 1; they never enter the statistics. Any order
 //                                          relative to 2 is fine (2 does not touch obs_rms).
-// After an env reset of all envs (VecNormalize.reset) call vecnorm_reset instead of vecnorm_obs.
+// After an env reset of all envs (VecNormalize.reset) call vecnorm_reset instead of vecnorm_obs: it
+// zeroes the discounted returns first. While they are zero, as after vecnorm_init, the two are the
+// same; the trainer's first reset (trainer.c: first_reset) calls vecnorm_obs for that reason.
 //
 // SB3 details reproduced here (file: function), each checked by the fixture:
 //   - running_mean_std.py: RunningMeanStd.__init__: mean 0, var 1, count = epsilon 1e-4 (a float:

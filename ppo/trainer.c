@@ -36,8 +36,11 @@ void trainer_request_stop(void) { stop_flag = 1; }
 bool trainer_stop_requested(void) { return stop_flag != 0; }
 void trainer_clear_stop(void) { stop_flag = 0; }
 
-// Host memory of the trainer, one allocation (STYLE rule 3): the step's buffers and the snapshot of
-// the state at the start of the iteration (restored when a rollout is interrupted).
+// The trainer's host buffers, one allocation (STYLE rule 3; host_layout, page-locked on CUDA): the
+// step's buffers and the snapshot of the state at the start of the iteration (restored when a
+// rollout is interrupted). The trainer's other host memory is allocated beside it in
+// trainer_allocate, one malloc each: the checkpoint staging, and with several ranks the ranks'
+// explained-variance moments and (on a device backend) the replica check's copy of a slab.
 typedef struct {
   float *obs;                               // (N, O) the observation to act on next (normalised when [normalize] obs)
   float *final_obs;                         // (N, O) rows of envs whose episode ended this step
@@ -294,6 +297,8 @@ void trainer_free(Trainer *tr) {
 }
 
 // Starts every env's first episode (SB3: env.reset(), VecNormalize.reset updates the obs statistics).
+// VecNormalize.reset's returns = 0 is vecnorm_init's state already, so vecnorm_obs does what
+// vecnorm_reset would.
 static void first_reset(Trainer *tr) {
   vecenv_reset(tr->vec, tr->h.obs);
   vecnorm_obs(&tr->norm, tr->h.obs, tr->N);
