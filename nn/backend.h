@@ -96,7 +96,8 @@ typedef struct {
 // scalar arguments on every call, and must not make the host wait (download, sync, memory_info),
 // upload (the host memory could change between launches), allocate or reserve workspace: the
 // wrappers check that on every backend. (A backend's own scratch growth inside an op, the CPU's
-// widening of fp16 operands, is not refused there; it counts in backend_alloc_count, which the
+// GEMM scratch for widened fp16 operands, bf16 ones without oneDNN, and with oneDNN the transposed
+// output of few-row products, is not refused there; it counts in backend_alloc_count, which the
 // no-allocation tests hold at zero, and on CUDA any growth once a graph exists exits.) Every call on
 // the CPU runs fn, and the ops and arguments
 // (pointers, sizes, scalars) of calls 2, 4, 8, ... are compared with the first call's (a hash): a
@@ -105,8 +106,12 @@ typedef struct {
 // again and the one after it records): after an argument changed (a value that changes every call
 // belongs in backend memory, as the learning rate's schedule factor does, OptimScalars.lr_scale),
 // and before freeing the memory the graph uses. Recording allocates inside the CUDA driver, once
-// per recording. The GEMM workspace cannot grow while a recorded graph exists (its GEMMs hold the
-// workspace's address): reserve it first (policy_init does).
+// per recording. On CUDA the GEMM workspace cannot grow while a recorded graph exists (its GEMMs
+// hold the workspace's address): a reservation that would grow it exits, so reserve it first
+// (policy_init does). The CPU backend records no graph, so nothing there refuses growth after a
+// recording: a reservation outside fn grows its scratch, and so does a GEMM inside fn that needs
+// more (counted in backend_alloc_count, not refused). A CPU test proves a function fit for
+// recording only by holding that count still.
 void backend_graph_run(Backend *backend, BackendGraph *graph, void (*fn)(void *arg), void *arg);
 void backend_graph_reset(Backend *backend, BackendGraph *graph);
 
