@@ -38,9 +38,8 @@ void trainer_clear_stop(void) { stop_flag = 0; }
 
 // The trainer's host buffers, one allocation (STYLE rule 3; host_layout, page-locked on CUDA): the
 // step's buffers and the snapshot of the state at the start of the iteration (restored when a
-// rollout is interrupted). The trainer's other host memory is allocated beside it in
-// trainer_allocate, one malloc each: the checkpoint staging, and with several ranks the ranks'
-// explained-variance moments and (on a device backend) the replica check's copy of a slab.
+// rollout is interrupted), and with several ranks their reductions' buffers. The trainer's other
+// host memory, the checkpoint staging, is one malloc beside it in trainer_allocate.
 typedef struct {
   float *obs;                               // (N, O) the observation to act on next (normalised when [normalize] obs)
   float *final_obs;                         // (N, O) rows of envs whose episode ended this step
