@@ -537,6 +537,80 @@ static void loader_check_dates(Loader *loader) {
   }
 }
 
+// Whether a key holds a value other than its default (set in the file or by --set to something
+// else; a checkpoint's stored configuration names every key, most at their defaults).
+static bool differs_from_default(const Loader *loader, const char *name) {
+  static Config defaults;
+  static bool have_defaults = false;
+  if (!have_defaults) config_set_defaults(&defaults), have_defaults = true;
+  const char *dot = strchr(name, '.');
+  char section[32], mine[VALUE_TEXT_MAX], theirs[VALUE_TEXT_MAX];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
+  int index = config_key_index(section, dot + 1);
+  return strcmp(config_value_text(loader->cfg, index, mine, sizeof mine),
+                config_value_text(&defaults, index, theirs, sizeof theirs)) != 0;
+}
+
+// Keys given a value that this configuration never reads: said, so that a setting believed to
+// act (a cost on CartPole, n_levels with discrete3, a loss scaler without fp16) is not silently
+// ignored. Each names the key that makes it idle. Only values other than the default are told.
+static void loader_check_idle(Loader *loader) {
+  const Config *c = loader->cfg;
+  const bool cartpole = c->env.type == CONFIG_ENV_CARTPOLE, continuous = c->env.action_mode == CONFIG_ACTION_CONTINUOUS;
+  const struct {
+    const char *key, *because;
+    bool idle;
+    const char *note;
+  } rules[] = {
+      {"env.n_levels", "env.action_mode", c->env.action_mode != CONFIG_ACTION_DISCRETE_K, ": only discrete_k reads it"},
+      {"env.no_trade_band", "env.action_mode", !continuous,
+       ": it applies to continuous targets; discrete levels trade when the level changes"},
+      {"policy.log_std_init", "env.action_mode", !continuous || cartpole, ": only the Gaussian head has a log std"},
+      {"env.dsr_eta", "env.reward", c->env.reward != CONFIG_REWARD_DSR && c->env.reward != CONFIG_REWARD_D3R,
+       ": only the dsr and d3r rewards read it"},
+      {"env.vol_target_annual", "env.reward", c->env.reward != CONFIG_REWARD_VOL_TARGET,
+       ": only the vol_target reward reads it"},
+      {"env.half_spread_bps", "env.use_data_spread", !c->env.use_data_spread.is_auto && c->env.use_data_spread.value,
+       ": the fills pay the data's bid/ask spread"},
+      {"normalize.clip_obs", "normalize.obs", !c->normalize.obs, ": it clips normalised observations"},
+      {"normalize.clip_reward", "normalize.reward", !c->normalize.reward, ": it clips normalised rewards"},
+      {"normalize.epsilon", "normalize.obs", !c->normalize.obs && !c->normalize.reward,
+       " (and [normalize] reward = false): nothing is normalised"},
+      {"amp.init_scale", "run.precision", c->run.precision != CONFIG_PRECISION_FP16, ": only fp16 has a loss scaler"},
+      {"amp.growth_factor", "run.precision", c->run.precision != CONFIG_PRECISION_FP16,
+       ": only fp16 has a loss scaler"},
+      {"amp.backoff_factor", "run.precision", c->run.precision != CONFIG_PRECISION_FP16,
+       ": only fp16 has a loss scaler"},
+      {"amp.growth_interval", "run.precision", c->run.precision != CONFIG_PRECISION_FP16,
+       ": only fp16 has a loss scaler"},
+      {"env.data", "env.type", c->env.type == CONFIG_ENV_SYNTHETIC, ": the market is generated"},
+  };
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)  // CartPole's [env] keys: told below
+    if (rules[i].idle && !(cartpole && strncmp(rules[i].key, "env.", 4) == 0) &&
+        differs_from_default(loader, rules[i].key)) {
+      const char *const pair[] = {rules[i].key, rules[i].because};
+      cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "", rules[i].note);
+    }
+  // The generated market's keys, and on CartPole every market key (it reads type, n_envs and
+  // episode_length of [env]).
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int i = 0; i < count; i++) {
+    if (strcmp(keys[i].section, "env") != 0) continue;
+    const char *key = keys[i].key;
+    bool synthetic_key = strncmp(key, "synthetic_", 10) == 0;
+    bool idle = cartpole ? strcmp(key, "type") != 0 && strcmp(key, "n_envs") != 0 && strcmp(key, "episode_length") != 0
+                         : synthetic_key && c->env.type != CONFIG_ENV_SYNTHETIC;
+    char name[64];
+    snprintf(name, sizeof name, "env.%s", key);
+    if (idle && differs_from_default(loader, name)) {
+      const char *const pair[] = {name, "env.type"};
+      cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "",
+                   cartpole ? ": CartPole has no market" : ": only the synthetic market reads it");
+    }
+  }
+}
+
 static void loader_check_cross(Loader *loader) {
   const Config *c = loader->cfg;
   char note[256];
@@ -579,6 +653,7 @@ static void loader_check_cross(Loader *loader) {
   if (c->eval.every > 0 && c->eval.split == CONFIG_SPLIT_TEST)
     cross_report(loader, CHECK_WARNING, KEYS("eval.split", "eval.every"), " with ", "",
                  ": best.h5 is then chosen on the test set; model selection belongs on val (TRADING_ENV.md section 2)");
+  loader_check_idle(loader);
 }
 
 // --- public entry points -------------------------------------------------------------------------

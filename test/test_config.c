@@ -1118,6 +1118,47 @@ Test(config_train, listings_into_a_closed_pipe_exit_0_quietly) {
   }
 }
 
+// A key given a value this configuration never reads is warned of, naming the key that makes it
+// idle; a value equal to the default (a checkpoint's stored configuration names every key) is not.
+Test(config_train, warns_of_keys_that_have_no_effect) {
+  char out[65536];
+  int status = run_default_plan(
+      "--set env.n_levels=7 --set amp.init_scale=1024 --set normalize.clip_obs=5 --set env.synthetic_rho=0.3 "
+      "--set env.no_trade_band=0.02",
+      out, sizeof out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out,
+                   "[warn] command line: --set env.n_levels=7: [env] n_levels = 7 (set by --set env.n_levels=7) "
+                   "has no effect with [env] action_mode = discrete3 (set at "),
+            "%s", out);
+  cr_expect(strstr(out,
+                   "[amp] init_scale = 1024 (set by --set amp.init_scale=1024) has no effect with [run] "
+                   "precision = fp32"),
+            "%s", out);
+  cr_expect(strstr(out,
+                   "[normalize] clip_obs = 5 (set by --set normalize.clip_obs=5) has no effect with [normalize] "
+                   "obs = false"),
+            "%s", out);
+  cr_expect(strstr(out,
+                   "[env] synthetic_rho = 0.3 (set by --set env.synthetic_rho=0.3) has no effect with [env] "
+                   "type = trading"),
+            "%s", out);
+  cr_expect(!strstr(out, "[env] no_trade_band = 0.02 (set by"), "the default value, set again, is not told: %s", out);
+  char args[512];
+  snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --set env.commission_bps=3");
+  cr_expect_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out,
+                   "[env] commission_bps = 3 (set by --set env.commission_bps=3) has no effect with [env] type "
+                   "= cartpole (set at "),
+            "%s", out);
+  static const char *const shipped[] = {"default.ini", "cartpole.ini", "ar1.ini", "gold.ini", "seed.ini"};
+  for (size_t k = 0; k < sizeof shipped / sizeof shipped[0]; k++) {  // the shipped configurations warn of none
+    snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/%s' --print-config", shipped[k]);  // no data read
+    cr_expect_eq(run_train(args, out, sizeof out), 0, "%s", out);
+    cr_expect(!strstr(out, "has no effect"), "%s: %s", shipped[k], out);
+  }
+}
+
 Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
   char out[65536];
   int status = run_default_plan("--set ppo.batch_size=100", out, sizeof out);
