@@ -19,12 +19,13 @@
 // chosen before it loads (OPENBLAS_CORETYPE), so a fallback to kernels without AVX-512 is reported.
 // Small fp32 products (at most SMALL_GEMM_MACS = 2^18 multiply-adds: a 64-64 network's every GEMM
 // at minibatch 64, the heads of the big one) go to OpenBLAS even with oneDNN: oneDNN's fixed cost
-// per call (primitive lookup, scratchpad, stream wait) outweighs the arithmetic there, and OpenBLAS
-// runs products this small on the calling thread (its own rule: M N K <= 65536 x 4), so its thread
-// pool never competes with ours. Measured alternately 3 times on the 2-core machine (2026-11-21):
-// CartPole (configs/cartpole.ini) 62.0-64.2k steps/s against 46.9-48.8k with oneDNN for everything,
-// configs/default.ini 24.4-26.4k against 23.8-24.8k. A threshold of 2^24 measured the same but hands
-// OpenBLAS products it splits over its own threads; the headline network's are all above 2^24.
+// per call (primitive lookup, scratchpad, stream wait) outweighs the arithmetic there. Measured
+// alternately 3 times on the 2-core machine (2026-11-21), when OpenBLAS still ran products this
+// small on the calling thread by its own rule (M N K <= 65536 x 4; since 2026-11-28 cpu_gemm_open
+// keeps it on one thread for every product): CartPole (configs/cartpole.ini) 62.0-64.2k steps/s
+// against 46.9-48.8k with oneDNN for everything, configs/default.ini 24.4-26.4k against 23.8-24.8k.
+// A threshold of 2^24 measured the same but then handed OpenBLAS products it split over its own
+// threads; the headline network's are all above 2^24.
 // oneDNN primitives are created once per shape and cached; the cache is the only state.
 #include <cblas.h>
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -803,6 +804,18 @@ static void gemm_thin(NnDtype dtype, int trans_a, int trans_b, int M, int N, int
 // primitives agree with the setting they run under.
 #define CPU_GEMM_SERIAL_MACS ((size_t)1 << 20)
 
+// The route of one product, the first row that matches (cpu_gemm, then gemm_dispatch):
+//   fp32, op(A) one row, N K <= GEMV_MAX_MACS          sgemv_row: OpenBLAS's sgemv
+//   K <= THIN_K and N >= THIN_MIN_N, any dtype          gemm_thin: our outer-product loop
+//   M N K < CPU_GEMM_SERIAL_MACS, several threads       the rows below, on one OpenMP thread
+//   K = 0                                               C = beta C by hand
+//   fp32, M N K <= SMALL_GEMM_MACS                      small_sgemm: OpenBLAS (NT on a transposed copy)
+//   bf16 (built with oneDNN), or fp32 with oneDNN on    onednn_gemm (operands swapped when C^T pays)
+//   fp32 otherwise (no oneDNN, PPO_CPU_GEMM=openblas)   sgemm_team: one OpenBLAS block of C per thread
+//   fp16, or bf16 without oneDNN                        widened to fp32 in the workspace (a registered
+//                                                       fp16 W: its kept widened copy), then oneDNN fp32
+//                                                       above SMALL_GEMM_MACS or sgemm_team; a low-
+//                                                       precision C is rounded from the fp32 result
 void cpu_gemm(Backend *backend, NnDtype dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
               const void *A, const void *B, float beta, void *C, NnDtype c_dtype) {
   if (dtype == NN_F32 && M == 1 && K >= 1 && (double)N * K <= GEMV_MAX_MACS) {  // op(A) one row, any transpose
