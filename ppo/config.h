@@ -288,8 +288,8 @@ int config_load_text(Config *cfg, const char *text, size_t length, const char *s
 // "; --set" after it; reals as the shortest text that reads back exactly. Returns 0, or -1 and
 // sets the error message when the stream reports a write error.
 int config_write_ini(const Config *cfg, FILE *out);
-void config_write_help(FILE *out);
-void config_write_markdown(FILE *out);  // the same reference as Markdown tables (docs/CONFIG.md is this output)                           // every key: type, default, allowed values, doc
+void config_write_help(FILE *out);      // every key: type, default, allowed values, doc
+void config_write_markdown(FILE *out);  // the same reference as Markdown tables (docs/CONFIG.md is this output)
 bool config_values_equal(const Config *a, const Config *b);  // same values for every key (origins ignored)
 // One key's value as INI text (what config_write_ini prints after "key = "); returns buf.
 char *config_value_text(const Config *cfg, int key_index, char *buf, size_t capacity);
