@@ -984,6 +984,25 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
+  // The same init seed gives every rank the same networks, and a resume reads the same file: check
+  // it before the first step, and after every iteration (run_loop).
+  if (!trainer_replicas_agree(tr)) {
+    if (opt->resume) {  // each rank reads its own --resume: one file, or a copy of it on each node
+      fprintf(stderr,
+              "ppo-train: the ranks resumed into different parameters or normalisation statistics: every rank's "
+              "--resume must name the same checkpoint (or an identical copy of it); this rank's is %s\n",
+              opt->resume);
+      return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr,
+            "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
+            "build or BLAS per rank?)\n");
+    return EXIT_RUNTIME;
+  }
+  // Every rank has passed its checks (the replica check above is a collective: a rank that refused
+  // returned before it, and its exit ends the others, MPI_Abort) before rank 0 makes the run
+  // directory, so a refusal on any rank leaves nothing behind (rank 0 made the directory and its
+  // lock while rank 1 refused its memory limit or its --resume).
   snprintf(result->run_dir, sizeof result->run_dir, "%s", r->run_dir);
   snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/checkpoints", r->run_dir);
   if (root && make_directories(r->ckpt_dir) != 0) {  // the directory given is unusable: bad input
@@ -1013,28 +1032,11 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     remove_dead_writers_files(r->run_dir);
     remove_dead_writers_files(r->ckpt_dir);
   }
-  // The same init seed gives every rank the same networks, and a resume reads the same file: check
-  // it before the first step, and after every iteration (run_loop).
-  if (!trainer_replicas_agree(tr)) {
-    if (opt->resume) {  // each rank reads its own --resume: one file, or a copy of it on each node
-      fprintf(stderr,
-              "ppo-train: the ranks resumed into different parameters or normalisation statistics: every rank's "
-              "--resume must name the same checkpoint (or an identical copy of it); this rank's is %s\n",
-              opt->resume);
-      return EXIT_BAD_INPUT;
-    }
-    fprintf(stderr,
-            "ppo-train: the ranks start from different parameters or normalisation statistics (a different "
-            "build or BLAS per rank?)\n");
-    return EXIT_RUNTIME;
-  }
   r->total_iterations = trainer_total_iterations(tr);
   r->start_iteration = trainer_counters(tr)->iterations;
   return EXIT_OK;
 }
 
-// The evaluator, the metrics files (an earlier metrics.csv that does not fit is bad input, before
-// any step), config.ini and train.log. An exit status.
 // A resumed metrics.csv whose rows stop short of the checkpoint's iteration: the last iteration
 // that logged a row (a multiple of log_every or of eval.every) is missing. A resume from an earlier
 // checkpoint dropped the rows after it, and a resume from a checkpoint of the timeline it left
@@ -1058,6 +1060,8 @@ static void warn_missing_rows(Run *r) {
       r->run_dir, (long long)last, (long long)at, missing, (long long)(at + 1));
 }
 
+// The evaluator, the metrics files (an earlier metrics.csv that does not fit is bad input, before
+// any step), config.ini and train.log. An exit status.
 static int run_open_outputs(Run *r) {
   const TrainRunOptions *opt = &r->opt;
   if (r->root && r->cfg.eval.every > 0 && !(r->ev = evaluator_init(r->tr))) {  // its split was checked

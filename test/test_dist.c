@@ -461,6 +461,8 @@ Test(dist, a_two_rank_run_resumes_bit_exactly) {
            TRAIN, straight, tmp_root, TRAIN, a, tmp_root);
   cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
   cr_expect(strstr(output, "every rank's --resume must name the same checkpoint"), "%s", output);
+  snprintf(line, sizeof line, "%s/two_ckpts", tmp_root);  // rank 0 made it, with its lock, before the check
+  cr_expect_neq(access(line, F_OK), 0, "the refused run left %s", line);
   // A checkpoint of a build whose ranks drew per-rank action streams (no action_draws attribute)
   // resumes, saying it will not retrace its run.
   snprintf(damaged, sizeof damaged, "%s/old_draws.h5", tmp_root);
@@ -534,6 +536,16 @@ Test(dist, ranks_with_different_configurations_are_refused) {
            "--set run.total_timesteps=512 --set run.log_every=3",
            common, TRAIN, config_path, tmp_root, TRAIN, config_path);
   cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 0, "%s", output);
+  // ... and one rank refusing its own (a memory limit the plan exceeds) leaves no run directory:
+  // rank 0, whose plan fit, had made it and its lock
+  snprintf(line, sizeof line,
+           "%s -np 1 '%s' '%s' --run-dir '%s/mpmd_limit' --quiet : -np 1 '%s' '%s' --quiet --set "
+           "run.memory_limit=100KiB",
+           common, TRAIN, config_path, tmp_root, TRAIN, config_path);
+  cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
+  cr_expect(strstr(output, "[run] memory_limit = 100KiB"), "%s", output);
+  snprintf(line, sizeof line, "%s/mpmd_limit", tmp_root);
+  cr_expect_neq(access(line, F_OK), 0, "the refused run left %s", line);
   // Options that send the ranks down different paths (one stops after 2 iterations, the other goes
   // on; one prints its plan and leaves) are refused at once: they waited in mismatched collectives
   // until mpirun's --timeout (exit status 110).
