@@ -210,8 +210,9 @@ static int train_main(int argc, char **argv) {
       fprintf(stderr, "%s\n", error_message());
       return EXIT_BAD_INPUT;
     }
-    // A reader that went away (`--print-config | head`) is no failure, as for --help-config
-    if (config_write_ini(&cfg, stdout) != 0 && errno != EPIPE) {
+    // A reader that went away (`--print-config | head`) is no failure, as for --help-config. Under
+    // mpirun every rank resolved it (and reports its own errors); rank 0 alone prints it.
+    if (dist_rank() == 0 && config_write_ini(&cfg, stdout) != 0 && errno != EPIPE) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;
     }

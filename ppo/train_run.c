@@ -633,7 +633,10 @@ int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) { return r
 // Data-parallel ranks train one model: every key that shapes training must have the same value on
 // every rank (an MPMD launch can give each its own --set). Per-process keys may differ.
 #define KEY_TEXT 1024  // per key: the longest value text compared (paths)
-static bool same_config_on_every_rank(const Config *cfg) {
+// *differing: on a rank whose keys differ from rank 0's, the first three, "[ppo] gamma = 0.5
+// (rank 0: 0.99)"; "" on rank 0 and where they agree.
+static bool same_config_on_every_rank(const Config *cfg, char *differing, size_t capacity) {
+  differing[0] = '\0';
   if (dist_size() == 1) return true;
   static const char *const per_process[] = {"threads", "name", "run_dir", "log_every", "memory_limit"};
   int count;
@@ -647,6 +650,20 @@ static bool same_config_on_every_rank(const Config *cfg) {
     if (!skip) config_value_text(cfg, i, text + (size_t)i * KEY_TEXT, KEY_TEXT);
   }
   bool same = dist_check_identical(text, (size_t)count * KEY_TEXT);
+  if (!same) {  // rank 0's texts to every rank, which names its own differing keys
+    char *root_text = malloc((size_t)count * KEY_TEXT);
+    CHECK(root_text, "out of host memory (configuration check)");
+    memcpy(root_text, text, (size_t)count * KEY_TEXT);
+    dist_host_bcast(root_text, (size_t)count * KEY_TEXT, 0);
+    for (int i = 0, told = 0; i < count && told < 3; i++) {
+      const char *mine = text + (size_t)i * KEY_TEXT, *theirs = root_text + (size_t)i * KEY_TEXT;
+      if (strcmp(mine, theirs) == 0) continue;
+      size_t used = strlen(differing);
+      snprintf(differing + used, capacity - used, "%s[%s] %s = %.200s (rank 0: %.200s)", told++ ? "; " : "",
+               keys[i].section, keys[i].key, mine, theirs);
+    }
+    free(root_text);
+  }
   free(text);
   return same;
 }
@@ -926,10 +943,13 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     return EXIT_BAD_INPUT;
   }
   const Config *cfg = &r->cfg;
-  if (!same_config_on_every_rank(cfg)) {
+  char differing[1400];
+  if (!same_config_on_every_rank(cfg, differing, sizeof differing)) {
     fprintf(stderr,
-            "ppo-train: the ranks resolved different configurations (another file or --set on some rank); every "
-            "key but [run] threads, name, run_dir, log_every and memory_limit must be the same on every rank\n");
+            "ppo-train (rank %d): the ranks resolved different configurations (another file or --set on some rank); "
+            "every key but [run] threads, name, run_dir, log_every and memory_limit must be the same on every "
+            "rank%s%s\n",
+            dist_rank(), differing[0] ? ": this rank has " : "", differing);
     return EXIT_BAD_INPUT;
   }
   bool dir_existed = true;
@@ -1385,8 +1405,9 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
                 "with --set run.total_timesteps=N to train on\n",
                 (long long)trainer_counters(tr)->timesteps, (long long)r->cfg.run.total_timesteps);
     } else if (!opt->quiet) {
-      fprintf(stderr, "ppo-train: done: %lld iterations, %lld steps in %.1f s; run directory %s\n",
-              (long long)iterations, (long long)trainer_counters(tr)->timesteps, result->seconds, r->run_dir);
+      fprintf(stderr, "ppo-train: done: %lld iteration%s, %lld steps in %.1f s; run directory %s\n",
+              (long long)iterations, iterations == 1 ? "" : "s", (long long)trainer_counters(tr)->timesteps,
+              result->seconds, r->run_dir);
     }
   }
   result->iterations = iterations;

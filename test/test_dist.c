@@ -529,7 +529,9 @@ Test(dist, ranks_with_different_configurations_are_refused) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   cr_expect_eq(run_program(PPO_MPIEXEC, line, output, sizeof output), 2, "%s", output);
-  cr_expect(strstr(output, "the ranks resolved different configurations"), "%s", output);
+  cr_expect(strstr(output, "the ranks resolved different configurations") &&
+                strstr(output, "this rank has [ppo] gamma = 0.5 (rank 0: "),
+            "%s", output);
   // per-process keys may differ
   snprintf(line, sizeof line,
            "%s -np 1 '%s' '%s' --run-dir '%s/mpmd2' --quiet --set run.total_timesteps=512 : -np 1 '%s' '%s' --quiet "
@@ -559,6 +561,11 @@ Test(dist, ranks_with_different_configurations_are_refused) {
     cr_expect_lt(time(NULL) - t0, 30, "options %s / %s: a hang until the 60 s timeout", options[k][0], options[k][1]);
     cr_expect(strstr(output, "the ranks were given different options"), "%s", output);
   }
+  // --print-config on every rank prints the configuration once (rank 0's)
+  snprintf(line, sizeof line, "'%s' --print-config", config_path);
+  cr_expect_eq(mpirun(2, 60, TRAIN, line), 0, "%s", output);
+  const char *first = strstr(output, "\n[run]\n");
+  cr_expect(first && !strstr(first + 1, "\n[run]\n"), "printed by every rank: %s", output);
 }
 
 // What several ranks do not support is a usage error (exit status 2).
