@@ -109,7 +109,7 @@ static void json_line(FILE *json, const char *name, const char *shape, double va
   if (json) {  // flushed line by line: a run killed later leaves whole lines behind
     fprintf(json,
             "{\"name\": \"%s\", \"backend\": \"cpu\", \"precision\": \"-\", \"shape\": \"%s\", "
-            "\"value\": %.6g, \"unit\": \"%s\"}\n",
+            "\"value\": %.15g, \"unit\": \"%s\"}\n",
             name, shape, value, unit);
     fflush(json);  // a failure sets the stream's error flag, read at the close
   }

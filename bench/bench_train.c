@@ -154,11 +154,16 @@ int bench_train_main(int argc, char **argv) {
                          .overrides = sets,
                          .run_dir = run_dir,
                          .max_iterations = iterations,
-                         .quiet = true};
+                         .quiet = true,
+                         .scratch = !keep};
   TrainRunResult r;
   status = train_run(&opt, &r);
   free(sets);
-  if (status == EXIT_OK) {
+  if (status == EXIT_OK && r.stopped) {  // a part of a run is no measurement of it
+    fprintf(stderr, "ppo-bench train: stopped by a signal after %lld iterations: no result%s\n",
+            (long long)r.iterations, json ? " (--json not written)" : "");
+    status = EXIT_RUNTIME;
+  } else if (status == EXIT_OK) {
     double per_iteration = (double)cfg.ppo.n_steps * (double)cfg.env.n_envs;
     double steps = (double)r.iterations * per_iteration;  // this invocation started at 0
     double sps = steps / r.seconds, rollout_sps = steps / r.rollout_s;

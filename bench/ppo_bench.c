@@ -55,7 +55,7 @@ static void emit(const char *name, const char *precision, const char *shape, dou
   printf("  %-26s %-6s %-18s %12.1f %s  [%.1f, %.1f]\n", name, precision, shape, value, unit, lo, hi);
   if (json_file) {  // flushed line by line: a run killed later leaves whole lines behind
     fprintf(json_file,
-            "{\"name\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"shape\": \"%s\", \"value\": %.6g, "
+            "{\"name\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"shape\": \"%s\", \"value\": %.15g, "
             "\"unit\": \"%s\"}\n",
             name, backend_label, precision, shape, value, unit);
     fflush(json_file);  // a failure sets the stream's error flag, read at the close
@@ -146,7 +146,8 @@ static TimeStats time_stats(Backend *b, BenchFn fn, void *arg, int repeats) {
     samples[r] = timer_since(t0) / iters;
   }
   qsort(samples, (size_t)repeats, sizeof(double), compare_double);
-  TimeStats t = {samples[repeats / 2], samples[0], samples[repeats - 1]};
+  double median = repeats % 2 ? samples[repeats / 2] : 0.5 * (samples[repeats / 2 - 1] + samples[repeats / 2]);
+  TimeStats t = {median, samples[0], samples[repeats - 1]};  // an even count: the two middle runs' mean, as envs
   free(samples);
   return t;
 }
@@ -361,7 +362,9 @@ static int usage_to(FILE *out, int status) {
           "         bench/results/STAMP-all[-quick].json and .md (--json OUT names them) and gnuplot PNGs;\n"
           "         --only backend,envs,train,scaling,memory,sb3 picks groups; sb3 (full mode only) runs\n"
           "         Stable-Baselines3 from the Python named by $PPO_SB3_PYTHON.\n"
-          "--json FILE appends one JSON object per measurement (name, backend, precision, shape, value, unit).\n"
+          "--json FILE: backend and envs append one JSON line per measurement (name, backend, precision, shape,\n"
+          "value: the median, unit); train writes one JSON object of the run's figures to FILE, replacing it;\n"
+          "all names its .json and .md files after OUT.\n"
           "Exit status: 0, 1 when a check or run fails, 2 on bad usage.\n");
   return status;
 }

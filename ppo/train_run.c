@@ -1388,9 +1388,12 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
         snprintf(by, sizeof by, "signal %d", (int)last_signal);
       else
         snprintf(by, sizeof by, dist_size() > 1 ? "a signal to another rank" : "a stop request");
-      fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by, (long long)iterations,
-              result->last_checkpoint);
-      if (!opt->in_walk_forward) {  // the walk-forward says how to go on (the same command again)
+      if (opt->scratch)  // its checkpoint goes with the directory
+        fprintf(stderr, "ppo-train: stopped by %s after iteration %lld\n", by, (long long)iterations);
+      else
+        fprintf(stderr, "ppo-train: stopped by %s after iteration %lld; checkpoint %s\n", by, (long long)iterations,
+                result->last_checkpoint);
+      if (!opt->in_walk_forward && !opt->scratch) {  // the walk-forward says how to go on (the same command)
         char launch[48] = "";       // a checkpoint of R ranks resumes with R ranks
         if (dist_size() > 1) snprintf(launch, sizeof launch, "mpirun -np %d ", dist_size());
         fprintf(stderr, "ppo-train: continue with: %sppo-train --resume %s\n", launch, result->last_checkpoint);
@@ -1411,6 +1414,7 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
     }
   }
   result->iterations = iterations;
+  result->stopped = r->interrupted;
   result->timesteps = trainer_counters(tr)->timesteps;
   result->eval_pending = r->eval_pending >= 0 && r->eval_pending == result->iterations;
   result->peak_rss_bytes = peak_rss_bytes();

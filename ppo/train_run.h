@@ -39,6 +39,7 @@ typedef struct {
   int64_t max_iterations;  // > 0: stop after this many iterations of this invocation
   bool quiet;              // no configuration dump and no progress lines on stderr
   bool in_walk_forward;    // a fold of ppo-train --walk-forward: a stop names the walk-forward's way on
+  bool scratch;            // the caller deletes the run directory after (ppo-bench): a stop names no way on
 } TrainRunOptions;
 
 typedef struct {
@@ -50,6 +51,7 @@ typedef struct {
   char run_dir[1024];
   char last_checkpoint[1100];
   bool eval_pending;  // the last iteration's [eval] pass was abandoned by a stop: a resume runs it first
+  bool stopped;       // a stop (a signal) ended the run before its last iteration
 } TrainRunResult;
 
 int train_run(const TrainRunOptions *options, TrainRunResult *result);  // an exit status

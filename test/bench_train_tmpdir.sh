@@ -39,6 +39,14 @@ if ! grep -q '"iterations": 1' "$root/result.json" || ls -A "$root" | grep -q '\
 fi
 # PPO_TEST_FAIL_RANK (ppo/train_run.c) fails the run after its second iteration: exit 1, files written.
 check "a run failing at run time" 1 env PPO_TEST_FAIL_RANK=0 "$bench" "${small[@]}" --iterations 3
+# PPO_TEST_STOP_BEFORE_EVAL asks for a stop before iteration 1's [eval] pass, as a signal would: a
+# part of a run is no result (it reported one, exit 0, and the --json file with it).
+check "a run stopped by a signal" 1 env PPO_TEST_STOP_BEFORE_EVAL=1 "$bench" train --config configs/ar1.ini \
+  --set eval.every=1 --set run.threads=1 --iterations 3 --json "$root/stopped.json"
+if [ -e "$root/stopped.json" ] || ! grep -q "no result (--json not written)" "$root/stderr"; then
+  echo "FAIL a stopped run wrote its --json file or did not say why not: $(cat "$root/stderr")"
+  fail=1
+fi
 check "a run refused at start (memory limit)" 2 "$bench" "${small[@]}" --set run.memory_limit=1
 check "--json into a missing directory (refused before the run)" 2 "$bench" "${small[@]}" --json "$root/none/r.json"
 grep -qF -- "--json '$root/none/r.json'" "$root/stderr" || { echo "FAIL the --json refusal names no path"; fail=1; }
