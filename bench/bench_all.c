@@ -143,6 +143,8 @@ static int all_usage(const char *why) {
 
 static int parse_groups(const char *text, unsigned *groups) {
   *groups = 0;
+  size_t n = strlen(text);  // no empty name: "envs," or "a,,b" is a slip, not a list
+  if (n == 0 || text[0] == ',' || text[n - 1] == ',' || strstr(text, ",,")) return -1;
   char buf[TEXT_CAP];
   snprintf(buf, sizeof buf, "%s", text);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -672,29 +674,35 @@ static int run_memory_group(const Machine *m, bool quick) {
 
 int bench_all_main(int argc, char **argv) {
   AllOptions o = {.groups = (1u << GROUP_COUNT) - 1};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+  CliSeen seen = {.count = 0};
+  for (int i = 1; i < argc; i++) {  // "--opt VALUE" or "--opt=VALUE" (apps/cli.h), each once
+    const char *a = argv[i], *v = NULL;
+    char name[16], why[TEXT_CAP];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+    if (strcmp(a, "--quick") != 0 && strcmp(name, "--json") != 0 && strcmp(name, "--only") != 0 &&
+        strcmp(name, "--repeats") != 0) {
+      snprintf(why, sizeof why, "unknown option '%s'", a);
+      return all_usage(why);
+    }
+    if (cli_repeated(&seen, name)) {
+      snprintf(why, sizeof why, "%s is given twice; give it once", name);
+      return all_usage(why);
+    }
     if (strcmp(a, "--quick") == 0) {
       o.quick = true;
       continue;
     }
-    if (strcmp(a, "--json") != 0 && strcmp(a, "--only") != 0 && strcmp(a, "--repeats") != 0) {
-      char why[TEXT_CAP];
-      snprintf(why, sizeof why, "unknown option '%s'", a);
+    if (!(v = cli_option_value(argc, argv, &i, name))) {
+      snprintf(why, sizeof why, "%s needs a value", name);
       return all_usage(why);
     }
-    if (!v) {
-      char why[TEXT_CAP];
-      snprintf(why, sizeof why, "%s needs a value", a);
-      return all_usage(why);
-    }
+    a = name;
     if (strcmp(a, "--json") == 0) {
       size_t n = strlen(v);
       if (n < 6 || strcmp(v + n - 5, ".json") != 0) return all_usage("--json OUT: OUT must end in .json");
       o.json_path = v;
     } else if (strcmp(a, "--only") == 0) {
       if (parse_groups(v, &o.groups) != 0) {
-        char why[TEXT_CAP];
         snprintf(why, sizeof why, "--only %s: allowed groups are backend, envs, train, scaling, memory, sb3", v);
         return all_usage(why);
       }
@@ -704,7 +712,6 @@ int bench_all_main(int argc, char **argv) {
       if (end == v || *end || r < 1 || r > 64) return all_usage("--repeats R: R must be an integer in 1..64");
       o.repeats = (int)r;
     }
-    i++;
   }
   if (o.repeats == 0) o.repeats = o.quick ? 3 : 5;
   if (o.quick) o.groups &= ~(unsigned)GROUP_SB3;  // the SB3 side by side takes minutes: full mode only

@@ -37,6 +37,10 @@ expect "--iterations 'abc': a whole number of at least 1" "$bin/ppo-bench" train
 expect "--steps '3': a whole number in 5 .." "$bin/ppo-bench" envs --steps 3
 expect "--envs '1e3'" "$bin/ppo-bench" envs --envs 1e3
 expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats 65
+# ppo-bench all reads its options as the other subcommands do: --opt=VALUE, each once, no empty group
+expect "--repeats R: R must be an integer in 1..64" "$bin/ppo-bench" all --repeats=0
+expect "--only is given twice; give it once" "$bin/ppo-bench" all --only envs --only=train
+expect "--only envs,: allowed groups" "$bin/ppo-bench" all --only envs,
 # ppo-bench names an unknown option, a missing value and an empty list item (it printed only the usage
 # text, and took '64,' and 'fp32,,fp16').
 expect "unknown option '--obz'" "$bin/ppo-bench" backend --obz 5
