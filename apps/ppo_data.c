@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "apps/cli.h"
+#include "build_info.h"  // PPO_BUILD_INFO (generated)
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -34,7 +35,7 @@ static const char usage_text[] =
     "                      [--ask ASK.csv[.gz]]\n"
     "       ppo-data info FILE.h5|FILE.csv[.gz]\n"
     "       ppo-data features FILE.h5|FILE.csv[.gz] --out FEATURES.csv\n"
-    "       ppo-data --help\n";
+    "       ppo-data --help | --version\n";
 
 static const char help_text[] =
     "\n"
@@ -446,6 +447,10 @@ int main(int argc, char **argv) {
   atomic_file_remove_on_signals();  // Ctrl-C or a kill leaves no half-written temporary file behind
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("%s%s", usage_text, help_text);
+    return EXIT_OK;
+  }
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("ppo-data: %s\n", PPO_BUILD_INFO);
     return EXIT_OK;
   }
   if (argc < 2) return usage_error("%s", "no command given");

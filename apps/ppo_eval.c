@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "apps/cli.h"
+#include "build_info.h"  // PPO_BUILD_INFO (generated)
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -67,6 +68,7 @@ static void usage(FILE *out) {
           "                        errors still printed; a PPO_LOG_LEVEL set in the environment decides\n"
           "                        the log lines instead)\n"
           "  --help                this text\n"
+          "  --version             the build: version, commit, compiler, build type\n"
           "\n"
           "Writes report.json, equity.csv, trades.csv, fills.csv, and without --no-plot equity.gp and\n"
           "equity.png.\n");
@@ -93,6 +95,9 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
+      return EXIT_OK;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("ppo-eval: %s\n", PPO_BUILD_INFO);
       return EXIT_OK;
     } else if (strcmp(a, "--no-plot") == 0) {
       o.plot = false;

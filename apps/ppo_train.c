@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "apps/cli.h"
+#include "build_info.h"  // PPO_BUILD_INFO (generated)
 #include "common/error.h"
 #include "common/log.h"
 #include "ppo/checkpoint.h"
@@ -61,6 +62,7 @@ static void usage(FILE *out) {
           "  --help-config         list every configuration key with its type, default and allowed values\n"
           "                        (=markdown: the same as Markdown tables, as in docs/CONFIG.md)\n"
           "  --help                this text\n"
+          "  --version             the build: version, commit, compiler, build type\n"
           "\n"
           "SIGINT, SIGTERM or SIGHUP: the run stops at the next step (or minibatch), writes a checkpoint\n"
           "of the last iteration boundary and exits 0; a second signal before that checkpoint exits at\n"
@@ -106,6 +108,10 @@ static int train_main(int argc, char **argv) {
     if (status != EXIT_OK) break;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout);
+      free(overrides);
+      return EXIT_OK;
+    } else if (strcmp(arg, "--version") == 0) {
+      if (dist_rank() == 0) printf("ppo-train: %s\n", PPO_BUILD_INFO);
       free(overrides);
       return EXIT_OK;
     } else if (strcmp(arg, "--help-config") == 0) {

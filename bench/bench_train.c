@@ -21,6 +21,7 @@
 
 #include "apps/cli.h"
 #include "bench/bench.h"
+#include "build_info.h"  // PPO_BUILD_INFO (generated)
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -72,6 +73,7 @@ static int write_result_json(const char *path, const char *config, const TrainRu
   json_init(&w, f);
   json_object_begin(&w);
   json_kv_string(&w, "config", config);
+  json_kv_string(&w, "build", PPO_BUILD_INFO);  // the binary measured, whatever the checkout holds now
   json_kv_int(&w, "iterations", r->iterations);
   json_kv_number(&w, "timesteps", steps);
   json_kv_number(&w, "seconds", r->seconds);

@@ -395,7 +395,10 @@ def sb3_rows(files, docs_dir):
         speedup = eng.get("sps") / sb3["sps"] if eng.get("sps") and sb3.get("sps") else None
         reused = f", from {os.path.basename(s['sb3_source'])}" if s.get("sb3_source") else ""
         when = s.get("host", {}).get("utc", "?")
-        when += f", `{s['commit']}`" if s.get("commit") else ""
+        # the engine binary's own build when its JSON names it (the checkout may have moved on during the
+        # run), else the checkout's commit at the time
+        built = re.search(r"commit ([0-9a-f]+\+?\w*)", eng.get("build", ""))
+        when += f", `{built.group(1)}`" if built else f", `{s['commit']}`" if s.get("commit") else ""
         body.append([f"[{os.path.basename(f)}]({os.path.relpath(f, docs_dir)})", when, cfg, net, precision,
                      str(s.get("timesteps", "?")), f"{fmt(sb3.get('sps'))} ({sb3.get('threads', '?')} thr{reused})",
                      f"{fmt(eng.get('sps'))} ({engine_threads(s)} thr)", f"{speedup:.2f}x" if speedup else "-",

@@ -29,6 +29,7 @@
 
 #include "apps/cli.h"
 #include "bench/bench.h"
+#include "build_info.h"  // PPO_BUILD_INFO (generated)
 #include "common/check.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -348,6 +349,7 @@ static int usage_to(FILE *out, int status) {
           "       ppo-bench train --config CONFIG.ini [--set section.key=value]... [--iterations N] [--json FILE]\n"
           "                       [--keep]\n"
           "       ppo-bench all [--quick] [--json OUT] [--only GROUP[,GROUP...]] [--repeats R]\n"
+          "       ppo-bench --help | --version\n"
           "\n"
           "backend  every GEMM of an actor and a critic with --hidden layers (default the headline's\n"
           "         2048,1024,512) on --obs observations (default 24; configs/seed.ini's trading env gives 517)\n"
@@ -420,6 +422,10 @@ int main(int argc, char **argv) {
   log_get_level();                // a bad PPO_LOG_LEVEL is warned of now, whatever the command prints
   for (int i = 1; i < argc; i++)  // ppo-bench --help, or after a subcommand
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage_to(stdout, EXIT_OK);
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("ppo-bench: %s\n", PPO_BUILD_INFO);
+    return EXIT_OK;
+  }
   // envs runs with OpenMP's defaults (bench/results/*-envs-cpu.txt was measured so).
   if (argc >= 2 && strcmp(argv[1], "envs") == 0) return bench_envs_main(argc - 1, argv + 1);
   // train runs as ppo-train runs (its small GEMMs stay on one thread; no spin tuning).

@@ -457,7 +457,8 @@ def main() -> None:
 
 def source_commit():
     """The checkout's commit (12 digits), "+ uncommitted changes" when tracked files differ, or None
-    outside a git checkout: which engine code the numbers belong to."""
+    outside a git checkout. The engine binary's own build (ppo-bench train --json's "build", in the
+    engine section) is what its numbers belong to; the checkout may have moved on while SB3 ran."""
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()

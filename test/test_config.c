@@ -1077,6 +1077,15 @@ Test(config_train, help_and_help_config_exit_0) {
   cr_expect_eq(run_train("--help-config", out, sizeof out), 0);
   cr_expect(strstr(out, "[amp]"), "%s", out);
   cr_expect(strstr(out, "growth_interval"), "%s", out);
+  // every program names its build, as checkpoints and reports record it
+  static const char *const programs[] = {"ppo-train", "ppo-eval", "ppo-data", "ppo-bench"};
+  for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+    char bin[512], expected[64];
+    snprintf(bin, sizeof bin, PPO_BIN_DIR "/%s", programs[k]);
+    cr_expect_eq(run_program(bin, "--version", out, sizeof out), 0, "%s: %s", programs[k], out);
+    snprintf(expected, sizeof expected, "%s: ppo-engine ", programs[k]);
+    cr_expect(strncmp(out, expected, strlen(expected)) == 0 && strstr(out, "(commit "), "%s", out);
+  }
 }
 
 // ppo-train CONFIG `option` with stdout a pipe whose reader has gone (`... | head` after its lines):
