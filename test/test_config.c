@@ -64,6 +64,17 @@ static char *read_file(const char *path, size_t *length) {
   return text;
 }
 
+// The generated configuration reference (docs/CONFIG.md's text); the caller frees it.
+static char *markdown_reference(void) {
+  char *doc = NULL;
+  size_t length;
+  FILE *out = open_memstream(&doc, &length);
+  cr_assert(out);
+  config_write_markdown(out);
+  fclose(out);
+  return doc;
+}
+
 static char *write_ini(const Config *cfg, size_t *length) {
   char *text = NULL;
   FILE *out = open_memstream(&text, length);
@@ -473,12 +484,7 @@ Test(config_ini, a_hash_after_a_value_is_part_of_it) {
     snprintf(text, sizeof text, "[%s]\n%s = %s;a comment?\n", keys[i].section, keys[i].key, keys[i].default_text);
     cr_expect_eq(load_text(&c, text), -1, "accepted: %s", text);
   }
-  char *doc = NULL;
-  size_t length;
-  FILE *out = open_memstream(&doc, &length);
-  cr_assert(out);
-  config_write_markdown(out);
-  fclose(out);
+  char *doc = markdown_reference();
   cr_expect(strstr(doc, "`#` after a value\ndoes not start a comment: it is part of the value"), "%s", doc);
   free(doc);
 }
@@ -1178,12 +1184,7 @@ Test(config_train, warns_when_batch_does_not_divide_the_rollout) {
             "%s", out);
   cr_expect(strstr(out, "minibatch of 92"), "%s", out);  // 8192 = 81 x 100 + 92
   // ... and the reference says it is a warning, not a refusal
-  char *doc = NULL;
-  size_t length;
-  FILE *md = open_memstream(&doc, &length);
-  cr_assert(md);
-  config_write_markdown(md);
-  fclose(md);
+  char *doc = markdown_reference();
   cr_expect(strstr(doc,
                    "| `batch_size` | int | `64` | 1 <= value <= 1_000_000_000 | minibatch size; at most n_steps x "
                    "n_envs, and at least 2 with normalize_advantage; one that does not divide n_steps x n_envs is "

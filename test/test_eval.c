@@ -502,6 +502,18 @@ static void csv_scan(const char *text, int col, double *last, int sum_col, doubl
   }
 }
 
+// train_config's run of 512 steps (2 iterations) without [eval], into tmp_root/run: the checkpoint
+// most ppo-eval tests read. cfg and run receive the configuration file's and the run's paths.
+static void train_small_run(char *cfg, size_t cfg_capacity, char *run, size_t run_capacity) {
+  static char out[1 << 16];
+  char args[2600];
+  snprintf(cfg, cfg_capacity, "%s/ev.ini", tmp_root);
+  snprintf(run, run_capacity, "%s/run", tmp_root);
+  write_text(cfg, train_config);
+  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
+  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+}
+
 Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], path[1024], dir1[512], dir2[512];
@@ -690,12 +702,8 @@ Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardo
 Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], dir[512];
-  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
   snprintf(dir, sizeof dir, "%s/out", tmp_root);
-  write_text(cfg, train_config);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  train_small_run(cfg, sizeof cfg, run, sizeof run);
   char fifo[600];  // opening one blocked ppo-eval forever
   snprintf(fifo, sizeof fifo, "%s/fifo", run);
   cr_assert_eq(mkfifo(fifo, 0600), 0);
@@ -877,11 +885,7 @@ Test(eval_cli, the_set_rule_is_stated_alike_in_help_and_guide) {
 Test(eval_cli, a_checkpoint_damaged_only_in_training_state_evaluates, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], last[600], bad[700], dir[700], path[800];
-  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  write_text(cfg, train_config);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  train_small_run(cfg, sizeof cfg, run, sizeof run);
   snprintf(last, sizeof last, "%s/checkpoints/last.h5", run);
   const char *options = "--seeds 1 --random-seeds 1 --bootstrap 0 --quiet --no-plot";
   snprintf(args, sizeof args, "--checkpoint '%s' --out '%s/whole' %s", last, tmp_root, options);
@@ -928,11 +932,7 @@ Test(eval_cli, a_directory_at_an_output_file_is_refused_before_the_backtest, .in
      .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], dir[600], path[700], names[1024];
-  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  write_text(cfg, train_config);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  train_small_run(cfg, sizeof cfg, run, sizeof run);
   const char *files[] = {"report.json", "equity.csv", "trades.csv", "fills.csv", "equity.gp", "equity.png"};
   for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
     snprintf(dir, sizeof dir, "%s/out_%zu", tmp_root, k);
@@ -997,11 +997,7 @@ static int run_eval_with_file_limit(long limit, const char *args, char *out, siz
 Test(eval_cli, the_output_files_are_published_all_or_none, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
   char cfg[512], run[512], args[4096], dir[600], path[700], before[1024], after[1024];
-  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  write_text(cfg, train_config);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  train_small_run(cfg, sizeof cfg, run, sizeof run);
   snprintf(dir, sizeof dir, "%s/out", tmp_root);
   snprintf(args, sizeof args,
            "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet "
@@ -1055,11 +1051,7 @@ Test(eval_cli, a_stop_while_plotting_leaves_no_earlier_equity_png, .init = setup
   static char out[1 << 16];
   static char command[6144];
   char cfg[512], run[512], args[4096], dir[600], path[700], bin[600], names[1024];
-  snprintf(cfg, sizeof cfg, "%s/ev.ini", tmp_root);
-  snprintf(run, sizeof run, "%s/run", tmp_root);
-  write_text(cfg, train_config);
-  snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
-  cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+  train_small_run(cfg, sizeof cfg, run, sizeof run);
   snprintf(dir, sizeof dir, "%s/out", tmp_root);
   snprintf(args, sizeof args,
            "--checkpoint '%s/checkpoints/last.h5' --out '%s' --seeds 1 --random-seeds 1 --bootstrap 0 --quiet", run,
