@@ -534,6 +534,7 @@ class TradingEnvCore:
         # 5. Reward LOG_RETURN x reward_scale (section 6), with the ruin guard.
         R = E1 / E_t - 1.0
         log_return = math.log((E1 if E1 > 0 else RUIN_EQUITY * EQUITY0) / E_t)
+        peak_before, max_dd_before = self.equity_peak, self.max_dd  # over E_0..E_t, for the log
         if E1 > self.equity_peak:
             self.equity_peak = E1
         dd_after = 1.0 - E1 / self.equity_peak
@@ -551,12 +552,13 @@ class TradingEnvCore:
         self.equity = E1
         terminated = E1 <= (1.0 - c.max_loss) * EQUITY0  # section 3: max-loss termination
         truncated = self.t >= self.end  # section 8: L_ep reached
-        log = self._finish() if terminated or truncated else None
+        # E_N's observation before the forced close's booking resets the bars held (the C env's order)
         obs = self._observe() if E1 > 0 else self._observe(equity=RUIN_EQUITY * EQUITY0)
+        log = self._finish(peak_before, max_dd_before) if terminated or truncated else None
         return obs, np.float32(r), bool(terminated), bool(truncated), log
 
     # Section 3: the forced close at the next open, booked into the report (not the reward).
-    def _finish(self) -> dict:
+    def _finish(self, peak_before: float, max_dd_before: float) -> dict:
         c = self.ctx
         exit_equity = self.equity
         if self.q != 0:
@@ -579,8 +581,8 @@ class TradingEnvCore:
             years = (c.ts[self.t] - c.ts[self.start]) / SECONDS_PER_YEAR
             if var > 0 and years > 0:
                 sharpe = mean / math.sqrt(var) * math.sqrt(n / years)
-        peak = max(self.equity_peak, exit_equity)
-        max_dd = max(self.max_dd, 1.0 - exit_equity / peak)
+        peak = max(peak_before, exit_equity)  # the curve E_0..E_{N-1}, exit equity
+        max_dd = max(max_dd_before, 1.0 - exit_equity / peak)
         vals = (self.reward_sum, n, exit_equity / EQUITY0 - 1.0,
                 math.log(exit_equity / EQUITY0 if exit_equity > 0 else RUIN_EQUITY), sharpe, max_dd,
                 self.trades_opened, self.turnover_sum / n if n > 0 else 0.0,

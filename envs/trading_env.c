@@ -536,7 +536,9 @@ static void book_trades(TradingEnv *e, double q_old, double dq, double equity_at
 }
 
 // Books the forced close at the next open (CLOSE mode: this close) and writes the episode log.
-static void trading_finish(TradingEnv *e, float *out) {
+// peak_before and max_dd_before: the equity peak and the largest drawdown over E_0..E_{N-1}, before
+// the last step folded E_N in (the log's curve replaces E_N by the exit equity).
+static void trading_finish(TradingEnv *e, float *out, double peak_before, double max_dd_before) {
   const TradingContext *c = e->ctx;
   const MarketData *d = c->data;
   double exit_equity = e->equity;
@@ -569,8 +571,8 @@ static void trading_finish(TradingEnv *e, float *out) {
     double years = (double)(d->ts[e->t] - d->ts[e->start]) / SECONDS_PER_YEAR;
     if (var > 0 && years > 0) sharpe = mean / sqrt(var) * sqrt((double)n / years);
   }
-  double peak = e->equity_peak > exit_equity ? e->equity_peak : exit_equity;
-  double max_dd = e->max_dd > 1.0 - exit_equity / peak ? e->max_dd : 1.0 - exit_equity / peak;
+  double peak = peak_before > exit_equity ? peak_before : exit_equity;
+  double max_dd = max_dd_before > 1.0 - exit_equity / peak ? max_dd_before : 1.0 - exit_equity / peak;
   out[ENV_LOG_EPISODE_RETURN] = (float)e->reward_sum;
   out[ENV_LOG_EPISODE_LENGTH] = (float)n;
   out[2] = (float)(exit_equity / EQUITY0 - 1.0);
@@ -678,6 +680,7 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
       break;  // LOG_RETURN, VOL_TARGET
   }
   const double dd_before = 1.0 - E_t / e->equity_peak;
+  const double peak_before = e->equity_peak, max_dd_before = e->max_dd;  // over E_0..E_t, for the log
   if (E1 > e->equity_peak) e->equity_peak = E1;
   const double dd_after = 1.0 - E1 / e->equity_peak;
   const double w_post = e->q * M_t / E_t;
@@ -701,7 +704,8 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
   *reward = (float)r;
   *terminated = E1 <= (1.0 - p->max_loss) * EQUITY0;
   *truncated = e->t >= e->end;
-  if (*terminated | *truncated) trading_finish(e, episode_log);
+  // The observation of E_N's state first: the forced close the log books resets the bars held, and
+  // a truncated episode's final observation is what its value bootstrap reads.
   if (E1 > 0)
     trading_observe(e, obs);
   else {  // ruin: an equity-relative observation is undefined; the episode ends here anyway
@@ -709,6 +713,7 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
     trading_observe(e, obs);
     e->equity = E1;
   }
+  if (*terminated | *truncated) trading_finish(e, episode_log, peak_before, max_dd_before);
 }
 
 // --- the EnvKind adapters ------------------------------------------------------------------------

@@ -424,7 +424,40 @@ Test(trading_accounting, episode_log_fields) {
   hand_env_close(&h);
 }
 
-// --- observation, actions, rewards -----------------------------------------------------------------
+// The last step of an episode: its observation is E_N's state, taken before the forced close that
+// the log books (which resets the bars held: a truncated episode's value bootstrap read 0 bars in
+// a position still open), and the log's drawdown is over E_0..E_{N-1} and the exit equity, E_N
+// replaced (it counted a spike at the last mark that the exit at the next open gave back).
+Test(trading_accounting, the_last_step_observes_before_the_forced_close) {
+  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  const int64_t last_mark = h.c.eval_end;  // E_N marks at its close; the close fills at the next open
+  bar_set(d, last_mark, 100.0, 105.0, 100.0, 105.0, 0.0);
+  cr_assert_eq(market_data_validate(d, "spike"), 0, "%s", error_message());
+  float *obs = hand_env_restart(&h, &p);
+  const float *tail = obs + h.c.obs_dim - TRADING_AGENT_STATE;
+  TradingEnv *e = &h.e;
+  StepOut o;
+  float held_before = 0;
+  do {
+    held_before = tail[2];
+    o = step_level(e, 2, obs);  // long from the first step, held to the end
+  } while (!(o.terminated | o.truncated));
+  cr_assert(o.truncated && e->t == last_mark, "t %lld, last mark %lld", (long long)e->t, (long long)last_mark);
+  cr_expect_float_eq(tail[2], held_before + 0.01f, 1e-6, "bars held %g after %g: the close reset them", tail[2],
+                     held_before);
+  cr_expect_gt(tail[0], 0.5f, "the observation still holds the position");
+  cr_expect_float_eq(e->equity, 1.05, 1e-9, "E_N marked at the spike");
+  cr_expect_float_eq(e->exit_equity, 1.0, 1e-9, "the exit at the next open gives it back");
+  cr_expect_float_eq(o.log[5], 0.0f, 1e-7, "max drawdown of the curve E_0..E_{N-1}, exit: %g", o.log[5]);
+  hand_env_close(&h);
+}
+
+// --- observation, actions, rewards -----------------------------------------------------------------// ---
+// observation, actions, rewards -----------------------------------------------------------------
 
 Test(trading_obs, window_and_agent_state) {
   MarketData *d = load_shipped("XAUUSD_1H.h5");
