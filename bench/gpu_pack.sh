@@ -28,6 +28,8 @@ stage=.gpu/stage/.gpu/run
 printf '%s\n' "$root" >$stage/source_dir
 git rev-parse HEAD >$stage/commit
 git status --porcelain | grep -q . && echo dirty >>$stage/commit || true
+# The toolkit the module is built with: the device's driver must support it (gpu_session.sh says so)
+nvcc --version 2>/dev/null | grep -m1 -o 'release [0-9.]*' >$stage/cuda_version || echo unknown >$stage/cuda_version
 
 # Every shared library the binaries load, except the C runtime and the CUDA libraries.
 skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcurand|libnccl)'

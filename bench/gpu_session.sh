@@ -78,6 +78,18 @@ if ldd "$bin/libppo_cuda.so" | grep -q "not found"; then
   echo "libppo_cuda.so has unresolved libraries (above): fix LD_LIBRARY_PATH first" | tee -a "$out/$stamp-gpu-session.txt"
   exit 2
 fi
+# The module resolves but the backend may still not open (a driver older than the CUDA the module
+# was built with, here CUDA 13: driver 580 or later; no visible device): every CUDA suite would then
+# skip and `auto` would run on the CPU. A plan on the CUDA backend says why in a second.
+{
+  nvidia-smi | grep -m1 "CUDA Version" || true
+  echo "module built with: $(cat "$run/cuda_version" 2>/dev/null || echo unknown)"
+} 2>&1 | tee -a "$out/$stamp-gpu-session.txt"
+if ! "$bin/ppo-train" configs/cartpole.ini --set run.device=cuda --plan --quiet >"$out/$stamp-gpu-probe.txt" 2>&1; then
+  { echo "the CUDA backend does not open; stopping before the suites:"; cat "$out/$stamp-gpu-probe.txt"; } |
+    tee -a "$out/$stamp-gpu-session.txt"
+  exit 2
+fi
 
 run_tests() {
   local log=$out/$stamp-gpu-tests.txt

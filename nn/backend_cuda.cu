@@ -343,6 +343,10 @@ static void cuda_bias_act_backward(Backend *backend, void *din, void *din_t, NnD
   unsigned col_tiles = (unsigned)((H + TILE_COLS - 1) / TILE_COLS), row_tiles = (unsigned)((B + TILE_ROWS - 1) / TILE_ROWS);
   CHECK((size_t)row_tiles * H * sizeof(float) <= ctx->workspace_bytes,
         "bias_act_backward: the column partials exceed the GEMM workspace (backend_reserve_workspace)");
+  // The partials borrow cuBLAS's workspace: the two kernels below run back to back on the one
+  // stream with no cuBLAS call between them, and cuBLAS uses its workspace only inside its calls
+  // (scratch, nothing kept from one call to the next), so nothing of cuBLAS's is overwritten and
+  // nothing of ours is read after a cuBLAS call. test_cuda_ops checks dbias against the CPU.
   float *partials = (float *)ctx->workspace;
   unsigned grid_rows = row_tiles < 65535u ? row_tiles : 65535u;
   bias_act_backward_tiles<<<dim3(col_tiles, grid_rows), dim3(TILE_COLS, TILE_Y), 0, ctx->stream>>>(
