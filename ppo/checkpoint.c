@@ -454,8 +454,8 @@ int checkpoint_read_config(const char *path, Config *stored, Config *resolved, i
   h5io_close(f);
   char name[1100];
   snprintf(name, sizeof name, "%s:config", path);
-  if (rc == 0) rc = config_load_text(stored, text, strlen(text), name, 0, NULL);
-  if (rc == 0 && resolved) rc = config_load_text(resolved, text, strlen(text), name, n_overrides, overrides);
+  if (rc == 0) rc = config_load_stored(stored, text, strlen(text), name, 0, NULL);
+  if (rc == 0 && resolved) rc = config_load_stored(resolved, text, strlen(text), name, n_overrides, overrides);
   free(text);
   return rc;
 }

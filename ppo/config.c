@@ -98,6 +98,7 @@ typedef struct {
   const char *source;  // the file name, as given, for messages
   int n_overrides;
   const char *const *overrides;
+  bool stored;  // a checkpoint's stored text: warn only of rules a --set key is part of
   // reader state (one INI text)
   const char *data;
   size_t length, position;
@@ -494,6 +495,16 @@ typedef enum { CHECK_ERROR, CHECK_WARNING } CheckLevel;
 // each DESC naming the key, its value and where it was set.
 static void cross_report(Loader *loader, CheckLevel level, const char *const *keys, int n, const char *rule,
                          const char *joiner, const char *note) {
+  if (level == CHECK_WARNING && loader->stored) {  // the run that stored it was told already
+    bool overridden = false;
+    for (int i = 0; i < n; i++) {
+      const char *dot = strchr(keys[i], '.');
+      char section[32];
+      snprintf(section, sizeof section, "%.*s", (int)(dot - keys[i]), keys[i]);
+      overridden |= loader->cfg->origin[config_key_index(section, dot + 1)].kind == CONFIG_ORIGIN_SET;
+    }
+    if (!overridden) return;
+  }
   char where[1024], message[4096];
   latest_where(loader, keys, n, where, sizeof where);
   size_t used = (size_t)snprintf(message, sizeof message, "%s: ", where);
@@ -693,13 +704,24 @@ static int loader_finish(Loader *loader) {
   return errors_publish(&loader->errors);
 }
 
-int config_load_text(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
-                     const char *const *overrides) {
-  Loader loader = {.cfg = cfg, .source = source_name, .n_overrides = n_overrides, .overrides = overrides};
+static int load_text(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
+                     const char *const *overrides, bool stored) {
+  Loader loader = {
+      .cfg = cfg, .source = source_name, .n_overrides = n_overrides, .overrides = overrides, .stored = stored};
   config_set_defaults(cfg);
   set_source(cfg, source_name);
   loader_parse_text(&loader, text, length);
   return loader_finish(&loader);
+}
+
+int config_load_text(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
+                     const char *const *overrides) {
+  return load_text(cfg, text, length, source_name, n_overrides, overrides, false);
+}
+
+int config_load_stored(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
+                       const char *const *overrides) {
+  return load_text(cfg, text, length, source_name, n_overrides, overrides, true);
 }
 
 int config_load(Config *cfg, const char *path, int n_overrides, const char *const *overrides) {

@@ -277,10 +277,15 @@ int config_load(Config *cfg, const char *path, int n_overrides, const char *cons
 // file this command has reported on already, or one an earlier run wrote, read to compare with.
 int config_load_quietly(Config *cfg, const char *path);
 
-// Same, reading INI text from memory (a checkpoint's stored configuration). `source_name` stands
-// for the file name in messages and provenance.
+// Same, reading INI text from memory. `source_name` stands for the file name in messages and
+// provenance.
 int config_load_text(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
                      const char *const *overrides);
+// A checkpoint's stored configuration, with --set overrides: as config_load_text, but it warns only
+// of rules an override takes part in (the run that stored the text was told of the rest; a resume
+// or an evaluation of it would repeat them every time).
+int config_load_stored(Config *cfg, const char *text, size_t length, const char *source_name, int n_overrides,
+                       const char *const *overrides);
 
 // --- printing and comparing ----------------------------------------------------------------------
 

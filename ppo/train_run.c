@@ -1065,11 +1065,16 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
 // new directory, whose rows start at the checkpoint.
 static void warn_missing_rows(Run *r) {
   const int64_t at = r->start_iteration, last = metrics_log_last_iteration(&r->metrics);
-  int64_t due = at / r->cfg.run.log_every * r->cfg.run.log_every;
-  if (r->cfg.eval.every > 0 && at / r->cfg.eval.every * r->cfg.eval.every > due)
-    due = at / r->cfg.eval.every * r->cfg.eval.every;
-  if (last < 0 || last >= due) return;
-  char missing[64];
+  if (last < 0 || last >= at) return;
+  // The rows due are those of the run that wrote them: the checkpoint's log_every and eval.every (a
+  // resume may change both).
+  static Config stored;
+  if (checkpoint_read_config(r->opt.resume, &stored, NULL, 0, NULL) != 0) return;  // it read before
+  int64_t due = at / stored.run.log_every * stored.run.log_every;
+  if (stored.eval.every > 0 && at / stored.eval.every * stored.eval.every > due)
+    due = at / stored.eval.every * stored.eval.every;
+  if (last >= due) return;
+  char missing[96];
   if (last + 1 == at)
     snprintf(missing, sizeof missing, "iteration %lld has no row", (long long)at);
   else

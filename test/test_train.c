@@ -580,6 +580,22 @@ Test(train, a_resume_past_the_last_metrics_row_warns_of_the_gap) {
                    "metrics.csv: its rows end at iteration 3, the checkpoint is of iteration 4: iteration 4 has "
                    "no row"),
             "%s", out);
+  // The rows due are the writer's: a run logging every 4 iterations stopped at 5 has no row 5, and
+  // a resume that logs every iteration is told nothing (it warned of the 'gap'). Nor does a resume
+  // repeat the stored configuration's warnings (an idle cost key on CartPole, told at the start).
+  snprintf(dir, sizeof dir, "%s/gap_every", tmp_root);
+  snprintf(args, sizeof args,
+           "'" PPO_SOURCE_DIR
+           "/configs/cartpole.ini' --quiet --run-dir '%s' --set ppo.n_steps=64 --set "
+           "ppo.batch_size=64 --set ppo.n_epochs=1 --set run.log_every=4 --set run.checkpoint_every=1 --set "
+           "env.commission_bps=3 --iterations 5",
+           dir);
+  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "commission_bps = 3 (set by --set env.commission_bps=3) has no effect"), "%s", out);
+  snprintf(args, sizeof args, "--quiet --resume '%s' --set run.log_every=1 --iterations 1", dir);
+  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_expect(!strstr(out, "have no row") && !strstr(out, "has no row"), "%s", out);
+  cr_expect(!strstr(out, "has no effect"), "the stored configuration's warning again: %s", out);
 }
 
 // A checkpoint that cannot be read (here last.h5's, a byte of its configuration text changed) is
