@@ -23,6 +23,7 @@
 #include "common/cpu_wait.h"
 #include "common/error.h"
 #include "common/file_check.h"
+#include "common/h5io.h"
 #include "common/host_memory.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -596,13 +597,9 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
   Config stored;
   // Without a file: the checkpoint's own configuration, with --set applied on top.
   Config *own = opt->config_path ? NULL : cfg;
+  const unsigned damaged_before = h5io_damage_reports();
   if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) {
-    Config plain;  // the file itself unreadable, not a --set refused
-    char why[ERROR_MESSAGE_MAX];
-    snprintf(why, sizeof why, "%s", error_message());
-    bool unreadable = path_exists(opt->resume) && checkpoint_read_config(opt->resume, &plain, NULL, 0, NULL) != 0;
-    error_set("%s", why);
-    if (unreadable) add_other_checkpoints(opt->resume);
+    if (h5io_damage_reports() != damaged_before) add_other_checkpoints(opt->resume);  // not a refused --set
     return -1;
   }
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
@@ -915,6 +912,7 @@ typedef struct {
   int64_t saved_at;                      // the iteration of the last checkpoint written here (-1: none)
   int64_t eval_pending;                  // the iteration whose [eval] pass a stop abandoned (-1: none)
   bool pending_ran;                      // a resume's abandoned pass ran now
+  bool complete;                         // a resume with nothing to do (resume_is_complete)
   bool interrupted;                      // a stop request ended the loop
   int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
   CpuWaitWindow cpu_wait;                // the OpenMP threads waiting for a CPU (warn_cpu_wait)
@@ -928,6 +926,16 @@ static void run_close(Run *r) {
   if (r->metrics_open) metrics_log_close(&r->metrics);
   evaluator_free(r->ev);
   trainer_free(r->tr);
+}
+
+// A --resume (not a walk-forward's fold) of a run that has trained all its iterations and has no
+// [eval] pass left that a stop abandoned: the same on every rank.
+static bool resume_is_complete(Run *r) {
+  const TrainRunOptions *opt = &r->opt;
+  if (!opt->resume || opt->in_walk_forward || r->start_iteration < r->total_iterations) return false;
+  int64_t pending = r->root && r->cfg.eval.every > 0 ? checkpoint_read_eval_pending(opt->resume) : -1;
+  dist_host_bcast(&pending, sizeof pending, 0);
+  return pending != r->start_iteration;
 }
 
 // The configuration, the run directory (chosen before the market loads, locked once it exists),
@@ -1000,7 +1008,9 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
+  const unsigned damaged_before = h5io_damage_reports();
   if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
+    if (h5io_damage_reports() != damaged_before) add_other_checkpoints(opt->resume);  // damaged, not a misfit
     fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
@@ -1019,6 +1029,11 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
             "build or BLAS per rank?)\n");
     return EXIT_RUNTIME;
   }
+  r->total_iterations = trainer_total_iterations(tr);
+  r->start_iteration = trainer_counters(tr)->iterations;
+  // A resume with nothing to do changes nothing: decided before the run directory is made (a new
+  // --run-dir was left holding .lock and checkpoints/).
+  if ((r->complete = resume_is_complete(r))) return EXIT_OK;
   // Every rank has passed its checks (the replica check above is a collective: a rank that refused
   // returned before it, and its exit ends the others, MPI_Abort) before rank 0 makes the run
   // directory, so a refusal on any rank leaves nothing behind (rank 0 made the directory and its
@@ -1052,8 +1067,6 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     remove_dead_writers_files(r->run_dir);
     remove_dead_writers_files(r->ckpt_dir);
   }
-  r->total_iterations = trainer_total_iterations(tr);
-  r->start_iteration = trainer_counters(tr)->iterations;
   return EXIT_OK;
 }
 
@@ -1426,16 +1439,6 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
   return status;
 }
 
-// A --resume (not a walk-forward's fold) of a run that has trained all its iterations and has no
-// [eval] pass left that a stop abandoned: the same on every rank.
-static bool resume_is_complete(Run *r) {
-  const TrainRunOptions *opt = &r->opt;
-  if (!opt->resume || opt->in_walk_forward || r->start_iteration < r->total_iterations) return false;
-  int64_t pending = r->root && r->cfg.eval.every > 0 ? checkpoint_read_eval_pending(opt->resume) : -1;
-  dist_host_bcast(&pending, sizeof pending, 0);
-  return pending != r->start_iteration;
-}
-
 // lock_fd: the run directory's lock (lock_run_dir), held until train_run returns.
 static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, int *lock_fd) {
   memset(result, 0, sizeof *result);
@@ -1446,7 +1449,7 @@ static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, in
   r->opt = *opt;
   r->opt.quiet = opt->quiet || !r->root;  // every rank still reports its own errors
   int status = run_prepare(r, result, lock_fd);
-  if (status == EXIT_OK && !opt->plan_only && resume_is_complete(r)) {
+  if (status == EXIT_OK && !opt->plan_only && r->complete) {
     // Nothing to do: the run directory is left exactly as it was (a retry loop's pass rewrote the
     // last checkpoint, config.ini and train.log each time).
     if (r->root)

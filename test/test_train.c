@@ -620,6 +620,13 @@ Test(train, a_damaged_checkpoint_names_the_others) {
   const char *bad_set[] = {"ppo.gamma=2"};
   cr_expect_eq(run(NULL, first, NULL, 1, 1, bad_set), 2);
   cr_expect(!strstr(error_message(), "other checkpoints"), "%s", error_message());
+  // Damage in a dataset (most of a file's bytes) is found when the state loads: named alike.
+  flip_byte(first, first_chunk_offset(first, "optim/m") + 5);
+  cr_expect_eq(run(NULL, first, NULL, 1, 0, NULL), 2);
+  cr_expect(strstr(error_message(), "dataset optim/m does not match its checksum") &&
+                strstr(error_message(), "the run's other checkpoints in ") &&
+                strstr(error_message(), ": ckpt_000002.h5 (--resume "),
+            "%s", error_message());
 }
 
 // [eval] may change on resume: metrics.csv keeps its old columns (matched by name) and gains new ones.
@@ -2104,6 +2111,10 @@ Test(train, resuming_a_complete_run_changes_no_file, .init = setup, .fini = tear
     cr_expect(after && size == sizes[k] && memcmp(after, before[k], size) == 0, "%s changed", files[k]);
     free(after), free(before[k]);
   }
+  char elsewhere[700];  // nor is a new run directory made for it
+  snprintf(elsewhere, sizeof elsewhere, "%s/complete_elsewhere", tmp_root);
+  cr_expect_eq(run(NULL, last, elsewhere, 0, 0, NULL), 0, "%s", error_message());
+  cr_expect_neq(access(elsewhere, F_OK), 0, "%s was made", elsewhere);
 }
 
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
