@@ -346,10 +346,15 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
   if (loaded == CHECKPOINT_OTHER_SHAPE) {  // the env settings that decide the network's input and output
     char what[2048];
     snprintf(what, sizeof what, "%s", error_message());
+    char actions[64];
+    if (spec.action_kind == ENV_ACTION_DISCRETE)
+      snprintf(actions, sizeof actions, "%d actions", spec.action_count);
+    else
+      snprintf(actions, sizeof actions, "%d continuous action%s", spec.action_dim, spec.action_dim == 1 ? "" : "s");
     error_set(
-        "%s (the evaluated [env] gives %d observations per step and %d actions; window, action_mode, "
-        "n_levels, position_onehot and episode_progress must be the training run's)",
-        what, spec.obs_dim, spec.action_kind == ENV_ACTION_DISCRETE ? spec.action_count : spec.action_dim);
+        "%s (the evaluated [env] gives %d observations per step and %s; window, action_mode, n_levels, "
+        "position_onehot and episode_progress must be the training run's)",
+        what, spec.obs_dim, actions);
     return EXIT_BAD_INPUT;
   }
   if (loaded != 0) return EXIT_BAD_INPUT;

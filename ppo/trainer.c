@@ -38,7 +38,8 @@ void trainer_clear_stop(void) { stop_flag = 0; }
 
 // The trainer's host buffers, one allocation (STYLE rule 3; host_layout, page-locked on CUDA): the
 // step's buffers and the snapshot of the state at the start of the iteration (restored when a
-// rollout is interrupted), and with several ranks their reductions' buffers. The trainer's other
+// rollout is interrupted), and with several ranks the buffers of their exchanges (the gathered
+// moments, the replica check's slab copy). The trainer's other
 // host memory, the checkpoint staging, is one malloc beside it in trainer_allocate.
 typedef struct {
   float *obs;                               // (N, O) the observation to act on next (normalised when [normalize] obs)
@@ -266,12 +267,12 @@ static void fill_plan(Trainer *tr, TrainerPlan *plan, const PolicySpec *ps, cons
     plan_add(plan, "market data and features (shared)", bars + tr->market.features->bytes, false);
     plan->host_allocated += bars + tr->market.features->bytes;
   }
+  plan->device_is_host = strcmp(backend_name(tr->backend), "cpu") == 0;
   // The replica check reads device slabs through the host; on the CPU they are host memory already.
-  tr->replica_bytes = tr->ranks > 1 && strcmp(backend_name(tr->backend), "cpu") != 0 ? pp.params : 0;
+  tr->replica_bytes = tr->ranks > 1 && !plan->device_is_host ? pp.params : 0;
   plan_add(plan, "trainer host buffers", host_layout(tr, NULL), false);
   plan_add(plan, "normalisation statistics", vecnorm_bytes(tr->N, tr->O), false);
   plan_add(plan, "checkpoint staging (envs, params)", ckpt_staging_bytes(tr, pp.params), false);
-  plan->device_is_host = strcmp(backend_name(tr->backend), "cpu") == 0;
   plan->have_free = backend_memory_info(tr->backend, &plan->free_bytes, &(size_t){0}) == 0;
   snprintf(plan->backend_description, sizeof plan->backend_description, "%s", backend_describe(tr->backend));
 }
@@ -439,8 +440,8 @@ int64_t trainer_total_iterations(const Trainer *tr) {
   return (tr->cfg.run.total_timesteps + per - 1) / per;
 }
 
-// One slab's bytes through the host: device memory is read through replica_host (sized for one slab
-// at trainer_allocate), the CPU backend's host memory directly.
+// One slab's bytes through the host: device memory is read through HostBuffers.replica (a slab's
+// size, planned in fill_plan), the CPU backend's host memory directly.
 static bool slab_identical(Trainer *tr, const float *slab, size_t bytes) {
   if (tr->replica_bytes == 0) return dist_check_identical(slab, bytes);
   backend_download(tr->backend, tr->h.replica, slab, bytes);

@@ -456,8 +456,7 @@ Test(trading_accounting, the_last_step_observes_before_the_forced_close) {
   hand_env_close(&h);
 }
 
-// --- observation, actions, rewards -----------------------------------------------------------------// ---
-// observation, actions, rewards -----------------------------------------------------------------
+// --- observation, actions, rewards -----------------------------------------------------------------
 
 Test(trading_obs, window_and_agent_state) {
   MarketData *d = load_shipped("XAUUSD_1H.h5");

@@ -2073,8 +2073,10 @@ Test(train, a_kl_stop_before_any_step_is_not_a_divergence, .init = setup, .fini 
   cr_assert_not_null(tr, "%s", error_message());
   TrainStats s;
   cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
-  cr_assert(s.early_stopped && s.minibatches == 1, "the premise: the first minibatch stops (%d minibatches, KL %g)",
-            s.minibatches, s.approx_kl);
+  if (!(s.early_stopped && s.minibatches == 1)) {  // a BLAS whose 1-row and 64-row forwards agree to the bit
+    trainer_free(tr);
+    cr_skip_test("the premise does not hold here: the first minibatch's KL is %g, not above 1.5e-12", s.approx_kl);
+  }
   cr_expect(s.steps == 0 && isnan(s.grad_norm), "%d steps, grad_norm %g", s.steps, s.grad_norm);
   trainer_free(tr);
   char dir[600];
