@@ -26,7 +26,10 @@ LogLevel log_get_level(void) {
     log_level_from_env = parsed >= 0;
     log_level = parsed >= 0 ? parsed : LOG_LEVEL_INFO;
     if (env && *env && parsed < 0)  // said once: the level is read once
-      log_warn("PPO_LOG_LEVEL = '%.64s': not a log level (allowed: error, warn, info, debug); using info", env);
+      log_warn(
+          "PPO_LOG_LEVEL = '%.64s': not a log level (allowed: error, warn, info, debug); ignored (info, or "
+          "warn with --quiet)",
+          env);
   }
   return (LogLevel)log_level;
 }

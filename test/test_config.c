@@ -1230,6 +1230,8 @@ Test(config_train, an_unknown_log_level_is_warned_of_once) {
   cr_expect_eq(run_default_plan("--quiet", out, sizeof out), 0, "%s", out);
   const char *first = strstr(out, warning);
   cr_expect(first && !strstr(first + 1, warning), "once: %s", out);
+  cr_expect(strstr(out, "; ignored (info, or warn with --quiet)") && !strstr(out, "[info]"),
+            "ignored as if unset: --quiet decides (it said 'using info'): %s", out);
   cr_expect_eq(run_train("--help", out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, warning), "%s", out);
   unsetenv("PPO_LOG_LEVEL");
