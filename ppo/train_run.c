@@ -947,7 +947,11 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   const bool root = r->root;
   bool moved;
   if (resolve_config(opt, &r->cfg, &moved) != 0) {
-    fprintf(stderr, "%s\n", error_message());
+    // A configuration's errors are "FILE:LINE: ..." lines, as a compiler prints them; one about the
+    // checkpoint file itself (cut short, damaged) gets the program's prefix, as the others do.
+    const bool about_file = opt->resume && strncmp(error_message(), opt->resume, strlen(opt->resume)) == 0 &&
+                            strncmp(error_message() + strlen(opt->resume), ":config:", 8) != 0;
+    fprintf(stderr, "%s%s\n", about_file ? "ppo-train: --resume: " : "", error_message());
     return EXIT_BAD_INPUT;
   }
   const Config *cfg = &r->cfg;
