@@ -73,6 +73,14 @@ static float *hand_env_restart(HandEnv *h, const TradingParams *p) {
   return h->obs;
 }
 
+// hand_env_open on 60 bars of a flat mid 100 without costs; returns the params it used.
+static TradingParams hand_env_flat(HandEnv *h) {
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  hand_env_open(h, market_flat(60, 100.0, 0.0, "TEST"), &p);
+  return p;
+}
+
 static void hand_env_close(HandEnv *h) {
   free(h->obs);
   features_free(h->f);
@@ -371,11 +379,8 @@ Test(trading_accounting, max_loss_terminates) {
 // An episode without a closed trade has no hit rate and no holding time: NaN (as the backtest
 // report's), not 0, which read as every trade lost and pulled the logged means down.
 Test(trading_accounting, an_episode_without_trades_has_no_hit_rate) {
-  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
-  TradingParams p = trading_params_default();
-  params_zero_cost(&p);
   HandEnv h;
-  hand_env_open(&h, d, &p);
+  hand_env_flat(&h);
   TradingEnv *e = &h.e;
   float *obs = h.obs;
   StepOut o;
@@ -429,11 +434,9 @@ Test(trading_accounting, episode_log_fields) {
 // a position still open), and the log's drawdown is over E_0..E_{N-1} and the exit equity, E_N
 // replaced (it counted a spike at the last mark that the exit at the next open gave back).
 Test(trading_accounting, the_last_step_observes_before_the_forced_close) {
-  MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
-  TradingParams p = trading_params_default();
-  params_zero_cost(&p);
   HandEnv h;
-  hand_env_open(&h, d, &p);
+  TradingParams p = hand_env_flat(&h);
+  MarketData *d = h.d;
   const int64_t last_mark = h.c.eval_end;  // E_N marks at its close; the close fills at the next open
   bar_set(d, last_mark, 100.0, 105.0, 100.0, 105.0, 0.0);
   cr_assert_eq(market_data_validate(d, "spike"), 0, "%s", error_message());
