@@ -644,16 +644,19 @@ static int check_dims(hid_t f, const Policy *pol) {
   return 0;
 }
 
-// The Gaussian head's log std within [policy] log_std_init's range: a finite 3e38 passed the
-// finiteness check and sampled actions of infinite spread (exp(log_std) overflows).
+// The Gaussian head's log std within +-CHECKPOINT_LOG_STD_MAX: a finite 3e38 passed the finiteness
+// check and sampled actions of infinite spread (exp(log_std) overflows). Training moves log std
+// past [policy] log_std_init's range (+-20: a run started at 20 stored 20.0027 and could not be
+// resumed or evaluated). +-40 keeps exp(+-log_std), which sampling and the log-prob use, far inside
+// float's range (it overflows near 88), with room for any policy training makes.
+#define CHECKPOINT_LOG_STD_MAX 40.0
 static int check_log_std(const float *log_std, size_t n) {
-  int count;
-  const ConfigKey *row = &config_schema(&count)[config_key_index("policy", "log_std_init")];
-  const double lo = row->min, hi = row->max;
   for (size_t i = 0; i < n; i++)
-    if (log_std[i] < lo || log_std[i] > hi) {
-      error_set("params/log_std[%zu] = %g: allowed %g .. %g (the range of [policy] log_std_init; a damaged checkpoint)",
-                i, (double)log_std[i], lo, hi);
+    if (!(fabs(log_std[i]) <= CHECKPOINT_LOG_STD_MAX)) {
+      error_set(
+          "params/log_std[%zu] = %g: allowed %g .. %g (a std of exp(log_std) past 2e17 or below 4e-18: a "
+          "damaged checkpoint)",
+          i, (double)log_std[i], -CHECKPOINT_LOG_STD_MAX, CHECKPOINT_LOG_STD_MAX);
       return -1;
     }
   return 0;

@@ -685,7 +685,7 @@ Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardo
     cr_expect_eq(json_number_after(report, "\"buy_and_hold\"", "n_trades"), 1.0, "%s", modes[k]);
     cr_expect_eq(json_number_after(report, "\"buy_and_hold\"", "long_share"), 1.0, "%s", modes[k]);
     free(report);
-    if (k == 0) {  // a finite log std beyond [policy] log_std_init's range is refused, by index
+    if (k == 0) {  // a finite log std beyond +-40 is refused, by index
       char bad[600], last[600], bad_dir[600];
       snprintf(last, sizeof last, "%s/checkpoints/last.h5", run);
       snprintf(bad, sizeof bad, "%s/huge_log_std.h5", tmp_root);
@@ -693,7 +693,7 @@ Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardo
       copy_with_element(last, bad, "params/log_std", 0, 3e38);
       snprintf(args, sizeof args, "--checkpoint '%s' --out '%s' --no-plot", bad, bad_dir);
       cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 2, "%s", out);
-      cr_expect(strstr(out, "params/log_std[0] = 3e+38: allowed -20 .. 20"), "%s", out);
+      cr_expect(strstr(out, "params/log_std[0] = 3e+38: allowed -40 .. 40"), "%s", out);
       cr_expect(!exists(bad_dir), "nothing written");
     }
   }

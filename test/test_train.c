@@ -752,8 +752,9 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
   return f;
 }
 
-// The Gaussian head's log std is checked against [policy] log_std_init's range, not only for
-// finiteness: a finite 3e38 resumed into actions of infinite spread.
+// The Gaussian head's log std is checked against +-40, not only for finiteness: a finite 3e38
+// resumed into actions of infinite spread. Training may move it past log_std_init's +-20 (a
+// checkpoint it wrote at 20.0027 was refused as damaged): 20.5 resumes.
 Test(train, resume_refuses_a_log_std_out_of_range) {
   const char *cfg = config_file("log_std");
   char dir[512], ckpt[600], path[700];
@@ -762,16 +763,18 @@ Test(train, resume_refuses_a_log_std_out_of_range) {
   cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   const char *more[] = {"run.total_timesteps=512"};
-  const double bad[] = {3e38, -21, 20.5};
-  const char *message[] = {"params/log_std[0] = 3e+38: allowed -20 .. 20", "params/log_std[0] = -21: allowed -20 .. 20",
-                           "params/log_std[0] = 20.5: allowed -20 .. 20"};
+  const double bad[] = {3e38, -41, 40.5};
+  const char *message[] = {"params/log_std[0] = 3e+38: allowed -40 .. 40", "params/log_std[0] = -41: allowed -40 .. 40",
+                           "params/log_std[0] = 40.5: allowed -40 .. 40"};
   for (int k = 0; k < 3; k++) {
     snprintf(path, sizeof path, "%s/log_std_%d.h5", tmp_root, k);
     copy_with_element(ckpt, path, "params/log_std", 0, bad[k]);
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", message[k]);
     cr_expect(strstr(error_message(), message[k]), "%s: %s", message[k], error_message());
   }
-  copy_with_element(ckpt, path, "params/log_std", 0, 20);  // the bound itself resumes
+  copy_with_element(ckpt, path, "params/log_std", 0, 20.5);  // past log_std_init's range, as training goes
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 0, "%s", error_message());
+  copy_with_element(ckpt, path, "params/log_std", 0, 40);  // the bound itself resumes
   cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 0, "%s", error_message());
 }
 
