@@ -46,7 +46,19 @@ void metrics_compute(Metrics *out, const double *equity, const int64_t *ts, int6
     if (drawdown > m.max_drawdown) m.max_drawdown = drawdown;
   }
   m.calmar = m.max_drawdown > 0 ? m.cagr / m.max_drawdown : NAN;
+  // Ruin: an equity of 0 or below (a leveraged bar that jumps past the max_loss stop). The returns
+  // after it divide by a non-positive equity, so no ratio over them means anything (a pass that
+  // rose 25x, then lost 5x its equity in one bar, scored a Sharpe of 1.13 and became best.h5).
+  // Total return and drawdown keep the accounting; the ratios are undefined, and [eval] ranks an
+  // undefined metric below every other (ppo/evaluate.c).
+  if (metrics_ruined(equity, n)) m.cagr = m.ann_vol = m.sharpe = m.sharpe_per_bar = m.sortino = m.calmar = NAN;
   *out = m;
+}
+
+bool metrics_ruined(const double *equity, int64_t n) {
+  for (int64_t i = 0; i <= n; i++)
+    if (!(equity[i] > 0)) return true;
+  return false;
 }
 
 static double clip_dsr(double x) { return x > DSR_CLIP ? DSR_CLIP : x < -DSR_CLIP ? -DSR_CLIP : x; }

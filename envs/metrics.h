@@ -14,6 +14,7 @@
 #ifndef PPO_ENVS_METRICS_H
 #define PPO_ENVS_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -26,8 +27,11 @@ typedef struct {
   int64_t underwater_bars;  // longest drawdown duration in bars
 } Metrics;
 
-// equity (N+1), ts (N+1) seconds; rf and mar are annual rates (0 for the defaults).
+// equity (N+1), ts (N+1) seconds; rf and mar are annual rates (0 for the defaults). A ruined pass
+// (metrics_ruined) has NaN for cagr, ann_vol, sharpe, sharpe_per_bar, sortino and calmar.
 void metrics_compute(Metrics *out, const double *equity, const int64_t *ts, int64_t n, double rf, double mar);
+// Whether equity[0..n] reaches 0 or below: ruin, past which per-bar returns mean nothing.
+bool metrics_ruined(const double *equity, int64_t n);
 
 // Differential Sharpe ratio (Moody and Saffell 2001). State: EMAs A of R and B of R^2.
 // dsr_step returns D_t = (B dA - A dB / 2) / (B - A^2)^(3/2) with dA = R - A, dB = R^2 - B (old A, B),

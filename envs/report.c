@@ -276,7 +276,7 @@ static void sorted_interval(double *values, int count, double *lo, double *hi) {
 static void report_bootstrap(Report *out, const double *equity, int64_t n, double rf, int samples, double block_mean,
                              uint64_t seed) {
   out->sharpe_ci_lo = out->sharpe_ci_hi = out->total_return_ci_lo = out->total_return_ci_hi = NAN;
-  if (samples <= 0 || n < 2) return;
+  if (samples <= 0 || n < 2 || metrics_ruined(equity, n)) return;  // ruin: resampled returns mean nothing
   double *sharpe = CHECK_ALLOC(2 * (size_t)samples * sizeof *sharpe, "bootstrap scratch (2 B doubles)");
   double *total = sharpe + samples;
   const double P = out->m.periods_per_year, rf_bar = isnan(P) ? 0.0 : rf / P, new_block = 1.0 / block_mean;

@@ -84,6 +84,26 @@ Test(metrics, hand_made_curve) {
   cr_assert(isnan(m.calmar));
 }
 
+// Ruin: a curve that reaches 0 or below (a leveraged bar past the stop) keeps its total return and
+// drawdown, and its ratios are undefined: 25x, then -112 in one bar, then flat scored a Sharpe of
+// 1.13 from the returns divided by a negative equity, and was picked as best.h5.
+Test(metrics, a_ruined_curve_has_no_ratios) {
+  const double e[] = {1.0, 5.0, 25.0, -112.0, -112.0, -112.0};
+  int64_t ts[6];
+  for (int i = 0; i < 6; i++) ts[i] = (int64_t)i * 86400;
+  Metrics m;
+  metrics_compute(&m, e, ts, 5, 0, 0);
+  cr_expect(metrics_ruined(e, 5) && !metrics_ruined(e, 2));
+  cr_expect_float_eq(m.total_return, -113.0, 1e-12);
+  cr_expect_float_eq(m.max_drawdown, 1.0 + 112.0 / 25.0, 1e-12, "from the 25 peak to -112");
+  cr_expect(isnan(m.sharpe) && isnan(m.sharpe_per_bar) && isnan(m.sortino) && isnan(m.cagr) && isnan(m.calmar) &&
+                isnan(m.ann_vol),
+            "sharpe %g sortino %g cagr %g calmar %g", m.sharpe, m.sortino, m.cagr, m.calmar);
+  const double zero[] = {1.0, 0.0, 0.0};  // exactly 0 is ruin too
+  metrics_compute(&m, zero, ts, 2, 0, 0);
+  cr_expect(isnan(m.sharpe));
+}
+
 // The DSR is the derivative of the EMA Sharpe ratio S = A / sqrt(B - A^2) in eta (Moody and Saffell):
 // S(eta) - S(0) ~ eta D for small eta. Checked against the finite difference, not the formula.
 Test(metrics, dsr_is_the_sharpe_derivative) {
