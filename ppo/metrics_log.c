@@ -74,7 +74,13 @@ static int write_h5(const MetricsLog *log) {
 }
 
 static void write_csv_row(FILE *f, const double *row, int n) {
-  for (int c = 0; c < n; c++) fprintf(f, c ? ",%.17g" : "%.17g", row[c]);
+  for (int c = 0; c < n; c++) {
+    if (c) fputc(',', f);
+    if (isnan(row[c]))
+      fputs("nan", f);  // one token for an undefined value: printf wrote "-nan" for a NaN of either sign
+    else
+      fprintf(f, "%.17g", row[c]);
+  }
   fputc('\n', f);
 }
 
