@@ -467,6 +467,16 @@ static void format_duration(double s, char *out, size_t capacity) {
     snprintf(out, capacity, "%lldm%02llds", t / 60, t % 60);
 }
 
+// An [eval] metric for the progress line: -inf stands for an undefined value (a flat or ruined
+// pass, ppo/evaluate.c), and for "no best yet" as the best: said in words.
+static const char *eval_value_text(double v, const char *undefined, char *buf, size_t capacity) {
+  if (v == -INFINITY)
+    snprintf(buf, capacity, "%s", undefined);
+  else
+    snprintf(buf, capacity, "%.4g", v);
+  return buf;
+}
+
 // eval_name: the [eval] metric, shown with its value and the best so far on an iteration that
 // evaluated (x->eval set); NULL without [eval].
 static void progress_line(char *out, size_t capacity, const TrainStats *s, int64_t total_iterations, double eta,
@@ -481,9 +491,11 @@ static void progress_line(char *out, size_t capacity, const TrainStats *s, int64
       s->episodes, s->policy_gradient_loss, s->value_loss, s->entropy_loss, s->approx_kl, s->clip_fraction,
       s->explained_variance, s->loss_scale, (long long)s->skipped_steps, s->rollout_s, s->update_s, x->host_mib,
       x->dev_mib);
+  char value[32], best_text[32];
   if (eval_name && x->eval && n > 0 && (size_t)n < capacity)
-    snprintf(out + n, capacity - (size_t)n, " | val %s %.4g (%s %.4g)", eval_name, x->eval_metric,
-             new_best ? "new best" : "best", best);
+    snprintf(out + n, capacity - (size_t)n, " | val %s %s (%s %s)", eval_name,
+             eval_value_text(x->eval_metric, "n/a", value, sizeof value), new_best ? "new best" : "best",
+             eval_value_text(best, "none", best_text, sizeof best_text));
 }
 
 static void progress_bar(const TrainStats *s, int64_t total_iterations, double eta) {
@@ -1198,11 +1210,10 @@ static int run_begin_loop(Run *r) {
   if (evaluated < 0) r->eval_pending = r->start_iteration;
   if (evaluated <= 0) return EXIT_OK;
   // its value, as the iteration's progress line would have shown it (that line is in train.log already)
-  char line[256];
-  snprintf(line, sizeof line,
-           "iteration %lld evaluated now (its pass was abandoned by the stop): val %s %.4g (%s %.4g)",
-           (long long)r->start_iteration, evaluator_metric_name(r->ev), er.metric,
-           r->best > best_before ? "new best" : "best", r->best);
+  char line[256], value[32], best_text[32];
+  snprintf(line, sizeof line, "iteration %lld evaluated now (its pass was abandoned by the stop): val %s %s (%s %s)",
+           (long long)r->start_iteration, evaluator_metric_name(r->ev), eval_value_text(er.metric, "n/a", value, 32),
+           r->best > best_before ? "new best" : "best", eval_value_text(r->best, "none", best_text, 32));
   log_write(LOG_LEVEL_INFO, "ppo-train: %s", line);
   train_log_line(r, "", line);
   r->pending_ran = true;

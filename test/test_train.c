@@ -2122,6 +2122,27 @@ Test(train, resuming_a_complete_run_changes_no_file, .init = setup, .fini = tear
   cr_expect_neq(access(elsewhere, F_OK), 0, "%s was made", elsewhere);
 }
 
+// A validation pass ruined by leverage (equity below 0 in one bar: its ratios are undefined) is never
+// best.h5, and the progress line says so in words: it was picked with a Sharpe of 1.13 computed from
+// returns divided by a negative equity, then shown as "val sharpe -inf (best -inf)".
+Test(train, a_ruined_evaluation_is_never_best, .init = setup, .fini = teardown) {
+  static char out[1 << 16];
+  char dir[600], args[2048], best[700];
+  snprintf(dir, sizeof dir, "%s/ruined", tmp_root);
+  snprintf(args, sizeof args,
+           "'" PPO_SOURCE_DIR
+           "/configs/ar1.ini' --run-dir '%s' --iterations 2 --set run.threads=1 --set env.n_envs=2 "
+           "--set ppo.n_steps=64 --set ppo.batch_size=64 --set policy.pi_layers=16,16 --set policy.vf_layers=16,16 "
+           "--set env.synthetic_bars=6000 --set env.synthetic_model=gbm --set env.synthetic_sigma=0.05 --set "
+           "env.max_leverage=100 --set eval.every=1 --set env.episode_length=64",
+           dir);
+  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "| val sharpe n/a (best none)"), "%s", out);
+  snprintf(best, sizeof best, "%s/best.h5", dir);
+  cr_expect_neq(access(best, F_OK), 0, "a ruined pass was picked as best.h5");
+  cr_expect(metrics_value(dir, 2, "eval/total_return") < -1.0, "the pass is ruined: it lost more than its equity");
+}
+
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
