@@ -11,6 +11,7 @@
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,16 @@ static int run(const char *config, const char *resume, const char *run_dir, int6
                          .overrides = sets};
   TrainRunResult r;
   return train_run(&opt, &r);
+}
+
+// ppo-train with the arguments fmt makes (shell words), stdout and stderr into out: the exit status.
+static int run_train_cli(char *out, size_t capacity, const char *fmt, ...) {
+  char args[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  return run_program(PPO_BIN_DIR "/ppo-train", args, out, capacity);
 }
 
 // A trainer of small_config with overrides.
@@ -584,16 +595,15 @@ Test(train, a_resume_past_the_last_metrics_row_warns_of_the_gap) {
   // a resume that logs every iteration is told nothing (it warned of the 'gap'). Nor does a resume
   // repeat the stored configuration's warnings (an idle cost key on CartPole, told at the start).
   snprintf(dir, sizeof dir, "%s/gap_every", tmp_root);
-  snprintf(args, sizeof args,
-           "'" PPO_SOURCE_DIR
-           "/configs/cartpole.ini' --quiet --run-dir '%s' --set ppo.n_steps=64 --set "
-           "ppo.batch_size=64 --set ppo.n_epochs=1 --set run.log_every=4 --set run.checkpoint_every=1 --set "
-           "env.commission_bps=3 --iterations 5",
-           dir);
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out,
+                             "'" PPO_SOURCE_DIR "/configs/cartpole.ini' --quiet --run-dir '%s' --set ppo.n_steps=64 "
+                             "--set ppo.batch_size=64 --set ppo.n_epochs=1 --set run.log_every=4 --set "
+                             "run.checkpoint_every=1 --set env.commission_bps=3 --iterations 5",
+                             dir),
+               0, "%s", out);
   cr_expect(strstr(out, "commission_bps = 3 (set by --set env.commission_bps=3) has no effect"), "%s", out);
-  snprintf(args, sizeof args, "--quiet --resume '%s' --set run.log_every=1 --iterations 1", dir);
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out, "--quiet --resume '%s' --set run.log_every=1 --iterations 1", dir), 0,
+               "%s", out);
   cr_expect(!strstr(out, "have no row") && !strstr(out, "has no row"), "%s", out);
   cr_expect(!strstr(out, "has no effect"), "the stored configuration's warning again: %s", out);
 }
@@ -2127,16 +2137,16 @@ Test(train, resuming_a_complete_run_changes_no_file, .init = setup, .fini = tear
 // returns divided by a negative equity, then shown as "val sharpe -inf (best -inf)".
 Test(train, a_ruined_evaluation_is_never_best, .init = setup, .fini = teardown) {
   static char out[1 << 16];
-  char dir[600], args[2048], best[700];
+  char dir[600], best[700];
   snprintf(dir, sizeof dir, "%s/ruined", tmp_root);
-  snprintf(args, sizeof args,
-           "'" PPO_SOURCE_DIR
-           "/configs/ar1.ini' --run-dir '%s' --iterations 2 --set run.threads=1 --set env.n_envs=2 "
-           "--set ppo.n_steps=64 --set ppo.batch_size=64 --set policy.pi_layers=16,16 --set policy.vf_layers=16,16 "
-           "--set env.synthetic_bars=6000 --set env.synthetic_model=gbm --set env.synthetic_sigma=0.05 --set "
-           "env.max_leverage=100 --set eval.every=1 --set env.episode_length=64",
-           dir);
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out,
+                             "'" PPO_SOURCE_DIR "/configs/ar1.ini' --run-dir '%s' --iterations 2 --set run.threads=1 "
+                             "--set env.n_envs=2 --set ppo.n_steps=64 --set ppo.batch_size=64 --set "
+                             "policy.pi_layers=16,16 --set policy.vf_layers=16,16 --set env.synthetic_bars=6000 --set "
+                             "env.synthetic_model=gbm --set env.synthetic_sigma=0.05 --set env.max_leverage=100 --set "
+                             "eval.every=1 --set env.episode_length=64",
+                             dir),
+               0, "%s", out);
   cr_expect(strstr(out, "| val sharpe n/a (best none)"), "%s", out);
   snprintf(best, sizeof best, "%s/best.h5", dir);
   cr_expect_neq(access(best, F_OK), 0, "a ruined pass was picked as best.h5");
