@@ -1212,8 +1212,9 @@ static int run_begin_loop(Run *r) {
   // its value, as the iteration's progress line would have shown it (that line is in train.log already)
   char line[256], value[32], best_text[32];
   snprintf(line, sizeof line, "iteration %lld evaluated now (its pass was abandoned by the stop): val %s %s (%s %s)",
-           (long long)r->start_iteration, evaluator_metric_name(r->ev), eval_value_text(er.metric, "n/a", value, 32),
-           r->best > best_before ? "new best" : "best", eval_value_text(r->best, "none", best_text, 32));
+           (long long)r->start_iteration, evaluator_metric_name(r->ev),
+           eval_value_text(er.metric, "n/a", value, sizeof value), r->best > best_before ? "new best" : "best",
+           eval_value_text(r->best, "none", best_text, sizeof best_text));
   log_write(LOG_LEVEL_INFO, "ppo-train: %s", line);
   train_log_line(r, "", line);
   r->pending_ran = true;
