@@ -442,7 +442,7 @@ static int read_format(hid_t f, const char *path) {
 int checkpoint_read_config(const char *path, Config *stored, Config *resolved, int n_overrides,
                            const char *const *overrides) {
   hid_t f = open_checkpoint(path);
-  if (f < 0) return -1;
+  if (f < 0) return CHECKPOINT_UNREADABLE;
   int rc = read_format(f, path);
   char *text = NULL;
   if (rc == 0) {
@@ -452,9 +452,13 @@ int checkpoint_read_config(const char *path, Config *stored, Config *resolved, i
     rc = h5io_attr_read_string(f, "/", "config", text, capacity);
   }
   h5io_close(f);
+  if (rc != 0) {  // the file, not its configuration
+    free(text);
+    return CHECKPOINT_UNREADABLE;
+  }
   char name[1100];
   snprintf(name, sizeof name, "%s:config", path);
-  if (rc == 0) rc = config_load_stored(stored, text, strlen(text), name, 0, NULL);
+  rc = config_load_stored(stored, text, strlen(text), name, 0, NULL);
   if (rc == 0 && resolved) rc = config_load_stored(resolved, text, strlen(text), name, n_overrides, overrides);
   free(text);
   return rc;

@@ -72,7 +72,10 @@ int checkpoint_read_best(const char *path, char *metric, size_t capacity, int64_
 
 // Reads the configuration stored in the checkpoint (parsed like a file named "PATH:config") into
 // *stored and checks the format version; resolved (optional) receives the same text with the
-// overrides ("section.key=value") applied. 0, or -1 and the error message.
+// overrides ("section.key=value") applied. 0; CHECKPOINT_UNREADABLE and the message when the file
+// cannot be read as a checkpoint (missing, cut short, damaged, not one of ours); -1 and the message
+// when the configuration it holds, or an override, is refused.
+#define CHECKPOINT_UNREADABLE (-3)
 int checkpoint_read_config(const char *path, Config *stored, Config *resolved, int n_overrides,
                            const char *const *overrides);
 

@@ -601,24 +601,26 @@ static void add_other_checkpoints(const char *resume) {
             message, dir, names, dir, best[0]);
 }
 
-// *moved (optional): a resume whose [run] run_dir or name differ from the checkpoint's, so that it
-// writes to the new run_dir/name instead of the checkpoint's own run directory.
-static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) {
+// *stored: a resume's checkpoint configuration, as it was written. *moved (optional): a resume whose
+// [run] run_dir or name differ from the checkpoint's, so that it writes to the new run_dir/name
+// instead of the checkpoint's own run directory. 0; CHECKPOINT_UNREADABLE when the checkpoint file
+// cannot be read; -1 for a configuration refused (the message, FILE:LINE first, says which).
+static int resolve_config(const TrainRunOptions *opt, Config *cfg, Config *stored, bool *moved) {
   if (moved) *moved = false;
   if (!opt->resume) return config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides);
-  Config stored;
   // Without a file: the checkpoint's own configuration, with --set applied on top.
   Config *own = opt->config_path ? NULL : cfg;
-  const unsigned damaged_before = h5io_damage_reports();
-  if (checkpoint_read_config(opt->resume, &stored, own, opt->n_overrides, opt->overrides) != 0) {
-    if (h5io_damage_reports() != damaged_before) add_other_checkpoints(opt->resume);  // not a refused --set
-    return -1;
+  int read = checkpoint_read_config(opt->resume, stored, own, opt->n_overrides, opt->overrides);
+  if (read != 0) {
+    if (read == CHECKPOINT_UNREADABLE && path_exists(opt->resume)) add_other_checkpoints(opt->resume);
+    return read;
   }
   if (opt->config_path && config_load(cfg, opt->config_path, opt->n_overrides, opt->overrides) != 0) return -1;
   static Config file;  // the file alone, for the refusal's remedy (a key --set that the file changes too)
   if (opt->config_path && config_load_quietly(&file, opt->config_path) != 0) return -1;  // warned of above
-  if (checkpoint_check_compatible(&stored, cfg, opt->config_path ? &file : NULL, opt->resume) != 0) return -1;
-  if (moved) *moved = strcmp(stored.run.run_dir, cfg->run.run_dir) != 0 || strcmp(stored.run.name, cfg->run.name) != 0;
+  if (checkpoint_check_compatible(stored, cfg, opt->config_path ? &file : NULL, opt->resume) != 0) return -1;
+  if (moved)
+    *moved = strcmp(stored->run.run_dir, cfg->run.run_dir) != 0 || strcmp(stored->run.name, cfg->run.name) != 0;
   // A total below the steps already taken would end the run at once and cut the metrics to it. A run
   // takes whole iterations: one that has reached its total may have passed it (it is then done).
   int64_t taken;
@@ -637,7 +639,10 @@ static int resolve_config(const TrainRunOptions *opt, Config *cfg, bool *moved) 
   return 0;
 }
 
-int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) { return resolve_config(opt, cfg, NULL); }
+int train_run_resolve_config(const TrainRunOptions *opt, Config *cfg) {
+  static Config stored;
+  return resolve_config(opt, cfg, &stored, NULL);
+}
 
 // Data-parallel ranks train one model: every key that shapes training must have the same value on
 // every rank (an MPMD launch can give each its own --set). Per-process keys may differ.
@@ -858,14 +863,14 @@ static int choose_run_dir(const TrainRunOptions *opt, const Config *cfg, bool mo
   snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
   char best[PATH_CAP + 16];
   snprintf(best, sizeof best, "%s/best.h5", run_dir);
-  const bool has_metrics = path_exists(path), has_best = path_exists(best);
+  const bool has_metrics = path_exists(path), has_best = path_exists(best), has_checkpoint = holds_checkpoint(run_dir);
   // A fresh start in a directory that holds a run's checkpoints, or a best.h5 without the metrics
   // of a run that made it (checkpoints and best.h5 copied back from storage), would overwrite them.
-  if (root && !opt->resume && (holds_checkpoint(run_dir) || (has_best && !has_metrics))) {
+  if (root && !opt->resume && (has_checkpoint || (has_best && !has_metrics))) {
     char last[PATH_CAP + 32];
     if (!train_run_latest_checkpoint(run_dir, last, sizeof last))
       snprintf(last, sizeof last, "%s/checkpoints/last.h5", run_dir);
-    if (holds_checkpoint(run_dir))
+    if (has_checkpoint)
       error_set(
           "run directory %s already holds a run (%s); resume it with --resume %s, or choose another [run] name "
           "(--set run.name=...) or --run-dir",
@@ -908,6 +913,7 @@ typedef struct {
   TrainRunOptions opt;  // the caller's, quiet on every rank but rank 0
   bool root;            // rank 0 (ppo/dist.h): it alone prints progress and writes the run directory
   Config cfg;
+  Config stored;  // a resume's checkpoint configuration, as the run that wrote it had it
   char run_dir[RUN_DIR_MAX + 2], ckpt_dir[PATH_CAP];
   Trainer *tr;
   Evaluator *ev;  // NULL without [eval] and on the other ranks
@@ -925,6 +931,7 @@ typedef struct {
   int64_t eval_pending;                  // the iteration whose [eval] pass a stop abandoned (-1: none)
   bool pending_ran;                      // a resume's abandoned pass ran now
   bool complete;                         // a resume with nothing to do (resume_is_complete)
+  int64_t resume_eval_pending;           // the checkpoint's abandoned [eval] pass's iteration (-1: none)
   bool interrupted;                      // a stop request ended the loop
   int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
   CpuWaitWindow cpu_wait;                // the OpenMP threads waiting for a CPU (warn_cpu_wait)
@@ -940,14 +947,20 @@ static void run_close(Run *r) {
   trainer_free(r->tr);
 }
 
+// The resume of a finished run: what it is and how to train on.
+static void say_nothing_to_train(const Run *r) {
+  fprintf(stderr,
+          "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume with "
+          "--set run.total_timesteps=N to train on\n",
+          (long long)trainer_counters(r->tr)->timesteps, (long long)r->cfg.run.total_timesteps);
+}
+
 // A --resume (not a walk-forward's fold) of a run that has trained all its iterations and has no
-// [eval] pass left that a stop abandoned: the same on every rank.
-static bool resume_is_complete(Run *r) {
+// [eval] pass left that a stop abandoned: the same on every rank (resume_eval_pending is rank 0's).
+static bool resume_is_complete(const Run *r) {
   const TrainRunOptions *opt = &r->opt;
   if (!opt->resume || opt->in_walk_forward || r->start_iteration < r->total_iterations) return false;
-  int64_t pending = r->root && r->cfg.eval.every > 0 ? checkpoint_read_eval_pending(opt->resume) : -1;
-  dist_host_bcast(&pending, sizeof pending, 0);
-  return pending != r->start_iteration;
+  return r->resume_eval_pending != r->start_iteration;
 }
 
 // The configuration, the run directory (chosen before the market loads, locked once it exists),
@@ -958,12 +971,11 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   const TrainRunOptions *opt = &r->opt;
   const bool root = r->root;
   bool moved;
-  if (resolve_config(opt, &r->cfg, &moved) != 0) {
+  int resolved = resolve_config(opt, &r->cfg, &r->stored, &moved);
+  if (resolved != 0) {
     // A configuration's errors are "FILE:LINE: ..." lines, as a compiler prints them; one about the
     // checkpoint file itself (cut short, damaged) gets the program's prefix, as the others do.
-    const bool about_file = opt->resume && strncmp(error_message(), opt->resume, strlen(opt->resume)) == 0 &&
-                            strncmp(error_message() + strlen(opt->resume), ":config:", 8) != 0;
-    fprintf(stderr, "%s%s\n", about_file ? "ppo-train: --resume: " : "", error_message());
+    fprintf(stderr, "%s%s\n", resolved == CHECKPOINT_UNREADABLE ? "ppo-train: --resume: " : "", error_message());
     return EXIT_BAD_INPUT;
   }
   const Config *cfg = &r->cfg;
@@ -1047,6 +1059,9 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   }
   r->total_iterations = trainer_total_iterations(tr);
   r->start_iteration = trainer_counters(tr)->iterations;
+  // The checkpoint's abandoned [eval] pass, read once, by rank 0 (which evaluates), for every rank.
+  r->resume_eval_pending = opt->resume && root && cfg->eval.every > 0 ? checkpoint_read_eval_pending(opt->resume) : -1;
+  if (opt->resume) dist_host_bcast(&r->resume_eval_pending, sizeof r->resume_eval_pending, 0);
   // A resume with nothing to do changes nothing: decided before the run directory is made (a new
   // --run-dir was left holding .lock and checkpoints/).
   if ((r->complete = resume_is_complete(r))) return EXIT_OK;
@@ -1097,11 +1112,10 @@ static void warn_missing_rows(Run *r) {
   if (last < 0 || last >= at) return;
   // The rows due are those of the run that wrote them: the checkpoint's log_every and eval.every (a
   // resume may change both).
-  static Config stored;
-  if (checkpoint_read_config(r->opt.resume, &stored, NULL, 0, NULL) != 0) return;  // it read before
-  int64_t due = at / stored.run.log_every * stored.run.log_every;
-  if (stored.eval.every > 0 && at / stored.eval.every * stored.eval.every > due)
-    due = at / stored.eval.every * stored.eval.every;
+  const Config *stored = &r->stored;
+  int64_t due = at / stored->run.log_every * stored->run.log_every;
+  if (stored->eval.every > 0 && at / stored->eval.every * stored->eval.every > due)
+    due = at / stored->eval.every * stored->eval.every;
   if (last >= due) return;
   char missing[96];
   if (last + 1 == at)
@@ -1200,10 +1214,7 @@ static int run_begin_loop(Run *r) {
     (void)cpu_wait_share(&r->cpu_wait, r->t_start, r->cpu_wait_n, read_cpu_wait, r);  // the first window starts
     r->cpu_other0 = cpu_time_other_threads(r->cpu_wait_tids, r->cpu_wait_n);
   }
-  if (!opt->resume || r->cfg.eval.every <= 0) return EXIT_OK;
-  int64_t pending = r->ev ? checkpoint_read_eval_pending(opt->resume) : -1;
-  dist_host_bcast(&pending, sizeof pending, 0);
-  if (pending != r->start_iteration) return EXIT_OK;
+  if (!opt->resume || r->cfg.eval.every <= 0 || r->resume_eval_pending != r->start_iteration) return EXIT_OK;
   EvalResult er;
   const double best_before = r->best;
   int evaluated = evaluate_iteration(r->tr, r->ev, r->root, r->run_dir, r->start_iteration, &r->best, &er);
@@ -1437,10 +1448,7 @@ static int run_finish(Run *r, TrainRunResult *result, int status) {
         fprintf(stderr, "ppo-train: the run is complete (%lld steps); iteration %lld's [eval] pass ran now\n",
                 (long long)trainer_counters(tr)->timesteps, (long long)r->start_iteration);
       else
-        fprintf(stderr,
-                "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
-                "with --set run.total_timesteps=N to train on\n",
-                (long long)trainer_counters(tr)->timesteps, (long long)r->cfg.run.total_timesteps);
+        say_nothing_to_train(r);
     } else if (!opt->quiet) {
       fprintf(stderr, "ppo-train: done: %lld iteration%s, %lld steps in %.1f s; run directory %s\n",
               (long long)iterations, iterations == 1 ? "" : "s", (long long)trainer_counters(tr)->timesteps,
@@ -1468,11 +1476,7 @@ static int train_run_body(const TrainRunOptions *opt, TrainRunResult *result, in
   if (status == EXIT_OK && !opt->plan_only && r->complete) {
     // Nothing to do: the run directory is left exactly as it was (a retry loop's pass rewrote the
     // last checkpoint, config.ini and train.log each time).
-    if (r->root)
-      fprintf(stderr,
-              "ppo-train: nothing to train: the run is complete (%lld steps, [run] total_timesteps = %lld); resume "
-              "with --set run.total_timesteps=N to train on\n",
-              (long long)trainer_counters(r->tr)->timesteps, (long long)r->cfg.run.total_timesteps);
+    if (r->root) say_nothing_to_train(r);
     result->iterations = r->start_iteration;
     result->timesteps = trainer_counters(r->tr)->timesteps;
     snprintf(result->last_checkpoint, sizeof result->last_checkpoint, "%s", opt->resume);
