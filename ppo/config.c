@@ -455,9 +455,16 @@ static void loader_apply_override(Loader *loader, int position) {
 
 // --- cross-key checks ---------------------------------------------------------------------------
 
+// The schema row of a "section.key" name (a key the checks below name: it exists).
+static int dotted_key_index(const char *name) {
+  const char *dot = strchr(name, '.');
+  char section[32];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
+  return config_key_index(section, dot + 1);
+}
+
 // "[ppo] n_steps = 64 (set at x.ini:5)" for messages that name several keys.
-static char *key_description(const Loader *loader, const char *section, const char *key, char *buf, size_t capacity) {
-  int index = config_key_index(section, key);
+static char *key_description(const Loader *loader, int index, char *buf, size_t capacity) {
   const ConfigKey *k = &config_schema(&(int){0})[index];
   char value[VALUE_TEXT_MAX], where[1024];
   config_value_text(loader->cfg, index, value, sizeof value);
@@ -478,10 +485,7 @@ static char *latest_where(const Loader *loader, const char *const *keys, int n, 
   int latest = -1;
   long latest_rank = -1;
   for (int i = 0; i < n; i++) {
-    const char *dot = strchr(keys[i], '.');
-    char section[32];
-    snprintf(section, sizeof section, "%.*s", (int)(dot - keys[i]), keys[i]);
-    int index = config_key_index(section, dot + 1);
+    int index = dotted_key_index(keys[i]);
     ConfigOrigin o = loader->cfg->origin[index];
     long rank = o.kind == CONFIG_ORIGIN_DEFAULT ? 0 : o.kind == CONFIG_ORIGIN_FILE ? o.line : 1000000L + o.line;
     if (rank > latest_rank) latest_rank = rank, latest = index;
@@ -497,22 +501,15 @@ static void cross_report(Loader *loader, CheckLevel level, const char *const *ke
                          const char *joiner, const char *note) {
   if (level == CHECK_WARNING && loader->stored) {  // the run that stored it was told already
     bool overridden = false;
-    for (int i = 0; i < n; i++) {
-      const char *dot = strchr(keys[i], '.');
-      char section[32];
-      snprintf(section, sizeof section, "%.*s", (int)(dot - keys[i]), keys[i]);
-      overridden |= loader->cfg->origin[config_key_index(section, dot + 1)].kind == CONFIG_ORIGIN_SET;
-    }
+    for (int i = 0; i < n; i++) overridden |= loader->cfg->origin[dotted_key_index(keys[i])].kind == CONFIG_ORIGIN_SET;
     if (!overridden) return;
   }
   char where[1024], message[4096];
   latest_where(loader, keys, n, where, sizeof where);
   size_t used = (size_t)snprintf(message, sizeof message, "%s: ", where);
   for (int i = 0; i < n && used < sizeof message; i++) {
-    const char *dot = strchr(keys[i], '.');
-    char section[32], description[2048];
-    snprintf(section, sizeof section, "%.*s", (int)(dot - keys[i]), keys[i]);
-    key_description(loader, section, dot + 1, description, sizeof description);
+    char description[2048];
+    key_description(loader, dotted_key_index(keys[i]), description, sizeof description);
     used += (size_t)snprintf(message + used, sizeof message - used, "%s%s",
                              i == 0   ? ""
                              : i == 1 ? rule
@@ -550,14 +547,11 @@ static void loader_check_dates(Loader *loader) {
 
 // Whether a key holds a value other than its default (set in the file or by --set to something
 // else; a checkpoint's stored configuration names every key, most at their defaults).
-static bool differs_from_default(const Loader *loader, const char *name) {
+static bool differs_from_default(const Loader *loader, int index) {
   static Config defaults;
   static bool have_defaults = false;
   if (!have_defaults) config_set_defaults(&defaults), have_defaults = true;
-  const char *dot = strchr(name, '.');
-  char section[32], mine[VALUE_TEXT_MAX], theirs[VALUE_TEXT_MAX];
-  snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
-  int index = config_key_index(section, dot + 1);
+  char mine[VALUE_TEXT_MAX], theirs[VALUE_TEXT_MAX];
   return strcmp(config_value_text(loader->cfg, index, mine, sizeof mine),
                 config_value_text(&defaults, index, theirs, sizeof theirs)) != 0;
 }
@@ -598,7 +592,7 @@ static void loader_check_idle(Loader *loader) {
   };
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)  // CartPole's [env] keys: told below
     if (rules[i].idle && !(cartpole && strncmp(rules[i].key, "env.", 4) == 0) &&
-        differs_from_default(loader, rules[i].key)) {
+        differs_from_default(loader, dotted_key_index(rules[i].key))) {
       const char *const pair[] = {rules[i].key, rules[i].because};
       cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "", rules[i].note);
     }
@@ -614,7 +608,7 @@ static void loader_check_idle(Loader *loader) {
                          : synthetic_key && c->env.type != CONFIG_ENV_SYNTHETIC;
     char name[64];
     snprintf(name, sizeof name, "env.%s", key);
-    if (idle && differs_from_default(loader, name)) {
+    if (idle && differs_from_default(loader, i)) {
       const char *const pair[] = {name, "env.type"};
       cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "",
                    cartpole ? ": CartPole has no market" : ": only the synthetic market reads it");
