@@ -674,29 +674,29 @@ static int run_memory_group(const Machine *m, bool quick) {
 
 int bench_all_main(int argc, char **argv) {
   AllOptions o = {.groups = (1u << GROUP_COUNT) - 1};
+  static const char *const options[] = {"--quick", "--json", "--only", "--repeats"};  // --quick takes no value
   CliSeen seen = {.count = 0};
   for (int i = 1; i < argc; i++) {  // "--opt VALUE" or "--opt=VALUE" (apps/cli.h), each once
-    const char *a = argv[i], *v = NULL;
-    char name[16], why[TEXT_CAP];
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
-    if (strcmp(a, "--quick") != 0 && strcmp(name, "--json") != 0 && strcmp(name, "--only") != 0 &&
-        strcmp(name, "--repeats") != 0) {
-      snprintf(why, sizeof why, "unknown option '%s'", a);
+    const char *a = NULL, *v = NULL;
+    char why[TEXT_CAP];
+    for (size_t k = 0; k < sizeof options / sizeof options[0] && !a; k++)
+      if (k == 0 ? strcmp(argv[i], options[k]) == 0 : cli_is_option(argv[i], options[k])) a = options[k];
+    if (!a) {
+      snprintf(why, sizeof why, "unknown option '%s'", argv[i]);
       return all_usage(why);
     }
-    if (cli_repeated(&seen, name)) {
-      snprintf(why, sizeof why, "%s is given twice; give it once", name);
+    if (cli_repeated(&seen, a)) {
+      snprintf(why, sizeof why, "%s is given twice; give it once", a);
       return all_usage(why);
     }
     if (strcmp(a, "--quick") == 0) {
       o.quick = true;
       continue;
     }
-    if (!(v = cli_option_value(argc, argv, &i, name))) {
-      snprintf(why, sizeof why, "%s needs a value", name);
+    if (!(v = cli_option_value(argc, argv, &i, a))) {
+      snprintf(why, sizeof why, "%s needs a value", a);
       return all_usage(why);
     }
-    a = name;
     if (strcmp(a, "--json") == 0) {
       size_t n = strlen(v);
       if (n < 6 || strcmp(v + n - 5, ".json") != 0) return all_usage("--json OUT: OUT must end in .json");

@@ -34,7 +34,9 @@ void metrics_compute(Metrics *out, const double *equity, const int64_t *ts, int6
   m.sortino = (mean - mar_bar) / dd * sqrt(P);
   double peak = equity[0];
   int64_t run = 0;
+  bool ruined = false;
   for (int64_t i = 0; i <= n; i++) {
+    ruined |= !(equity[i] > 0);  // metrics_ruined's test, in the walk the drawdown makes anyway
     if (equity[i] >= peak) {
       peak = equity[i];
       run = 0;
@@ -51,7 +53,7 @@ void metrics_compute(Metrics *out, const double *equity, const int64_t *ts, int6
   // rose 25x, then lost 5x its equity in one bar, scored a Sharpe of 1.13 and became best.h5).
   // Total return and drawdown keep the accounting; the ratios are undefined, and [eval] ranks an
   // undefined metric below every other (ppo/evaluate.c).
-  if (metrics_ruined(equity, n)) m.cagr = m.ann_vol = m.sharpe = m.sharpe_per_bar = m.sortino = m.calmar = NAN;
+  if (ruined) m.cagr = m.ann_vol = m.sharpe = m.sharpe_per_bar = m.sortino = m.calmar = NAN;
   *out = m;
 }
 

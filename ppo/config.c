@@ -551,9 +551,8 @@ static bool differs_from_default(const Loader *loader, int index) {
   static Config defaults;
   static bool have_defaults = false;
   if (!have_defaults) config_set_defaults(&defaults), have_defaults = true;
-  char mine[VALUE_TEXT_MAX], theirs[VALUE_TEXT_MAX];
-  return strcmp(config_value_text(loader->cfg, index, mine, sizeof mine),
-                config_value_text(&defaults, index, theirs, sizeof theirs)) != 0;
+  const ConfigKey *k = &config_schema(&(int){0})[index];
+  return !config_value_equal(k, (const char *)loader->cfg + k->offset, (const char *)&defaults + k->offset);
 }
 
 // Keys given a value that this configuration never reads: said, so that a setting believed to

@@ -134,28 +134,36 @@ static bool checkpoint_file_name(const char *name, long long *iteration) {
   return true;
 }
 
-// Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all) up to iteration `current` (the
-// one just written), by iteration number, whatever cadence wrote them (a final or interrupted run's
-// checkpoint falls between multiples of every). Checkpoints past `current` are another timeline's
-// (this run resumed from an earlier one): left as they are, never counted.
-static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
+// The iterations of dir's checkpoint files up to max_iteration, in directory order; *count of them.
+// NULL (count 0) when there are none or the directory cannot be read; the caller frees.
+static int64_t *list_checkpoints(const char *dir, int64_t max_iteration, size_t *count) {
+  *count = 0;
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return NULL;
   int64_t *its = NULL;
-  size_t count = 0, cap = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
+  size_t cap = 0;
+  for (struct dirent *de; (de = readdir(d));) {
     long long it;
-    if (!checkpoint_file_name(de->d_name, &it) || it > current) continue;
-    if (count == cap) {
+    if (!checkpoint_file_name(de->d_name, &it) || it > max_iteration) continue;
+    if (*count == cap) {
       cap = cap ? 2 * cap : 64;
       int64_t *grown = realloc(its, cap * sizeof *its);
       if (!grown) break;
       its = grown;
     }
-    its[count++] = it;
+    its[(*count)++] = it;
   }
   closedir(d);
+  return its;
+}
+
+// Keeps the newest `keep` checkpoints ckpt_NNNNNN.h5 of dir (0: all) up to iteration `current` (the
+// one just written), by iteration number, whatever cadence wrote them (a final or interrupted run's
+// checkpoint falls between multiples of every). Checkpoints past `current` are another timeline's
+// (this run resumed from an earlier one): left as they are, never counted.
+static void prune_checkpoints(const char *dir, int64_t keep, int64_t current) {
+  size_t count;
+  int64_t *its = list_checkpoints(dir, current, &count);
   for (size_t i = 0; keep > 0 && i < count; i++) {  // drop every one with `keep` or more newer ones
     size_t newer = 0;
     for (size_t j = 0; j < count; j++) newer += its[j] > its[i];
@@ -562,6 +570,11 @@ static bool same_directory(const char *dir, const char *ckpt) {
   return realpath(dir, a) && realpath(own, b) && strcmp(a, b) == 0;
 }
 
+static int compare_descending(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
 // A checkpoint that cannot be read (damaged, cut short): the message goes on with the run's other
 // checkpoints beside it, the three highest iterations first, to resume from instead. Nothing when
 // there are none.
@@ -575,30 +588,25 @@ static void add_other_checkpoints(const char *resume) {
     snprintf(dir, sizeof dir, ".");
   char real[PATH_MAX];  // last.h5 names a checkpoint: that one is the damaged one
   if (realpath(resume, real)) snprintf(own, sizeof own, "%s", strrchr(real, '/') ? strrchr(real, '/') + 1 : real);
-  DIR *d = opendir(dir);
-  if (!d) return;
-  long long best[3] = {-1, -1, -1};
-  for (struct dirent *de; (de = readdir(d));) {
-    long long it;
-    if (!checkpoint_file_name(de->d_name, &it) || strcmp(de->d_name, own) == 0) continue;
-    for (int k = 0; k < 3; k++)
-      if (it > best[k]) {
-        for (int j = 2; j > k; j--) best[j] = best[j - 1];
-        best[k] = it;
-        break;
-      }
-  }
-  closedir(d);
-  if (best[0] < 0) return;
+  long long own_iteration = -1;
+  if (!checkpoint_file_name(own, &own_iteration)) own_iteration = -1;
+  size_t count;
+  int64_t *its = list_checkpoints(dir, INT64_MAX, &count);
+  qsort(its, count, sizeof *its, compare_descending);
   char names[200] = "";
-  for (int k = 0; k < 3 && best[k] >= 0; k++) {
+  int64_t newest = -1;
+  for (size_t i = 0, shown = 0; i < count && shown < 3; i++) {
+    if (its[i] == own_iteration) continue;
     size_t used = strlen(names);
-    snprintf(names + used, sizeof names - used, "%sckpt_%06lld.h5", k ? ", " : "", best[k]);
+    snprintf(names + used, sizeof names - used, "%sckpt_%06lld.h5", shown++ ? ", " : "", (long long)its[i]);
+    if (newest < 0) newest = its[i];
   }
+  free(its);
+  if (newest < 0) return;
   char message[ERROR_MESSAGE_MAX];
   snprintf(message, sizeof message, "%s", error_message());
   error_set("%s; the run's other checkpoints in %s: %s (--resume %s/ckpt_%06lld.h5 goes on from the newest of them)",
-            message, dir, names, dir, best[0]);
+            message, dir, names, dir, (long long)newest);
 }
 
 // *stored: a resume's checkpoint configuration, as it was written. *moved (optional): a resume whose

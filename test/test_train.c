@@ -577,16 +577,18 @@ Test(train, resume_mends_a_best_txt_that_disagrees_with_best_h5) {
 Test(train, a_resume_past_the_last_metrics_row_warns_of_the_gap) {
   const char *cfg = config_file("gap");
   static char out[1 << 16];
-  char dir[512], args[1400];
+  char dir[512];
   snprintf(dir, sizeof dir, "%s/gap", tmp_root);
-  snprintf(args, sizeof args, "'%s' --quiet --run-dir '%s' --set run.total_timesteps=1024 --set run.checkpoint_keep=0",
-           cfg, dir);  // 4 iterations of 256 steps, a checkpoint after each
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
-  snprintf(args, sizeof args, "--quiet --resume '%s/checkpoints/ckpt_000002.h5' --iterations 1", dir);
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out,
+                             "'%s' --quiet --run-dir '%s' --set run.total_timesteps=1024 --set run.checkpoint_keep=0",
+                             cfg, dir),  // 4 iterations of 256 steps, a checkpoint after each
+               0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out, "--quiet --resume '%s/checkpoints/ckpt_000002.h5' --iterations 1", dir),
+               0, "%s", out);
   cr_expect(!strstr(out, "have no row"), "%s", out);  // rows 1, 2 kept; 3 logged again; 4 dropped
-  snprintf(args, sizeof args, "--quiet --resume '%s/checkpoints/ckpt_000004.h5' --set run.total_timesteps=1280", dir);
-  cr_assert_eq(run_program(PPO_BIN_DIR "/ppo-train", args, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_train_cli(out, sizeof out,
+                             "--quiet --resume '%s/checkpoints/ckpt_000004.h5' --set run.total_timesteps=1280", dir),
+               0, "%s", out);
   cr_expect(strstr(out,
                    "metrics.csv: its rows end at iteration 3, the checkpoint is of iteration 4: iteration 4 has "
                    "no row"),
