@@ -252,6 +252,7 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
     return -1;
   }
   if (p.use_data_spread && !data->has_bid_ask) {
+    c->refused_key = "use_data_spread";
     char source[4 * MARKET_SOURCE_MAX];
     error_set("trading: use_data_spread = true but %s has no bid/ask columns (set it to auto or false)",
               text_escape(data->source, source, sizeof source));
@@ -335,12 +336,13 @@ int trading_context_init(TradingContext *c, const MarketData *data, const Featur
   c->eval_end = c->split_hi[s] - tail;
   char when[32];
   if (!p.eval && c->episode_length < 1) {
-    c->params = p;  // resolved: the caller names window or warmup by these (else params stay zero)
     char cause[200] = "lower warmup";
-    if (c->window - 1 > p.warmup)  // the observation's history, not the warm-up, sets the first start
+    c->refused_key = warmup_auto ? NULL : "warmup";  // the key that sets the first start (NULL: the data's length)
+    if (c->window - 1 > p.warmup) {                  // the observation's history, not the warm-up, sets the first start
+      c->refused_key = "window";
       snprintf(cause, sizeof cause, "shorten window (%d bars: an observation needs window - 1 bars before it)",
                c->window);
-    else if (warmup_auto)
+    } else if (warmup_auto)
       snprintf(cause, sizeof cause,
                "warmup is auto, 3 x the longest feature lookback (%lld bars: ema_slow, sigma_halflife, the "
                "longest return horizon): shorten those or set warmup",

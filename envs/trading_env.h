@@ -176,6 +176,8 @@ typedef struct {
   double sigma_target_bar;  // vol_target_annual / sqrt(periods_per_year)
   double log_eta_bars;      // round(1/dsr_eta): DSR warm-up length
   int window, obs_dim, action_count;
+  const char *refused_key;  // after a failed trading_context_init: the param to change ("window", "warmup",
+                            // "use_data_spread"), named as its [env] key; NULL when none is to blame
 } TradingContext;
 
 // One fill: units bought (< 0 sold) at price, the mid at that point, its costs (cost = units (price -

@@ -225,20 +225,11 @@ int env_market_open(EnvMarket *m, const Config *cfg) {
     return -1;
   }
   if (trading_context_init(&m->context, m->data, m->features, &tp) != 0) {  // the window, ...
-    const TradingParams *r = &m->context.params;  // set only when the failure came after resolving them
-    // use_data_spread = true on data without bid/ask: refused before the params are set, and the
-    // only such refusal once the data has its 3 bars (the others are ranges the schema checked)
-    if (r->window == 0 && tp.use_data_spread == 1 && !d->has_bid_ask && d->rows >= 3)
-      error_prepend("%s: ", config_describe_key(cfg, "env", "use_data_spread", where, sizeof where));
-    else if (cfg->env.type == CONFIG_ENV_SYNTHETIC)
+    const char *key = m->context.refused_key;                               // window, warmup, use_data_spread, or NULL
+    if (cfg->env.type == CONFIG_ENV_SYNTHETIC && !(key && strcmp(key, "use_data_spread") == 0))
       error_prepend("[env] with the synthetic market (%lld bars): ", (long long)m->data->rows);
-    else {  // no room for an episode (params set): the key that sets the first start, window or warmup
-      const char *key = r->window == 0              ? "data"
-                        : r->window - 1 > r->warmup ? "window"
-                        : !cfg->env.warmup.is_auto  ? "warmup"
-                                                    : "data";
-      error_prepend("%s: ", config_describe_key(cfg, "env", key, where, sizeof where));
-    }
+    else
+      error_prepend("%s: ", config_describe_key(cfg, "env", key ? key : "data", where, sizeof where));
     env_market_close(m);
     return -1;
   }
