@@ -425,6 +425,24 @@ static char *trim(char *s) {
   return s;
 }
 
+// A "section.key=value" argument, split in place in copy: section, key and value trimmed. false
+// when it has no '.' before its '='.
+static bool split_override(char *copy, char **section, char **key, char **value) {
+  char *equals = strchr(copy, '='), *dot = strchr(copy, '.');
+  if (!equals || !dot || dot > equals) return false;
+  *equals = '\0';
+  *dot = '\0';
+  *section = trim(copy), *key = trim(dot + 1), *value = trim(equals + 1);
+  return true;
+}
+
+int config_override_index(const char *arg) {
+  char copy[1024], *section, *key, *value;
+  if (snprintf(copy, sizeof copy, "%s", arg) >= (int)sizeof copy || !split_override(copy, &section, &key, &value))
+    return -1;
+  return config_key_index(section, key);
+}
+
 static void loader_apply_override(Loader *loader, int position) {
   const char *arg = loader->overrides[position];
   char where[1024], shown[VALUE_TEXT_MAX];
@@ -435,15 +453,11 @@ static void loader_apply_override(Loader *loader, int position) {
     return;
   }
   strcpy(copy, arg);
-  char *equals = strchr(copy, '=');
-  char *dot = strchr(copy, '.');
-  if (!equals || !dot || dot > equals) {
+  char *section, *key, *value;
+  if (!split_override(copy, &section, &key, &value)) {
     errors_add(&loader->errors, "%s: expected section.key=value", where);
     return;
   }
-  *equals = '\0';
-  *dot = '\0';
-  char *section = trim(copy), *key = trim(dot + 1), *value = trim(equals + 1);
   if (!section_known(section)) {
     char reason[256];
     quote_text(section, strlen(section), shown, sizeof shown);

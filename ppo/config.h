@@ -261,6 +261,9 @@ typedef struct {
 
 const ConfigKey *config_schema(int *count);                  // the table, in print order; *count rows
 int config_key_index(const char *section, const char *key);  // row index, -1 when unknown
+// The row of a --set argument "section.key=value" (section and key trimmed as --set reads them); -1
+// when it is not of that form or names no key.
+int config_override_index(const char *arg);
 // The INI name of a choice key's enum value ("cuda" for run.device = CONFIG_DEVICE_CUDA): the
 // schema's one table, for every message and report that names one; "?" for no such key or value.
 const char *config_choice_name(const char *section, const char *key, int value);

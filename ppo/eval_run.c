@@ -1235,17 +1235,10 @@ static SetKind set_kind(const char *section, const char *key) {
 // Whether ppo-eval takes an override: true, or false with the refusal on stderr (exit 2). Malformed
 // ones and keys that do not exist pass here; config_load names them.
 static bool override_taken(const char *override) {
-  char copy[1024];
-  if (snprintf(copy, sizeof copy, "%s", override) >= (int)sizeof copy) return true;
-  char *equals = strchr(copy, '='), *dot = strchr(copy, '.');
-  if (!equals || !dot || dot > equals) return true;
-  *equals = *dot = '\0';
-  char *section = copy, *key = dot + 1;  // trimmed as config_load trims them
-  while (isspace((unsigned char)*section)) section++;
-  while (isspace((unsigned char)*key)) key++;
-  for (char *e = section + strlen(section); e > section && isspace((unsigned char)e[-1]);) *--e = '\0';
-  for (char *e = key + strlen(key); e > key && isspace((unsigned char)e[-1]);) *--e = '\0';
-  if (config_key_index(section, key) < 0) return true;
+  const int index = config_override_index(override);
+  if (index < 0) return true;  // malformed or unknown: config_load says so
+  const ConfigKey *row = &config_schema(&(int){0})[index];
+  const char *section = row->section, *key = row->key;
   switch (set_kind(section, key)) {
     case SET_TAKEN:
       return true;
