@@ -6,8 +6,10 @@
 #include <string.h>
 
 static _Thread_local char error_buffer[ERROR_MESSAGE_MAX];
+static _Thread_local bool error_damaged;  // the message says a file is damaged (error_mark_damaged)
 
 void error_set(const char *fmt, ...) {
+  error_damaged = false;
   va_list args;
   va_start(args, fmt);
   vsnprintf(error_buffer, sizeof error_buffer, fmt, args);
@@ -29,4 +31,11 @@ void error_prepend(const char *fmt, ...) {
 
 const char *error_message(void) { return error_buffer; }
 
-void error_clear(void) { error_buffer[0] = '\0'; }
+void error_clear(void) {
+  error_buffer[0] = '\0';
+  error_damaged = false;
+}
+
+void error_mark_damaged(void) { error_damaged = true; }
+
+bool error_is_damage(void) { return error_damaged; }

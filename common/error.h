@@ -13,6 +13,8 @@
 #ifndef PPO_COMMON_ERROR_H
 #define PPO_COMMON_ERROR_H
 
+#include <stdbool.h>
+
 enum {
   EXIT_OK = 0,         // success
   EXIT_RUNTIME = 1,    // a failure at run time
@@ -31,5 +33,10 @@ void error_set(const char *fmt, ...) PPO_PRINTF(1, 2);      // replaces the mess
 void error_prepend(const char *fmt, ...) PPO_PRINTF(1, 2);  // adds context in front: "FILE: " + old message
 const char *error_message(void);                            // the last message, "" when none
 void error_clear(void);                                     // forgets the message
+// The message just set says a file is damaged (cut short, failing its checksums, not the format at
+// all), as opposed to a file that reads but holds something refused: the caller may point to another
+// copy. error_set clears the mark; error_prepend keeps it.
+void error_mark_damaged(void);
+bool error_is_damage(void);
 
 #endif

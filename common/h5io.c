@@ -23,10 +23,6 @@ static void h5io_quiet(void) {
   }
 }
 
-// Damage reports: bumped with each message that says a file is damaged or cut short (h5io.h).
-static unsigned damage_reports = 0;
-unsigned h5io_damage_reports(void) { return damage_reports; }
-
 // The file name behind any location id, for messages.
 static const char *h5io_file_name(hid_t loc, char *buf, size_t capacity) {
   if (H5Fget_name(loc, buf, capacity) < 0) snprintf(buf, capacity, "(HDF5 file)");
@@ -188,8 +184,8 @@ hid_t h5io_open_read(const char *path) {
   }
   // H5Fis_hdf5 exists in 1.10 (Debian 12) and, deprecated, in later versions.
   if (H5Fis_hdf5(path) <= 0) {
-    damage_reports++;
     error_set("%s: not an HDF5 file (or a damaged one)", path);
+    error_mark_damaged();
     return H5I_INVALID_HID;
   }
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -199,7 +195,6 @@ hid_t h5io_open_read(const char *path) {
   if (file < 0) {
     int truncated = 0;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, note_truncated, &truncated);
-    damage_reports++;
     if (truncated)
       error_set(
           "%s: the HDF5 file is cut short (a partial copy, an interrupted transfer or a full disk); use "
@@ -208,6 +203,7 @@ hid_t h5io_open_read(const char *path) {
     else
       error_set("%s: cannot open this HDF5 file (damaged, written by a newer HDF5, or held by a process writing it)",
                 path);
+    error_mark_damaged();
   }
   return file;
 }
@@ -221,11 +217,11 @@ void h5io_close(hid_t file) {
 // The message for metadata HDF5 could not read: with the format's checksums (h5io_create), damage.
 static void h5io_set_damaged(hid_t loc, const char *what) {
   char file_name[512];
-  damage_reports++;
   error_set(
       "%s: cannot read %s: the file's structure is damaged (it does not match its checksum: a partial copy, "
       "a disk or transfer error); use another copy of it",
       h5io_file_name(loc, file_name, sizeof file_name), what);
+  error_mark_damaged();
 }
 
 // 1: name exists, 0: it does not, -1: a group on the way could not be read (h5io_set_damaged).
@@ -405,7 +401,6 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
     size_t n_values = 0;
     bool checked = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, &n_values, NULL, 0, NULL, &config) >= 0;
     H5Pclose(dcpl);
-    damage_reports++;
     if (checked)
       error_set(
           "%s: dataset %s does not match its checksum: the file is damaged (a partial copy, a disk or "
@@ -414,6 +409,7 @@ int h5io_read(hid_t loc, const char *name, H5ioType type, int rank, const hsize_
     else
       error_set("%s: cannot read dataset %s as %s (damaged file or values out of range)",
                 h5io_file_name(loc, file_name, sizeof file_name), name, h5io_type_name(type));
+    error_mark_damaged();
   } else {
     rc = 0;
   }

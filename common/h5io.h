@@ -78,8 +78,6 @@ int h5io_attr_read_double(hid_t loc, const char *object, const char *attr, doubl
 bool h5io_attr_exists(hid_t loc, const char *object, const char *attr);
 // 1: the attribute exists, 0: it (or object) does not, -1: the file is damaged there (message set).
 int h5io_attr_find(hid_t loc, const char *object, const char *attr);
-// How many times h5io has said a file is damaged, cut short or not HDF5 at all: a caller compares
-// the count around a read to tell a damaged file from one that reads but does not fit.
-unsigned h5io_damage_reports(void);
+// A file damaged, cut short or not HDF5 at all is reported with error_mark_damaged (error.h).
 
 #endif

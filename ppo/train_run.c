@@ -23,7 +23,6 @@
 #include "common/cpu_wait.h"
 #include "common/error.h"
 #include "common/file_check.h"
-#include "common/h5io.h"
 #include "common/host_memory.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -1044,9 +1043,8 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  const unsigned damaged_before = h5io_damage_reports();
   if (opt->resume && checkpoint_load(tr, opt->resume) != 0) {
-    if (h5io_damage_reports() != damaged_before) add_other_checkpoints(opt->resume);  // damaged, not a misfit
+    if (error_is_damage()) add_other_checkpoints(opt->resume);  // damaged, not a misfit
     fprintf(stderr, "ppo-train: --resume: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
