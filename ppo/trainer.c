@@ -931,19 +931,8 @@ static void fill_stats(Trainer *tr, TrainStats *s, const UpdateResult *u, double
   if (tr->ranks > 1) dist_reduce_stats(tr, s);
 }
 
-TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
-  memset(s, 0, sizeof *s);
-  snapshot_save(tr);
-  double t0 = timer_now();
-  for (int t = 0; t < tr->T; t++) {
-    // A preemption notice: back to the iteration's start (several ranks vote every STOP_VOTE_STEPS)
-    if (stop_agreed(tr, TRAINER_PHASE_ROLLOUT, t, STOP_VOTE_STEPS)) {
-      snapshot_restore(tr);
-      return TRAINER_INTERRUPTED;
-    }
-    rollout_step(tr, t);
-  }
-  rollout_finish(tr);
+// GAE, the update and the statistics: the iteration's second half, after a rollout (t0: its start).
+static TrainerStatus learn(Trainer *tr, TrainStats *s, double t0) {
   backend_sync(tr->backend);
   double t1 = timer_now();
   rollout_compute_gae(&tr->rollout, tr->cfg.ppo.gamma, tr->cfg.ppo.gae_lambda);
@@ -974,4 +963,26 @@ TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
   s->update_s = t3 - t2;
   s->fps = (double)tr->T * tr->N * tr->ranks / (t3 - t0);
   return TRAINER_OK;
+}
+
+TrainerStatus trainer_iteration(Trainer *tr, TrainStats *s) {
+  memset(s, 0, sizeof *s);
+  snapshot_save(tr);
+  double t0 = timer_now();
+  for (int t = 0; t < tr->T; t++) {
+    // A preemption notice: back to the iteration's start (several ranks vote every STOP_VOTE_STEPS)
+    if (stop_agreed(tr, TRAINER_PHASE_ROLLOUT, t, STOP_VOTE_STEPS)) {
+      snapshot_restore(tr);
+      return TRAINER_INTERRUPTED;
+    }
+    rollout_step(tr, t);
+  }
+  rollout_finish(tr);
+  return learn(tr, s, t0);
+}
+
+TrainerStatus trainer_learn(Trainer *tr, TrainStats *s) {
+  memset(s, 0, sizeof *s);
+  snapshot_save(tr);
+  return learn(tr, s, timer_now());
 }

@@ -146,6 +146,11 @@ PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec);
 
 typedef enum { TRAINER_OK = 0, TRAINER_INTERRUPTED = 1 } TrainerStatus;
 TrainerStatus trainer_iteration(Trainer *trainer, TrainStats *stats);
+// The second half of trainer_iteration alone: GAE, the update and the statistics on the rollout
+// buffer as it stands (trainer_rollout: its arrays, last_values and last_dones). test_ppo_sb3 fills
+// the buffer and the parameters from Stable-Baselines3's and compares the update with SB3's train();
+// a run calls trainer_iteration.
+TrainerStatus trainer_learn(Trainer *trainer, TrainStats *stats);
 void trainer_request_stop(void);  // async-signal-safe
 bool trainer_stop_requested(void);
 void trainer_clear_stop(void);
