@@ -790,8 +790,10 @@ static void print_summary(FILE *out, const Evaluation *ev) {
             c->params.max_loss, time_text(p->ts[p->stop_step], a, sizeof a), p->equity[p->stop_step]);
   }
   env_market_print_generic_costs(&ev->market, out, "note: ");
+  if (ev->cost_mult == 0.0) fprintf(out, "note: [env] cost_mult = 0: the cost stress has no cost to scale\n");
   for (int f = 0; f < N_STRESS; f++) {
     const Report *r = &ev->reports[ev->first_stress + f * STRESS_PER_FACTOR];
+    if (f > 0 && ev->cost_mult == 0.0) break;  // every factor of no cost is the same pass
     fprintf(out, "cost x%-4g agent greedy: total %s %%, Sharpe %s\n",
             ev->specs[ev->first_stress + f * STRESS_PER_FACTOR].cost_mult,
             metric_text(t, sizeof t, 100 * r->m.total_return, 2, 0, false),

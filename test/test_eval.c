@@ -1113,12 +1113,11 @@ static void train_and_evaluate(const char *name, const char *ini, char *out, siz
   cr_assert_eq(run_program(EVAL_BIN, args, out, capacity), 0, "%s", out);
 }
 
-// A flat price series at zero cost: every return is 0, so no Sharpe and no Sortino (report.json
-// has null). The summary says n/a for them everywhere, the cost-stress lines included (they printed
-// "Sharpe -nan").
-Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .fini = teardown, .timeout = 240) {
-  static char out[1 << 16];
-  char csv[512], dir[512], text[1024];
+// Trains and evaluates on a flat price series (3000 hourly bars at 1.0) with no spread, commission
+// or slippage, and `extra_env` lines in [env].
+static void flat_market_run(const char *name, const char *extra_env, char *out, size_t capacity, char *dir,
+                            size_t dir_capacity) {
+  char csv[512], text[1024];
   snprintf(csv, sizeof csv, "%s/FLAT_1H.csv", tmp_root);
   FILE *f = fopen(csv, "w");
   cr_assert_not_null(f);
@@ -1129,12 +1128,21 @@ Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .f
   }
   fclose(f);
   snprintf(text, sizeof text,
-           "[run]\nname = flat\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\ncheckpoint_every = 0\n"
+           "[run]\nname = %s\nseed = 5\ndevice = cpu\nthreads = 1\ntotal_timesteps = 256\ncheckpoint_every = 0\n"
            "[env]\ntype = trading\ndata = %s\nn_envs = 2\nepisode_length = 100\nwindow = 4\n"
-           "use_data_spread = false\nhalf_spread_bps = 0\ncommission_bps = 0\nslippage_bps = 0\n"
+           "use_data_spread = false\nhalf_spread_bps = 0\ncommission_bps = 0\nslippage_bps = 0\n%s"
            "[ppo]\nn_steps = 128\nbatch_size = 128\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n",
-           csv);
-  train_and_evaluate("flat", text, out, sizeof out, dir, sizeof dir);
+           name, csv, extra_env);
+  train_and_evaluate(name, text, out, capacity, dir, dir_capacity);
+}
+
+// A flat price series at zero cost: every return is 0, so no Sharpe and no Sortino (report.json
+// has null). The summary says n/a for them everywhere, the cost-stress lines included (they printed
+// "Sharpe -nan").
+Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char dir[512], text[1024];
+  flat_market_run("flat", "", out, sizeof out, dir, sizeof dir);
   cr_expect(strstr(out, "cost x1    agent greedy: total 0.00 %, Sharpe n/a\n"), "%s", out);
   cr_expect(!has_nan_word(out), "printf's nan or inf in: %s", out);
   snprintf(text, sizeof text, "%s/report.json", dir);
@@ -1142,6 +1150,18 @@ Test(eval_cli, a_flat_market_prints_n_a_for_undefined_metrics, .init = setup, .f
   cr_assert_not_null(report);
   cr_expect(isnan(json_number_after(report, "\"cost_stress\"", "sharpe")), "null in report.json");
   free(report);
+}
+
+// [env] cost_mult = 0: the stress factors 0, 1 and 2 all scale no cost, so the summary prints one
+// stress line and says why (it printed "cost x0" three times).
+Test(eval_cli, no_cost_prints_one_cost_stress_line, .init = setup, .fini = teardown, .timeout = 240) {
+  static char out[1 << 16];
+  char dir[512];
+  flat_market_run("nocost", "cost_mult = 0\n", out, sizeof out, dir, sizeof dir);
+  const char *first = strstr(out, "cost x0    agent greedy:");
+  cr_assert(first, "%s", out);
+  cr_expect(!strstr(first + 1, "cost x0    agent greedy:"), "a second cost x0 line: %s", out);
+  cr_expect(strstr(out, "note: [env] cost_mult = 0: the cost stress has no cost to scale\n"), "%s", out);
 }
 
 // Minute bars: the zero-cost oracle's CAGR over a test split of a few hours is astronomical but
