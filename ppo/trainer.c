@@ -102,8 +102,28 @@ struct Trainer {
 
 static const char *device_name(ConfigDevice device) { return config_choice_name("run", "device", (int)device); }
 
+// The configuration's choices as the nn layer's values. Switches without a default: -Wswitch (in
+// -Wall) names a choice added to the schema and not here, which would otherwise train another one.
 static NnDtype precision_dtype(ConfigPrecision precision) {
-  return precision == CONFIG_PRECISION_FP16 ? NN_F16 : precision == CONFIG_PRECISION_BF16 ? NN_BF16 : NN_F32;
+  switch (precision) {
+    case CONFIG_PRECISION_FP32:
+      return NN_F32;
+    case CONFIG_PRECISION_FP16:
+      return NN_F16;
+    case CONFIG_PRECISION_BF16:
+      return NN_BF16;
+  }
+  CHECK(false, "[run] precision has no dtype");
+}
+
+static int activation_of(ConfigActivation activation) {
+  switch (activation) {
+    case CONFIG_ACTIVATION_TANH:
+      return NN_ACT_TANH;
+    case CONFIG_ACTIVATION_RELU:
+      return NN_ACT_RELU;
+  }
+  CHECK(false, "[policy] activation has no NN_ACT_ value");
 }
 
 PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec) {
@@ -121,7 +141,7 @@ PolicySpec trainer_policy_spec(const Config *cfg, const EnvSpec *spec) {
   memcpy(p.pi_layers, cfg->policy.pi_layers.values, sizeof(int) * (size_t)p.n_pi);
   p.n_vf = cfg->policy.vf_layers.count;
   memcpy(p.vf_layers, cfg->policy.vf_layers.values, sizeof(int) * (size_t)p.n_vf);
-  p.activation = cfg->policy.activation == CONFIG_ACTIVATION_RELU ? NN_ACT_RELU : NN_ACT_TANH;
+  p.activation = activation_of(cfg->policy.activation);
   p.dtype = precision_dtype(cfg->run.precision);
   int B = (int)cfg->ppo.batch_size, N = (int)cfg->env.n_envs;
   p.max_batch = B > N ? B : N;

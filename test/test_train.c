@@ -1830,6 +1830,37 @@ Test(train, the_progress_line_shows_the_evaluation) {
 
 // metrics.csv logs the clip ranges under SB3's keys: train/clip_range always, train/clip_range_vf
 // with value clipping on (NaN when it is off: SB3 leaves the key out).
+// Every [policy] activation and [run] precision of the schema reaches the policy as its own value
+// (a choice added to the schema and not to trainer_policy_spec's mapping trained another one).
+Test(train, every_activation_and_precision_choice_reaches_the_policy) {
+  EnvSpec env = {.obs_dim = 4, .action_kind = ENV_ACTION_DISCRETE, .action_count = 2, .action_dim = 1};
+  struct {
+    const char *key;
+    int seen[8];
+  } keys[2] = {{"activation", {0}}, {"precision", {0}}};
+  const char *sections[2] = {"policy", "run"};
+  for (int k = 0; k < 2; k++) {
+    int n = 0;
+    for (; strcmp(config_choice_name(sections[k], keys[k].key, n), "?") != 0; n++) {
+      char set[64];
+      snprintf(set, sizeof set, "%s.%s=%s", sections[k], keys[k].key, config_choice_name(sections[k], keys[k].key, n));
+      const char *sets[1] = {set};
+      Config cfg;
+      cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1, sets), 0, "%s",
+                   error_message());
+      PolicySpec ps = trainer_policy_spec(&cfg, &env);
+      keys[k].seen[n] = k == 0 ? ps.activation : (int)ps.dtype;
+      if (k == 0) cr_expect_neq(ps.activation, NN_ACT_NONE, "%s", set);
+      for (int j = 0; j < n; j++) cr_expect_neq(keys[k].seen[j], keys[k].seen[n], "%s maps as choice %d does", set, j);
+    }
+    cr_expect_geq(n, 2, "[%s] %s has %d choices", sections[k], keys[k].key, n);
+  }
+  Config cfg;
+  const char *relu[1] = {"policy.activation=relu"};
+  cr_assert_eq(config_load_text(&cfg, small_config, strlen(small_config), "small.ini", 1, relu), 0);
+  cr_expect_eq(trainer_policy_spec(&cfg, &env).activation, NN_ACT_RELU);
+}
+
 Test(train, metrics_log_both_clip_ranges) {
   const char *cfg = config_file("clip_ranges");
   char off[512], on[512];
