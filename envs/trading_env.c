@@ -666,8 +666,12 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
 
   // 5. Reward from the same equity.
   const double R = E1 / E_t - 1.0, log_return = log((E1 > 0 ? E1 : RUIN_EQUITY * EQUITY0) / E_t);
-  double base;
-  switch (p->reward) {
+  double base = NAN;
+  switch (p->reward) {  // no default: -Wswitch names a reward added to the enum and not here
+    case TRADING_REWARD_LOG_RETURN:
+    case TRADING_REWARD_VOL_TARGET:  // its target is in the position size (step 2), its reward the log return
+      base = log_return;
+      break;
     case TRADING_REWARD_PNL:
       base = (E1 - E_t) / EQUITY0;
       break;
@@ -677,9 +681,8 @@ void trading_env_step(TradingEnv *e, const void *action, float *obs, float *rewa
     case TRADING_REWARD_D3R:
       base = d3r_step(&e->dsr, R, p->dsr_eta, sigma);
       break;
-    default:
-      base = log_return;
-      break;  // LOG_RETURN, VOL_TARGET
+    case TRADING_REWARD_COUNT:
+      break;  // trading_context_init refuses it
   }
   const double dd_before = 1.0 - E_t / e->equity_peak;
   const double peak_before = e->equity_peak, max_dd_before = e->max_dd;  // over E_0..E_t, for the log

@@ -554,12 +554,12 @@ Test(trading_rewards, variants_from_the_same_equity) {
   Features *f = features_for(d);
   TradingParams p = trading_params_default();
   p.eval = true, p.eval_split = TRADING_SPLIT_VAL;
-  const TradingReward kinds[] = {TRADING_REWARD_PNL, TRADING_REWARD_DSR, TRADING_REWARD_D3R, TRADING_REWARD_VOL_TARGET};
-  for (int k = 0; k < 4; k++) {
-    p.reward = kinds[k];
+  for (int kind_i = 0; kind_i < TRADING_REWARD_COUNT; kind_i++) {  // every kind (a new one needs its expectation below)
+    const TradingReward kind = (TradingReward)kind_i;
+    p.reward = kind;
     TradingContext c;
     context_for(&c, d, f, &p);
-    const bool sharpe_like = kinds[k] == TRADING_REWARD_DSR || kinds[k] == TRADING_REWARD_D3R;
+    const bool sharpe_like = kind == TRADING_REWARD_DSR || kind == TRADING_REWARD_D3R;
     cr_assert_eq(c.params.reward_scale, sharpe_like ? 1.0 : 10.0, "auto scale: daily, or 1 for the Sharpe-like");
     float *obs = obs_new(&c);
     TradingEnv e;
@@ -568,7 +568,7 @@ Test(trading_rewards, variants_from_the_same_equity) {
     DsrState ref = {0, 0};
     for (int64_t i = e.t - 62; i <= e.t; i++) {
       double r = d->close[i] / d->close[i - 1] - 1;
-      ref.a += r / 63, ref.b += (kinds[k] == TRADING_REWARD_D3R ? (r < 0 ? r * r : 0) : r * r) / 63;
+      ref.a += r / 63, ref.b += (kind == TRADING_REWARD_D3R ? (r < 0 ? r * r : 0) : r * r) / 63;
     }
     double sum = 0;
     for (int s = 0; s < 200; s++) {
@@ -577,20 +577,34 @@ Test(trading_rewards, variants_from_the_same_equity) {
       step_level(&e, a, obs);
       double R = e.equity / E0 - 1;
       sum += e.reward_exact;
-      // PNL: the equity change over the initial equity (1); VOL_TARGET: the log return (the
-      // volatility target sizes the position, checked below); both times the daily scale 10, the
-      // differential Sharpe ratios times 1
-      double expect = kinds[k] == TRADING_REWARD_DSR   ? dsr_step(&ref, R, 1.0 / 63, sigma)
-                      : kinds[k] == TRADING_REWARD_D3R ? d3r_step(&ref, R, 1.0 / 63, sigma)
-                      : kinds[k] == TRADING_REWARD_PNL ? 10 * (e.equity - E0)
-                                                       : 10 * log(e.equity / E0);
-      cr_assert_float_eq(e.reward_exact, expect, 1e-9, "reward %d step %d", (int)kinds[k], s);
-      if (kinds[k] == TRADING_REWARD_VOL_TARGET && e.fill_units != 0 && a == 2) {
+      // PNL: the equity change over the initial equity (1); LOG_RETURN and VOL_TARGET: the log
+      // return (the volatility target sizes the position, checked below); these times the daily
+      // scale 10, the differential Sharpe ratios times 1. No default: -Wswitch names a new kind.
+      double expect = NAN;
+      switch (kind) {
+        case TRADING_REWARD_DSR:
+          expect = dsr_step(&ref, R, 1.0 / 63, sigma);
+          break;
+        case TRADING_REWARD_D3R:
+          expect = d3r_step(&ref, R, 1.0 / 63, sigma);
+          break;
+        case TRADING_REWARD_PNL:
+          expect = 10 * (e.equity - E0);
+          break;
+        case TRADING_REWARD_LOG_RETURN:
+        case TRADING_REWARD_VOL_TARGET:
+          expect = 10 * log(e.equity / E0);
+          break;
+        case TRADING_REWARD_COUNT:
+          cr_assert_fail("not a reward");
+      }
+      cr_assert_float_eq(e.reward_exact, expect, 1e-9, "reward %d step %d", (int)kind, s);
+      if (kind == TRADING_REWARD_VOL_TARGET && e.fill_units != 0 && a == 2) {
         double w = fmin(1.0, c.sigma_target_bar / f->sigma[e.t - 1]);
         cr_assert_float_eq(e.q * d->close[e.t - 1] / E0, w, 1e-12, "vol-targeted size");
       }
     }
-    if (kinds[k] == TRADING_REWARD_PNL) cr_assert_float_eq(sum, 10 * (e.equity - 1), 1e-12);
+    if (kind == TRADING_REWARD_PNL) cr_assert_float_eq(sum, 10 * (e.equity - 1), 1e-12);
     free(obs);
   }
   p.reward = TRADING_REWARD_LOG_RETURN, p.shaping_flat = 0.25;
@@ -673,7 +687,9 @@ Test(trading_params, auto_resolution_per_instrument) {
   cr_assert_not_null(strstr(error_message(), "n_levels"), "%s", error_message());
   bad = p, bad.reward = TRADING_REWARD_COUNT;  // a caller's enum out of step: named, with the range
   cr_assert_eq(trading_context_init(&c, x, fx, &bad), -1);
-  cr_assert_not_null(strstr(error_message(), "reward = 5 out of range (0..4)"), "%s", error_message());
+  char want[64];
+  snprintf(want, sizeof want, "reward = %d out of range (0..%d)", TRADING_REWARD_COUNT, TRADING_REWARD_COUNT - 1);
+  cr_assert_not_null(strstr(error_message(), want), "%s", error_message());
   // ppo-eval's cost stress doubles the configuration's cost_mult (at most 100): 200 is a context's
   // limit, past it and past reward_scale's 1e6 (the fp32 value loss) it refuses.
   bad = p, bad.cost_mult = 200;
