@@ -701,9 +701,7 @@ size_t backend_weights_bytes(Backend *backend, NnDtype dtype, int rows, int cols
   return backend->ops->weights_bytes ? backend->ops->weights_bytes(backend, dtype, rows, cols) : 0;
 }
 
-static void check_act(int act) {
-  CHECK(act == NN_ACT_NONE || act == NN_ACT_TANH || act == NN_ACT_RELU, "unknown activation");
-}
+static void check_act(int act) { CHECK(act >= NN_ACT_NONE && act < NN_ACT_COUNT, "unknown activation"); }
 
 void backend_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype, const float *in, const float *bias, int B,
                               int H, int act) {

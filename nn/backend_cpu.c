@@ -193,13 +193,17 @@ void cpu_store_lp(void *dst, NnDtype dtype, size_t at, const float *src, int n) 
   store_lp_row(dst, dtype, at, src, n);
 }
 
+// The shared per-element functions (nn/ops_math.h), one loop per activation with act a constant in
+// it, so each inlines to its own vectorised loop; a further activation takes the last, generic one.
 CPU_VECTOR_CLONES static void bias_act_row(float *out, const float *in, const float *bias, int H, int act) {
   if (act == NN_ACT_TANH)
-    for (int h = 0; h < H; h++) out[h] = nn_tanh(in[h] + bias[h]);
+    for (int h = 0; h < H; h++) out[h] = nn_act_forward(in[h] + bias[h], NN_ACT_TANH);
   else if (act == NN_ACT_RELU)
     for (int h = 0; h < H; h++) out[h] = nn_act_forward(in[h] + bias[h], NN_ACT_RELU);
-  else
+  else if (act == NN_ACT_NONE)
     for (int h = 0; h < H; h++) out[h] = in[h] + bias[h];
+  else
+    for (int h = 0; h < H; h++) out[h] = nn_act_forward(in[h] + bias[h], act);
 }
 
 // Row pieces of CPU_COLUMN_BLOCK columns go through a stack buffer when the storage is low precision.
@@ -230,12 +234,14 @@ static void cpu_bias_act_forward(Backend *backend, void *out, NnDtype out_dtype,
 // d[i] = dout[i] * act'(y[i]); sum[i] += d[i].
 CPU_VECTOR_CLONES static void act_backward_row(float *d, float *sum, const float *dout, const float *y, int n,
                                                int act) {
-  if (act == NN_ACT_TANH)
-    for (int i = 0; i < n; i++) d[i] = dout[i] * (1.0f - y[i] * y[i]);
+  if (act == NN_ACT_TANH)  // as bias_act_row: a loop per activation over the shared function
+    for (int i = 0; i < n; i++) d[i] = nn_act_backward(dout[i], y[i], NN_ACT_TANH);
   else if (act == NN_ACT_RELU)
-    for (int i = 0; i < n; i++) d[i] = y[i] > 0.0f ? dout[i] : 0.0f;
-  else
+    for (int i = 0; i < n; i++) d[i] = nn_act_backward(dout[i], y[i], NN_ACT_RELU);
+  else if (act == NN_ACT_NONE)
     for (int i = 0; i < n; i++) d[i] = dout[i];
+  else
+    for (int i = 0; i < n; i++) d[i] = nn_act_backward(dout[i], y[i], act);
   for (int i = 0; i < n; i++) sum[i] += d[i];
 }
 

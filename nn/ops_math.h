@@ -75,8 +75,12 @@ PPO_HD static inline float nn_f16_to_f32(uint16_t h) {
 }
 
 // --- activations: the derivative is written in terms of the output y = f(x) --------------------------
+// Both backends compute them through these two functions (the CPU backend's loops call them with a
+// constant act, so each loop inlines its own). An activation whose derivative cannot be written
+// from its output (gelu, silu: not one-to-one) needs the layer's input kept as well: nn/mlp.c keeps
+// only outputs today (docs/ARCHITECTURE.md section 13.6).
 
-enum { NN_ACT_NONE = 0, NN_ACT_TANH = 1, NN_ACT_RELU = 2 };
+enum { NN_ACT_NONE = 0, NN_ACT_TANH = 1, NN_ACT_RELU = 2, NN_ACT_COUNT = 3 };
 
 // tanh as a 13/6 rational function of x, the minimax coefficients of Eigen's
 // generic_fast_tanh_float, accurate to a few ulp. Its clamp, +-7.90531110763549805 (Eigen's), keeps

@@ -27,8 +27,10 @@ int policy_spec_check(const PolicySpec *spec) {
       if (layers[l] < 1 || layers[l] > 65536)
         return error_set("policy: %s[%d] = %d, allowed 1..65536", key, l, layers[l]), -1;
   }
-  if (spec->activation != NN_ACT_TANH && spec->activation != NN_ACT_RELU)
-    return error_set("policy: activation must be tanh or relu"), -1;
+  if (spec->activation <= NN_ACT_NONE || spec->activation >= NN_ACT_COUNT)
+    return error_set("policy: activation %d is not an NN_ACT_ value (%d..%d)", spec->activation, NN_ACT_NONE + 1,
+                     NN_ACT_COUNT - 1),
+           -1;
   if (spec->dtype != NN_F32 && spec->dtype != NN_F16 && spec->dtype != NN_BF16)
     return error_set("policy: precision must be fp32, fp16 or bf16"), -1;
   if (spec->max_batch < 1) return error_set("policy: max_batch %d must be >= 1", spec->max_batch), -1;
@@ -62,6 +64,9 @@ static MlpShape net_shape(const PolicySpec *spec, int vf) {
 
 // --- the size tables: one entry per tensor, in slab order ----------------------------------------------------
 
+// Entries of the largest table (the activations': obs_lp, obs_pad; per network NN_MAX_LINEAR
+// outputs, their low-precision copies but the last, dh, dh_next, dh_lp, dh_t; logp, entropy,
+// dhead, dvalues), plus one. Each table adds its entries through table_add, which stops at it.
 #define POLICY_MAX_ENTRIES (2 * (2 * NN_MAX_LINEAR + 4) + 5)
 
 typedef struct {
@@ -70,6 +75,12 @@ typedef struct {
 } SlabEntry;
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+// Entry *n of a table (then *n + 1): a tensor added to the tables needs POLICY_MAX_ENTRIES raised.
+static void table_add(SlabEntry *e, int *n, void **ptr, size_t bytes) {
+  CHECK(*n < POLICY_MAX_ENTRIES, "policy: more slab entries than POLICY_MAX_ENTRIES (raise it)");
+  e[(*n)++] = (SlabEntry){ptr, bytes};
+}
 
 static int padded(const PolicySpec *spec) { return policy_padded_obs_dim(spec) > spec->obs_dim; }
 
@@ -89,7 +100,8 @@ static size_t padded_w_bytes(const PolicySpec *spec, const MlpShape *s) {
 // Entry n of the table: `floats` of the tensor, padded; used[n] (when asked for) its own bytes.
 static void param_entry(SlabEntry *e, size_t *used, int n, void **ptr, size_t floats) {
   size_t padded = (floats + POLICY_PARAM_ALIGN - 1) / POLICY_PARAM_ALIGN * POLICY_PARAM_ALIGN;
-  e[n] = (SlabEntry){ptr, padded * sizeof(float)};
+  int at = n;
+  table_add(e, &at, ptr, padded * sizeof(float));
   if (used) used[n] = floats * sizeof(float);
 }
 
@@ -148,29 +160,29 @@ static int acts_table(SlabEntry *e, PolicyActs *a, const MlpShape *pi, const Mlp
   int n = 0;
   size_t B = (size_t)spec->max_batch, lp = nn_dtype_size(spec->dtype);
   int low = spec->dtype != NN_F32;
-  if (low) e[n++] = (SlabEntry){&a->obs_lp, align64(B * spec->obs_dim * lp)};
+  if (low) table_add(e, &n, &a->obs_lp, align64(B * spec->obs_dim * lp));
   a->obs_pad = NULL;
-  if (padded(spec)) e[n++] = (SlabEntry){&a->obs_pad, align64(B * policy_padded_obs_dim(spec) * lp)};
+  if (padded(spec)) table_add(e, &n, &a->obs_pad, align64(B * policy_padded_obs_dim(spec) * lp));
   const MlpShape *shapes[2] = {pi, vf};
   MlpActs *nets[2] = {&a->pi, &a->vf};
   for (int net = 0; net < 2; net++) {
     const MlpShape *s = shapes[net];
     size_t maxd = (size_t)mlp_max_dim(s);
     for (int l = 0; l < s->n_linear; l++) {
-      e[n++] = (SlabEntry){(void **)&nets[net]->h[l], align64(B * s->dims[l + 1] * sizeof(float))};
-      if (low && l < s->n_linear - 1) e[n++] = (SlabEntry){&nets[net]->h_lp[l], align64(B * s->dims[l + 1] * lp)};
+      table_add(e, &n, (void **)&nets[net]->h[l], align64(B * s->dims[l + 1] * sizeof(float)));
+      if (low && l < s->n_linear - 1) table_add(e, &n, &nets[net]->h_lp[l], align64(B * s->dims[l + 1] * lp));
     }
     size_t gs = low ? lp : sizeof(float);  // the input gradients' dtype (mlp_backward)
-    e[n++] = (SlabEntry){&nets[net]->dh, align64(B * maxd * gs)};
-    e[n++] = (SlabEntry){&nets[net]->dh_next, align64(B * maxd * gs)};
-    if (low) e[n++] = (SlabEntry){&nets[net]->dh_lp, align64(B * maxd * lp)};
+    table_add(e, &n, &nets[net]->dh, align64(B * maxd * gs));
+    table_add(e, &n, &nets[net]->dh_next, align64(B * maxd * gs));
+    if (low) table_add(e, &n, &nets[net]->dh_lp, align64(B * maxd * lp));
     nets[net]->dh_t = NULL;
-    if (spec->dtype == NN_BF16) e[n++] = (SlabEntry){&nets[net]->dh_t, align64(B * maxd * lp)};
+    if (spec->dtype == NN_BF16) table_add(e, &n, &nets[net]->dh_t, align64(B * maxd * lp));
   }
-  e[n++] = (SlabEntry){(void **)&a->logp, align64(B * sizeof(float))};
-  e[n++] = (SlabEntry){(void **)&a->entropy, align64(B * sizeof(float))};
-  e[n++] = (SlabEntry){(void **)&a->dhead, align64(B * spec->action_dim * sizeof(float))};
-  e[n++] = (SlabEntry){(void **)&a->dvalues, align64(B * sizeof(float))};
+  table_add(e, &n, (void **)&a->logp, align64(B * sizeof(float)));
+  table_add(e, &n, (void **)&a->entropy, align64(B * sizeof(float)));
+  table_add(e, &n, (void **)&a->dhead, align64(B * spec->action_dim * sizeof(float)));
+  table_add(e, &n, (void **)&a->dvalues, align64(B * sizeof(float)));
   return n;
 }
 

@@ -398,7 +398,7 @@ Test(cuda_bias_act, forward_matches_cpu_bits_at_the_edges) {
                          1e30f,
                          -1e30f};
   memcpy(in, edges, sizeof edges);
-  for (int act = 0; act < 3; act++) {
+  for (int act = 0; act < NN_ACT_COUNT; act++) {
     float *out[2];
     Backend *bk[2] = {p.cpu, p.gpu};
     for (int k = 0; k < 2; k++) {
@@ -420,12 +420,12 @@ Test(cuda_bias_act, forward_matches_cpu_bits_at_the_edges) {
 
 Test(cuda_bias_act, forward_matches_cpu_bits) {
   Pair p = open_pair();
-  for (int act = 0; act < 3; act++)
+  for (int act = 0; act < NN_ACT_COUNT; act++)
     for (int d = 0; d < 3; d++) {
       check_bias_act_forward(p, 37, 300, act, (NnDtype)d, 0);
       check_bias_act_forward(p, 256, 2048, act, (NnDtype)d, 0);
     }
-  for (int act = 0; act < 3; act++) check_bias_act_forward(p, 33, 65, act, NN_F32, 1);
+  for (int act = 0; act < NN_ACT_COUNT; act++) check_bias_act_forward(p, 33, 65, act, NN_F32, 1);
   close_pair(p);
 }
 
@@ -488,13 +488,13 @@ Test(cuda_bias_act, backward_matches_the_cpu) {
   Pair p = open_pair();
   static const int shapes[][2] = {{70, 45}, {1, 300}, {257, 33}, {1024, 512}};  // 257, 70: partial 64-row tiles
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-    for (int act = 0; act < 3; act++)
+    for (int act = 0; act < NN_ACT_COUNT; act++)
       for (int dd = 0; dd < 3; dd++)
         for (int od = 0; od < 3; od++)
           for (int t = 0; t < 2; t++)
             check_bias_act_backward(
                 p, (BackwardCase){shapes[s][0], shapes[s][1], act, (NnDtype)dd, (NnDtype)od, t, 0, NN_F32});
-  for (int act = 0; act < 3; act++)
+  for (int act = 0; act < NN_ACT_COUNT; act++)
     for (int t = 0; t < 2; t++) check_bias_act_backward(p, (BackwardCase){300, 70, act, NN_F32, NN_BF16, t, 1, NN_F32});
   for (int dd = 0; dd < 3; dd++)  // the first layer's call: din_t and dbias only
     check_bias_act_backward(p, (BackwardCase){257, 300, NN_ACT_TANH, (NnDtype)dd, (NnDtype)dd, 1, 2, NN_F32});

@@ -689,7 +689,7 @@ Test(nn_fd, bias_act_backward) {
   enum { B = 5, H = 7 };
   Rng rng;
   rng_seed(&rng, 11);
-  for (int act = NN_ACT_NONE; act <= NN_ACT_RELU; act++) {
+  for (int act = NN_ACT_NONE; act < NN_ACT_COUNT; act++) {
     float in[B * H], bias[H], w[B * H], out[B * H], din[B * H], dbias[H], tmp[B * H];
     fill(in, B * H, &rng, -2, 2);
     fill(bias, H, &rng, -0.5, 0.5);
