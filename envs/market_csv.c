@@ -38,6 +38,7 @@ typedef struct {
   size_t line_len, line_cap;
   int64_t line_no;  // of the current line, 1-based
   bool eof;
+  bool sniffed;  // the file's first bytes were looked at (reader_sniff)
 } LineReader;
 
 static int reader_open(LineReader *r, const char *path) {
@@ -61,6 +62,32 @@ static void reader_close(LineReader *r) {
   free(r->chunk);
   free(r->line);
   memset(r, 0, sizeof *r);
+}
+
+// Text this reader cannot read, told by the file's first bytes (after gzip): UTF-16, which Excel's
+// "Unicode Text" and some platforms' exports write, would otherwise be refused as a NUL byte in a
+// file that is not text. 0, or -1 and the message.
+static int reader_sniff(const LineReader *r, const char *bytes, int n) {
+  const unsigned char *b = (const unsigned char *)bytes;
+  if (n >= 2 && ((b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF))) {
+    error_set(
+        "%s:1: UTF-16 text (it starts with the byte-order mark %s); ppo-data reads UTF-8 or ASCII: save the file as "
+        "CSV UTF-8, or convert it, e.g. iconv -f UTF-16 -t UTF-8 IN.csv > OUT.csv",
+        r->path, b[0] == 0xFF ? "FF FE" : "FE FF");
+    return -1;
+  }
+  return 0;
+}
+
+// A carriage return that does not end its line: the lines end in CR alone (classic Mac OS), so the
+// whole file would read as one line, or in CR CR LF (line ends converted twice).
+static int carriage_return_error(const LineReader *r, int64_t line_no, size_t at) {
+  error_set(
+      "%s:%lld: carriage return (\\r) inside the line, at byte %lld: lines must end in LF or CR LF, and these end in "
+      "CR alone (classic Mac OS) or in CR CR LF: convert them, e.g. tr '\\r' '\\n' < IN.csv > OUT.csv (the blank "
+      "lines that leaves are skipped)",
+      r->path, (long long)line_no, (long long)at + 1);
+  return -1;
 }
 
 // Reads the next line into r->line. Returns 1, 0 at the end of the file, or -1 and the message.
@@ -88,6 +115,10 @@ static int reader_next(LineReader *r) {
       }
       r->chunk_len = n;
       r->chunk_pos = 0;
+      if (!r->sniffed) {
+        r->sniffed = true;
+        if (reader_sniff(r, r->chunk, n) != 0) return -1;
+      }
     }
     got_bytes = true;
     char *start = r->chunk + r->chunk_pos;
@@ -95,6 +126,8 @@ static int reader_next(LineReader *r) {
     char *newline = memchr(start, '\n', avail);
     size_t take = newline ? (size_t)(newline - start) : avail;
     if (r->line_len + take > MARKET_LINE_MAX) {
+      const char *cr = r->line_len > 1 ? memchr(r->line, '\r', r->line_len - 1) : NULL;
+      if (cr) return carriage_return_error(r, r->line_no + 1, (size_t)(cr - r->line));
       error_set("%s:%lld: line longer than %d bytes (a market CSV line is at most a few hundred)", r->path,
                 (long long)(r->line_no + 1), MARKET_LINE_MAX);
       return -1;
@@ -120,6 +153,8 @@ static int reader_next(LineReader *r) {
               (long long)(nul - r->line + 1));
     return -1;
   }
+  char *cr = memchr(r->line, '\r', r->line_len);
+  if (cr) return carriage_return_error(r, r->line_no, (size_t)(cr - r->line));
   return 1;
 }
 

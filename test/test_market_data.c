@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/error.h"
 #include "common/h5io.h"
@@ -1166,6 +1167,57 @@ Test(market_data, csv_options_adjust_sort_drop_and_ignore) {
   cr_expect_null(market_data_load_csv_with(path, &options, NULL));
   cr_expect(strstr(error_message(), "klines.csv:1: --ignore-columns names 'turnover', which is not a column"), "%s",
             error_message());
+  remove_tree(dir);
+  free(dir);
+}
+
+// Text in an encoding or with line ends the reader does not take is named for what it is: UTF-16
+// (Excel's "Unicode Text"), plain or gzipped, and lines ending in CR alone (classic Mac OS; the
+// whole file one line, refused as a long header or a long line) or in CR CR LF.
+Test(market_data, utf16_and_carriage_return_line_ends_are_named) {
+  char *dir = make_temp_dir(), path[1024];
+  static const char utf16[] = "\xff\xfet\0i\0m\0e\0,\0o\0p\0e\0n\0\r\0\n\0";
+  snprintf(path, sizeof path, "%s/unicode.csv", dir);
+  write_file(path, utf16, sizeof utf16 - 1);
+  cr_assert_null(market_data_load_csv(path, MARKET_FORMAT_AUTO));
+  cr_expect(message_names_line(error_message(), path, 1), "%s", error_message());
+  cr_expect(strstr(error_message(), "UTF-16 text (it starts with the byte-order mark FF FE)"), "%s", error_message());
+  snprintf(path, sizeof path, "%s/unicode.csv.gz", dir);
+  gzFile gz = gzopen(path, "wb");
+  cr_assert(gz);
+  cr_assert_eq(gzwrite(gz, utf16, sizeof utf16 - 1), (int)(sizeof utf16 - 1));
+  cr_assert_eq(gzclose(gz), Z_OK);
+  cr_assert_null(market_data_load_csv(path, MARKET_FORMAT_AUTO));
+  cr_expect(strstr(error_message(), "UTF-16 text"), "%s", error_message());
+  static const char *const cases[][2] = {
+      {"mac.csv", "time,open,high,low,close\r2024-01-02,1,2,0.5,1.5\r2024-01-03,1,2,0.5,1.5\r"},
+      {"twice.csv", "time,open,high,low,close\r\r\n2024-01-02,1,2,0.5,1.5\r\r\n"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    error_clear();
+    cr_expect_null(load_text(dir, cases[k][0], cases[k][1], MARKET_FORMAT_AUTO), "%s was accepted", cases[k][0]);
+    snprintf(path, sizeof path, "%s/%s", dir, cases[k][0]);
+    cr_expect(message_names_line(error_message(), path, 1), "%s", error_message());
+    cr_expect(strstr(error_message(), "carriage return (\\r) inside the line, at byte 25"), "%s", error_message());
+  }
+  // A file of CR-ended lines longer than a line may be: the line ends are named, not the length.
+  size_t n = (size_t)MARKET_LINE_MAX + 100;
+  char *text = malloc(n + 1);
+  cr_assert(text);
+  for (size_t i = 0; i < n; i++) text[i] = "2024-01-02,1,2,0.5,1.5\r"[i % 23];
+  text[n] = '\0';
+  error_clear();
+  cr_expect_null(load_text(dir, "long_mac.csv", text, MARKET_FORMAT_AUTO));
+  cr_expect(strstr(error_message(), "carriage return (\\r) inside the line, at byte 23"), "%s", error_message());
+  free(text);
+  // CR LF line ends, a blank CR LF line and a last line without one still load.
+  error_clear();
+  MarketData *d =
+      load_text(dir, "crlf.csv", "time,open,high,low,close\r\n\r\n2024-01-02,1,2,0.5,1.5\r\n2024-01-03,1,2,0.5,1.5",
+                MARKET_FORMAT_AUTO);
+  cr_assert(d, "%s", error_message());
+  cr_expect_eq(d->rows, 2);
+  market_data_free(d);
   remove_tree(dir);
   free(dir);
 }
