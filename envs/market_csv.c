@@ -313,7 +313,7 @@ static const char *parse_number(const char *s, double *out) {
 // Each reader stops at the first mismatch; reading never passes the terminating NUL because a NUL
 // fails every digit and separator test before the pointer moves past it.
 
-typedef enum { TIME_OK, TIME_BAD_SHAPE, TIME_NO_SUCH_DATE, TIME_SUBSECOND } TimeParse;
+typedef enum { TIME_OK, TIME_BAD_SHAPE, TIME_NO_SUCH_DATE, TIME_SUBSECOND, TIME_COMPACT_DATE } TimeParse;
 
 #define TIME_ALLOWED                                                                                      \
   "YYYY-MM-DD[ HH:MM[:SS]] (or YYYY.MM.DD, YYYY/MM/DD, DD.MM.YYYY, YYYYMMDD; 'T' before the time; a UTC " \
@@ -382,12 +382,29 @@ static bool read_zone(const char **p, int *offset, bool *zoned) {
   return true;
 }
 
+// Whether 10 or 12 digits are a calendar time written without separators, YYYYMMDDHH or
+// YYYYMMDDHHMM of the years 1900-2099: as Unix time those read as seconds of 2030-2036 or
+// milliseconds of 1976, when no market data was stamped so; as dates they are an export's compact
+// clock (MetaTrader scripts, some vendors). Neither is read: parse_unix refuses them as ambiguous.
+static bool compact_date_time(const char *s, size_t n) {
+  if (n != 10 && n != 12) return false;
+  CivilTime t = {0, 0, 0, 0, 0, 0};
+  const char *p = s;
+  if (!(utc_read_digits(&p, 4, &t.year) && utc_read_digits(&p, 2, &t.month) && utc_read_digits(&p, 2, &t.day) &&
+        utc_read_digits(&p, 2, &t.hour)))
+    return false;
+  if (n == 12 && !utc_read_digits(&p, 2, &t.minute)) return false;
+  return t.year >= 1900 && t.year <= 2099 && utc_civil_valid(&t);
+}
+
 // Unix time: 9-10 digits are seconds, 12-13 milliseconds, 15-16 microseconds (Binance's klines
-// since 2025); a part of a second that is not zero is TIME_SUBSECOND.
+// since 2025); a part of a second that is not zero is TIME_SUBSECOND; 10 or 12 digits that are also
+// a compact calendar time are TIME_COMPACT_DATE.
 static TimeParse parse_unix(const char *s, int64_t *out) {
   size_t n = strlen(s);
   int64_t per_second = n >= 9 && n <= 10 ? 1 : n >= 12 && n <= 13 ? 1000 : n >= 15 && n <= 16 ? 1000000 : 0;
   if (per_second == 0) return TIME_BAD_SHAPE;
+  if (compact_date_time(s, n)) return TIME_COMPACT_DATE;
   int64_t v = 0;
   for (const char *c = s; *c; c++) v = v * 10 + (*c - '0');
   if (v % per_second != 0) return TIME_SUBSECOND;
@@ -466,6 +483,14 @@ static int time_error(const LineReader *r, const char *column, const char *text,
       return field_error(r, column, text, "no such date or time", "a calendar date, hours 00-23, minutes 00-59");
     case TIME_SUBSECOND:
       return field_error(r, column, text, "fractions of a second are not supported", "whole seconds, e.g. .000");
+    case TIME_COMPACT_DATE:
+      return field_error(r, column, text,
+                         strlen(text) == 12
+                             ? "ambiguous: Unix milliseconds of 1976, or a date and time YYYYMMDDHHMM, which is "
+                               "not read (write it as YYYY-MM-DD HH:MM)"
+                             : "ambiguous: Unix seconds after 2030, or a date and hour YYYYMMDDHH, which is not "
+                               "read (write it as YYYY-MM-DD HH:00)",
+                         TIME_ALLOWED);
     case TIME_OK:
       break;
   }

@@ -1222,6 +1222,38 @@ Test(market_data, utf16_and_carriage_return_line_ends_are_named) {
   free(dir);
 }
 
+// 12 digits that are also YYYYMMDDHHMM (10 that are YYYYMMDDHH) read as Unix milliseconds of 1976
+// (seconds after 2030): a daily file of such dates imported as 10-second bars of 1976. Refused as
+// ambiguous; Unix seconds and milliseconds of real dates still load.
+Test(market_data, compact_dates_that_read_as_unix_time_are_refused_as_ambiguous) {
+  char *dir = make_temp_dir(), path[1024];
+  static const char *const refused[][3] = {
+      {"d12.csv", "time,open,high,low,close\n201901020000,1,2,0.5,1.5\n201901030000,1,2,0.5,1.5\n", "YYYYMMDDHHMM"},
+      {"d10.csv", "time,open,high,low,close\n2019010200,1,2,0.5,1.5\n2019010201,1,2,0.5,1.5\n", "YYYYMMDDHH"},
+  };
+  for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+    error_clear();
+    cr_expect_null(load_text(dir, refused[k][0], refused[k][1], MARKET_FORMAT_AUTO), "%s was accepted", refused[k][0]);
+    snprintf(path, sizeof path, "%s/%s", dir, refused[k][0]);
+    cr_expect(message_names_line(error_message(), path, 2), "%s", error_message());
+    cr_expect(strstr(error_message(), "ambiguous"), "%s", error_message());
+    cr_expect(strstr(error_message(), refused[k][2]), "%s", error_message());
+  }
+  static const char *const loaded[][2] = {
+      {"s.csv", "time,open,high,low,close\n1546387200,1,2,0.5,1.5\n1546390800,1,2,0.5,1.5\n"},
+      {"ms.csv", "time,open,high,low,close\n1546387200000,1,2,0.5,1.5\n1546390800000,1,2,0.5,1.5\n"},
+      {"old_ms.csv", "time,open,high,low,close\n946684800000,1,2,0.5,1.5\n946688400000,1,2,0.5,1.5\n"},
+  };
+  for (size_t k = 0; k < sizeof loaded / sizeof loaded[0]; k++) {
+    MarketData *d = load_text(dir, loaded[k][0], loaded[k][1], MARKET_FORMAT_AUTO);
+    cr_assert(d, "%s: %s", loaded[k][0], error_message());
+    cr_expect_eq(d->ts[1] - d->ts[0], 3600, "%s", loaded[k][0]);
+    market_data_free(d);
+  }
+  remove_tree(dir);
+  free(dir);
+}
+
 Test(market_data, long_line_is_an_error_naming_it) {
   char *dir = make_temp_dir();
   size_t n = (size_t)MARKET_LINE_MAX + 100;
