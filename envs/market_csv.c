@@ -948,15 +948,21 @@ static int order_check(const char *path, const MarketCsvOptions *options, const 
   char when[40], before[40];
   if (bar->ts == last->ts && options->drop_duplicates && same_bar(bar, last)) return 1;
   if (bar->ts == last->ts) {
-    const char *hint = "";
-    if (same_bar(bar, last))
+    const char *hint = "", *dst = "";
+    if (same_bar(bar, last)) {
       hint = "; the rows are equal: ppo-data import --drop-duplicates drops such repeats";
-    else if (!options->local_zone && bar->ts % 86400 != 0)
-      hint =
-          "; a file in local time repeats an hour when daylight saving ends: ppo-data import --timezone ZONE "
-          "--to-utc converts it";
-    error_set("%s:%lld: duplicate timestamp %s (also on line %lld)%s", path, (long long)line,
-              market_time_format(bar->ts, when, sizeof when), (long long)last_line, hint);
+    } else {
+      hint = options->drop_duplicates ? "; the rows differ (two sets of prices for one bar: overlapping downloads, a "
+                                        "partial last bar?), and --drop-duplicates drops only equal rows"
+                                      : "; the rows differ (two sets of prices for one bar: overlapping downloads, a "
+                                        "partial last bar?)";
+      if (!options->local_zone && bar->ts % 86400 != 0)
+        dst =
+            "; or the file is in local time, which repeats an hour when daylight saving ends: ppo-data import "
+            "--timezone ZONE --to-utc converts it";
+    }
+    error_set("%s:%lld: duplicate timestamp %s (also on line %lld)%s%s", path, (long long)line,
+              market_time_format(bar->ts, when, sizeof when), (long long)last_line, hint, dst);
     return -1;
   }
   if (bar->ts < last->ts) {

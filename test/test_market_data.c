@@ -1067,8 +1067,9 @@ Test(market_data, export_shapes_refused_naming_the_field) {
        "time,open,high,low,close\n2024-01-02,1,2,0.5,\x1b[2J123456789012345678901234567890123456789012345678\n",
        ":2: column close = '\\x1b[2J12345678901234567890123456789012345678901234...': not a number"},
       {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
-       "(also on line 2); a file in local time repeats an hour when daylight saving ends: ppo-data import --timezone "
-       "ZONE --to-utc"},
+       "(also on line 2); the rows differ (two sets of prices for one bar: overlapping downloads, a partial last "
+       "bar?); or the file is in local time, which repeats an hour when daylight saving ends: ppo-data import "
+       "--timezone ZONE --to-utc"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     error_clear();
@@ -1162,6 +1163,20 @@ Test(market_data, csv_options_adjust_sort_drop_and_ignore) {
   cr_expect_eq(summary.duplicate_rows, 1);
   cr_expect_eq(summary.ignored_columns, 2);
   cr_expect_eq(summary.moved_rows, 3, "all but line 3's row (second before and after) changed place");
+  // Two different rows of one time are not dropped, and the message says why (it gave only the
+  // daylight-saving hint, in January).
+  const char *differ = "time,open,high,low,close\n2024-01-09 10:00,1,2,0.5,1.5\n2024-01-09 10:00,1,2,0.5,1.4\n";
+  char differ_path[1024];
+  snprintf(differ_path, sizeof differ_path, "%s/differ.csv", dir);
+  write_file(differ_path, differ, strlen(differ));
+  MarketCsvOptions differ_options = market_csv_options_default();
+  differ_options.drop_duplicates = true;
+  cr_expect_null(market_data_load_csv_with(differ_path, &differ_options, NULL));
+  cr_expect(strstr(error_message(),
+                   "differ.csv:3: duplicate timestamp 2024-01-09 10:00 (also on line 2); the rows "
+                   "differ (two sets of prices for one bar: overlapping downloads, a partial last "
+                   "bar?), and --drop-duplicates drops only equal rows"),
+            "%s", error_message());
   market_data_free(d);
   options.ignore_columns = "close_time,ignore,turnover";
   cr_expect_null(market_data_load_csv_with(path, &options, NULL));
