@@ -2186,6 +2186,49 @@ Test(train, a_ruined_evaluation_is_never_best, .init = setup, .fini = teardown) 
   cr_expect(metrics_value(dir, 2, "eval/total_return") < -1.0, "the pass is ruined: it lost more than its equity");
 }
 
+
+// fp16: a weight the fp32 master holds (1e5) but fp16 cannot (max 65504) makes every forward of the
+// network non-finite, so every step's gradients are NaN and the GradScaler skips them all, halving
+// the scale until it is 0, from which it never grows back (0 x growth_factor): no step can be taken
+// again. The run stops as diverged (exit 1, no checkpoint or best.h5 of that state), as fp32 and
+// bf16 do on a NaN gradient norm; it went on to "done", exit 0, writing checkpoints and a best.h5
+// whose every iteration skipped every step with NaN losses. The run starts at the smallest scale
+// [amp] init_scale allows, so that a few iterations reach 0.
+Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .fini = teardown) {
+  const char *cfg = config_file("scale_zero");
+  char dir[512], ckpt[600], path[700], file[800];
+  snprintf(dir, sizeof dir, "%s/scale_zero", tmp_root);
+  const char *sets[] = {"run.total_timesteps=256", "run.precision=fp16", "amp.init_scale=1.2e-38"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  hid_t f = damaged_copy(ckpt, "fp16_inf_weight", path, sizeof path);
+  hid_t ds = H5Dopen2(f, "params/pi/weight0", H5P_DEFAULT);
+  hid_t space = H5Dget_space(ds);
+  hssize_t nw = H5Sget_simple_extent_npoints(space);
+  float *w = malloc((size_t)nw * sizeof(float));
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
+  for (hssize_t i = 0; i < nw; i++) w[i] = 1e5f;
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
+  free(w);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  char resumed[600];
+  snprintf(resumed, sizeof resumed, "%s/scale_zero_resumed", tmp_root);
+  const char *more[] = {"run.total_timesteps=4096"};
+  cr_expect_eq(run(NULL, path, resumed, 0, 1, more), 1, "the run went on with a loss scale of 0");
+  snprintf(file, sizeof file, "%s/checkpoints/ckpt_000016.h5", resumed);
+  cr_expect_neq(access(file, F_OK), 0, "a checkpoint at the end of a run that could take no step");
+  // the iteration whose scale reached 0 is logged, and is the last row
+  snprintf(file, sizeof file, "%s/metrics.csv", resumed);
+  size_t size = 0;
+  char *text = read_text(file, &size);
+  cr_assert_not_null(text, "%s", file);
+  int rows = -1;  // the header
+  for (size_t i = 0; i < size; i++) rows += text[i] == '\n';
+  free(text);
+  cr_assert(rows >= 1 && rows < 15, "%d rows: the run went on", rows);
+  cr_expect_eq(metrics_value(resumed, rows, "train/loss_scale"), 0.0, "the last row's loss scale");
+  cr_expect_eq(metrics_value(resumed, rows, "train/skipped_steps") > 0, 1);
+}
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
