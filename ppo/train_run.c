@@ -484,10 +484,24 @@ static const char *eval_value_text(double v, const char *undefined, char *buf, s
   return buf;
 }
 
+// A NaN as printf shows it without a sign ("nan"; a NaN's sign means nothing, and glibc prints
+// "-nan" for the ones arithmetic makes), for the progress line and the divergence messages.
+static double shown(double v) { return isnan(v) ? (double)NAN : v; }
+
+// The values of an iteration's line with their NaNs made plain (shown).
+static TrainStats stats_shown(const TrainStats *s) {
+  TrainStats t = *s;
+  double *v[] = {&t.ep_rew_mean,   &t.policy_gradient_loss, &t.value_loss, &t.entropy_loss, &t.approx_kl,
+                 &t.clip_fraction, &t.explained_variance,   &t.loss,       &t.grad_norm,    &t.loss_scale};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) *v[i] = shown(*v[i]);
+  return t;
+}
+
 // eval_name: the [eval] metric, shown with its value and the best so far on an iteration that
 // evaluated (x->eval set); NULL without [eval].
-static void progress_line(char *out, size_t capacity, const TrainStats *s, int64_t total_iterations, double eta,
+static void progress_line(char *out, size_t capacity, const TrainStats *stats, int64_t total_iterations, double eta,
                           const MetricsExtra *x, const char *eval_name, double best, bool new_best) {
+  const TrainStats shown_stats = stats_shown(stats), *s = &shown_stats;
   char eta_text[32];
   format_duration(eta, eta_text, sizeof eta_text);
   int n = snprintf(
@@ -505,7 +519,8 @@ static void progress_line(char *out, size_t capacity, const TrainStats *s, int64
              eval_value_text(best, "none", best_text, sizeof best_text));
 }
 
-static void progress_bar(const TrainStats *s, int64_t total_iterations, double eta) {
+static void progress_bar(const TrainStats *stats, int64_t total_iterations, double eta) {
+  const TrainStats shown_stats = stats_shown(stats), *s = &shown_stats;
   char eta_text[32], bar[31];
   format_duration(eta, eta_text, sizeof eta_text);
   int filled = total_iterations > 0 ? (int)(30 * s->iteration / total_iterations) : 0;
@@ -1359,7 +1374,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
             "and a scale of 0 never grows back, so no step can be taken again; the run stops without a checkpoint "
             "of this state (the last one: %s). A weight or activation past fp16's range (65504) makes every forward "
             "non-finite: try bf16 or fp32, a lower [ppo] learning_rate, or [normalize] obs and reward\n",
-            (long long)s->iteration, (long long)s->skipped_steps, (int)(s->skipped_steps + s->steps), s->loss,
+            (long long)s->iteration, (long long)s->skipped_steps, (int)(s->skipped_steps + s->steps), shown(s->loss),
             result->last_checkpoint[0] ? result->last_checkpoint
             : r->opt.resume            ? r->opt.resume
                                        : "none yet");
@@ -1370,7 +1385,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
             "ppo-train: training diverged in iteration %lld: gradient norm %g, loss %g (%s, no loss scaler); the "
             "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
             "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
-            (long long)s->iteration, s->grad_norm, s->loss,
+            (long long)s->iteration, shown(s->grad_norm), shown(s->loss),
             cfg->run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
             result->last_checkpoint[0] ? result->last_checkpoint
             : r->opt.resume            ? r->opt.resume

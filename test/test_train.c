@@ -2213,8 +2213,12 @@ Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .f
   H5Sclose(space), H5Dclose(ds), H5Fclose(f);
   char resumed[600];
   snprintf(resumed, sizeof resumed, "%s/scale_zero_resumed", tmp_root);
-  const char *more[] = {"run.total_timesteps=4096"};
-  cr_expect_eq(run(NULL, path, resumed, 0, 1, more), 1, "the run went on with a loss scale of 0");
+  static char out[1 << 16];
+  cr_expect_eq(
+      run_train_cli(out, sizeof out, "--resume '%s' --run-dir '%s' --set run.total_timesteps=4096", path, resumed), 1,
+      "the run went on with a loss scale of 0: %s", out);
+  cr_expect(strstr(out, "training diverged in iteration"), "%s", out);
+  cr_expect(!strstr(out, "-nan"), "NaN printed as -nan (the sign of a NaN means nothing): %s", out);
   snprintf(file, sizeof file, "%s/checkpoints/ckpt_000016.h5", resumed);
   cr_expect_neq(access(file, F_OK), 0, "a checkpoint at the end of a run that could take no step");
   // the iteration whose scale reached 0 is logged, and is the last row
@@ -2229,6 +2233,7 @@ Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .f
   cr_expect_eq(metrics_value(resumed, rows, "train/loss_scale"), 0.0, "the last row's loss scale");
   cr_expect_eq(metrics_value(resumed, rows, "train/skipped_steps") > 0, 1);
 }
+
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
 // 20 episodes reaches 475 within 200k steps for at least 4 of 5 seeds.
 Test(train, cartpole_learns_for_4_of_5_seeds) {
