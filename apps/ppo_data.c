@@ -153,6 +153,24 @@ static void print_conversion(const char *input, const MarketCsvOptions *o, const
             input, (long long)s->ambiguous_rows, o->local_zone);
 }
 
+// The zone database's fixed-offset zones Etc/GMT+N and GMT+N are N hours behind UTC (POSIX's sign,
+// the opposite of "GMT+2" in a broker's server time, which is Etc/GMT-2): warned of, with the zone
+// that is meant otherwise. Returns whether it warned.
+static bool warn_posix_gmt_sign(const char *zone) {
+  const char *p = strncmp(zone, "Etc/", 4) == 0 ? zone + 4 : zone;
+  if (strncmp(p, "GMT", 3) != 0 || (p[3] != '+' && p[3] != '-')) return false;
+  char *end;
+  long hours = strtol(p + 4, &end, 10);
+  if (*end != '\0' || end == p + 4 || hours == 0) return false;
+  fprintf(stderr,
+          "ppo-data: warning: --timezone %s is UTC%c%ld, %ld hours %s UTC: the zone database's GMT%cN zones take "
+          "POSIX's sign, the opposite of the usual notation; a clock %ld hours %s UTC (a broker's \"GMT%c%ld\" "
+          "server time) is Etc/GMT%c%ld\n",
+          zone, p[3] == '+' ? '-' : '+', hours, hours, p[3] == '+' ? "behind" : "ahead of", p[3], hours,
+          p[3] == '+' ? "ahead of" : "behind", p[3], hours, p[3] == '+' ? '-' : '+', hours);
+  return true;
+}
+
 static void format_move(const MarketMoves *m, char *buf, size_t capacity) {
   char at[40];
   snprintf(buf, capacity, "%+.1f %% at %s (close %.6g -> %.6g)", 100.0 * m->largest_move,
@@ -293,6 +311,7 @@ static int command_import(int argc, char **argv) {
   if (to_utc && !timezone_given)
     return usage_error("%s", "--to-utc needs --timezone ZONE, the zone whose wall clock the file's times are in");
   if (to_utc) options.local_zone = timezone;
+  warn_posix_gmt_sign(timezone);
   MarketCsvSummary summary, ask_summary;
   MarketData *data = import_load(positional[0], ask_path, &options, &summary, &ask_summary);
   if (!data) return EXIT_BAD_INPUT;

@@ -629,6 +629,39 @@ Test(market_data, local_time_converted_to_utc) {
 
 // ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
 // no market makes; info prints the close's range and largest move.
+// --timezone Etc/GMT+2 is UTC-2 (POSIX's sign): warned of, with the zone a broker's "GMT+2" means;
+// the conversion still follows the zone database. A named zone gets no such warning.
+Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
+  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
+  char csv[1024], h5[1024], out_txt[1024], err_txt[1024];
+  snprintf(csv, sizeof csv, "%s/SRV.csv", dir);
+  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
+  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
+  const char *text = "time,open,high,low,close\n2019-01-02 00:00,1,1,1,1\n2019-01-02 01:00,1,1,1,1\n";
+  write_file(csv, text, strlen(text));
+  static const char *const zones[][2] = {{"Etc/GMT+2", "--timezone Etc/GMT+2 is UTC-2, 2 hours behind UTC"},
+                                         {"Etc/GMT-3", "--timezone Etc/GMT-3 is UTC+3, 3 hours ahead of UTC"},
+                                         {"Europe/Berlin", NULL}};
+  const int64_t first_utc[3] = {1546394400, 1546376400, 1546383600};  // 02:00, 21:00 the day before, 23:00
+  for (int k = 0; k < 3; k++) {
+    snprintf(h5, sizeof h5, "%s/srv%d.h5", dir, k);
+    char *argv[] = {"ppo-data", "import", csv, h5, "--timezone", (char *)zones[k][0], "--to-utc", NULL};
+    cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0);
+    char *err = read_file_text(err_txt);
+    if (zones[k][1])
+      cr_expect(strstr(err, zones[k][1]) && strstr(err, k == 0 ? "is Etc/GMT-2" : "is Etc/GMT+3"), "%s", err);
+    else
+      cr_expect(!strstr(err, "POSIX"), "%s", err);
+    free(err);
+    MarketData *d = market_data_load_h5(h5);
+    cr_assert(d, "%s", error_message());
+    cr_expect_eq(d->ts[0], first_utc[k], "%s", zones[k][0]);
+    market_data_free(d);
+  }
+  remove_tree(dir), remove_tree(log_dir);
+  free(dir), free(log_dir);
+}
+
 Test(market_data, ppo_data_import_options_summary_and_warning) {
   char *dir = make_temp_dir(), *log_dir = make_temp_dir();
   char csv[1024], h5[1024], out_txt[1024], err_txt[1024];
