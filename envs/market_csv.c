@@ -864,6 +864,15 @@ static int layout_detect(LineReader *r, const MarketCsvOptions *options, Layout 
         return -1;
       }
       format = n == 11 ? MARKET_FORMAT_LEAN_QUOTE : MARKET_FORMAT_LEAN_EQUITY;
+    } else if (n == 12 && (strlen(field) == 13 || strlen(field) == 16) &&
+               strspn(field, "0123456789") == strlen(field)) {
+      error_set(  // data.binance.vision's klines come without their header
+          "%s:%lld: no header line: the first field '%s' is data, and 12 columns starting with Unix milliseconds "
+          "(or microseconds) look like Binance's klines: add their header, open_time,open,high,low,close,volume,"
+          "close_time,quote_volume,count,taker_buy_volume,taker_buy_quote_volume,ignore, and import with "
+          "--ignore-columns close_time,quote_volume,count,taker_buy_volume,taker_buy_quote_volume,ignore",
+          r->path, (long long)r->line_no, text_escape_cut(field, MARKET_FIELD_SHOWN, shown, sizeof shown));
+      return -1;
     } else if (strchr("0123456789+-.", field[0]) && field[0] != '\0') {
       error_set(
           "%s:%lld: unknown format: the first field '%s' is data but not a LEAN time (YYYYMMDD HH:MM) "

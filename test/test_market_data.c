@@ -1090,6 +1090,12 @@ Test(market_data, export_shapes_refused_naming_the_field) {
        "null,null,null,null\n",
        ":3: a row without prices (every column but the time is like 'null'); ppo-data import --skip-null-rows skips "
        "such rows"},
+      // data.binance.vision's klines have no header: the refusal gives theirs
+      {"BTCUSDT-1h-2023-01.csv",
+       "1672531200000,16500.0,16608.0,16418.3,16447.1,891.5,1672534799999,14663691.4,8295,445.7,7331845.7,0\n",
+       ":1: no header line: the first field '1672531200000' is data, and 12 columns starting with Unix milliseconds "
+       "(or microseconds) look like Binance's klines: add their header, open_time,open,high,low,close,volume,"
+       "close_time,quote_volume,count,taker_buy_volume,taker_buy_quote_volume,ignore"},
       {"repeat.csv", "time,open,high,low,close\n2024-01-02 10:00,1,2,0.5,1.5\n2024-01-02 10:00,1,2,0.5,1.5\n",
        ":3: duplicate timestamp 2024-01-02 10:00 (also on line 2); the rows are equal: ppo-data import "
        "--drop-duplicates"},
