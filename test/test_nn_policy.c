@@ -280,6 +280,58 @@ Test(nn_policy, low_precision_gradients_follow_fp32) {
   backend_close(b);
 }
 
+// bf16 hidden layers wide enough go through the forward in slices of rows (nn/mlp.c slice_rows:
+// 128 rows of a 4096-wide layer): a batch of 300 (slices of 128, 128, 44) gives each row what a
+// batch of that row alone gives (no slicing), to the rounding a GEMM of another row count may do
+// (none here: measured 0 on 2026-11-29), and its gradients follow fp32's as an unsliced batch's do.
+Test(nn_policy, bf16_sliced_forward_gives_each_rows_own_result) {
+  Backend *b = cpu();
+  enum { B = 300, O = 8, W = 4096 };
+  PolicySpec spec = small_spec(POLICY_HEAD_GAUSSIAN, NN_BF16);
+  spec.obs_dim = O, spec.action_dim = 2, spec.n_pi = spec.n_vf = 1, spec.pi_layers[0] = spec.vf_layers[0] = W;
+  spec.max_batch = B;
+  PolicySpec spec32 = spec;
+  spec32.dtype = NN_F32;
+  Policy *p = policy_init(b, &spec), *p32 = policy_init(b, &spec32);
+  cr_assert(p && p32, "%s", error_message());
+  Rng rng;
+  rng_seed(&rng, 9);
+  float *obs = malloc(sizeof(float) * B * O), *actions = malloc(sizeof(float) * B * 2);
+  float *logp = malloc(sizeof(float) * B), *value = malloc(sizeof(float) * B);
+  float *wl = malloc(sizeof(float) * B), *we = malloc(sizeof(float) * B), *wv = malloc(sizeof(float) * B);
+  fill(obs, (size_t)B * O, &rng, -2, 2);
+  fill(actions, (size_t)B * 2, &rng, -1, 1);
+  fill(wl, B, &rng, -1, 1), fill(we, B, &rng, -1, 1), fill(wv, B, &rng, -1, 1);
+  policy_evaluate(p, obs, actions, B);
+  memcpy(logp, p->acts.logp, sizeof(float) * B);
+  memcpy(value, policy_values(p), sizeof(float) * B);
+  double worst = 0;
+  for (int r = 0; r < B; r++) {
+    policy_evaluate(p, obs + (size_t)r * O, actions + (size_t)r * 2, 1);
+    worst = fmax(worst, fabs((double)p->acts.logp[0] - logp[r]));
+    worst = fmax(worst, fabs((double)policy_values(p)[0] - value[r]));
+  }
+  cr_log_info("bf16 batch of %d against single rows: worst |diff| %.3g", B, worst);
+  cr_expect(worst <= 1e-3, "a row of the sliced batch differs from the row alone by %.3g", worst);
+  // the gradients of the sliced batch against fp32's (same weights)
+  memcpy(p32->params_memory, p->params_memory, p->slab_floats * sizeof(float));
+  policy_refresh_lowp(p32);
+  policy_zero_grad(p), policy_zero_grad(p32);
+  policy_evaluate(p, obs, actions, B);
+  policy_evaluate(p32, obs, actions, B);
+  policy_backward(p, obs, actions, wl, we, wv, B);
+  policy_backward(p32, obs, actions, wl, we, wv, B);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < p32->slab_floats; i++) {
+    double d = (double)p->grads_memory[i] - p32->grads_memory[i];
+    num += d * d, den += (double)p32->grads_memory[i] * p32->grads_memory[i];
+  }
+  cr_expect(sqrt(num / den) < 2e-2, "bf16 gradient relative error %g", sqrt(num / den));
+  free(obs), free(actions), free(logp), free(value), free(wl), free(we), free(wv);
+  policy_free(p), policy_free(p32);
+  backend_close(b);
+}
+
 // The first layer's padded operands (policy_padded_obs_dim): the weights' copy is lowp's first
 // layer row by row with zero columns after it, also after an optimiser step rewrote lowp; the
 // observations likewise; and the outputs are those of the same policy unpadded (obs_pad = 1: zero
