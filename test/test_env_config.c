@@ -36,6 +36,61 @@ Test(env_config, defaults_stay_auto) {
   cr_assert(isnan(f.sigma_halflife) && f.ema_fast == 12 && f.ema_slow == 48 && f.daily_auto);
 }
 
+// Every field of TradingParams that a configuration sets has the same default in the schema's rows
+// and in trading_params_default (the simulator's defaults for callers without a configuration:
+// tests, ppo-bench); NaN (auto) equals NaN.
+static bool same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+Test(env_config, the_schema_defaults_are_the_simulators) {
+  Config c = load(0, NULL);
+  TradingParams a, b = trading_params_default();
+  env_config_trading_params(&c, &a);
+#define SAME(f)                                                                                              \
+  cr_expect(same_value((double)a.f, (double)b.f), #f ": schema default %.17g, trading_params_default %.17g", \
+            (double)a.f, (double)b.f)
+  SAME(train_start);
+  SAME(val_start);
+  SAME(test_start);
+  SAME(test_end);
+  SAME(exec);
+  SAME(action_mode);
+  SAME(n_levels);
+  SAME(max_leverage);
+  SAME(long_only);
+  SAME(no_trade_band);
+  SAME(reward);
+  SAME(reward_scale);
+  SAME(dsr_eta);
+  SAME(vol_target_annual);
+  SAME(shaping_turnover);
+  SAME(shaping_drawdown);
+  SAME(shaping_variance);
+  SAME(shaping_flat);
+  SAME(reward_clip);
+  SAME(use_data_spread);
+  SAME(half_spread_bps);
+  SAME(commission_bps);
+  SAME(slippage_bps);
+  SAME(fee_fixed);
+  SAME(slippage_vol_k);
+  SAME(slippage_random_max_bps);
+  SAME(financing_long_apr);
+  SAME(financing_short_apr);
+  SAME(impact_y);
+  SAME(cost_mult);
+  SAME(episode_length);
+  SAME(window);
+  SAME(warmup);
+  SAME(max_loss);
+  SAME(random_initial_position);
+  SAME(stratified_starts);
+  SAME(position_onehot);
+  SAME(episode_progress);
+  SAME(parity);
+  SAME(eval);
+#undef SAME
+}
+
 Test(env_config, values_map_through) {
   const char *sets[] = {"env.exec=close",
                         "env.action_mode=continuous",
