@@ -1201,37 +1201,71 @@ static int eval_walk_forward(const EvalRunOptions *o) {
 
 // --- entry -----------------------------------------------------------------------------------------------
 
-// What --set may do to a key (EVAL_SET_RULE). The network ([policy], [run] precision), its
-// normalisation ([normalize], with [env] n_envs and [ppo] gamma) and [ppo] are the checkpoint's;
-// the [env] keys of episodes and rewards that the backtest does not use, the rest of [run] and
-// [eval], [amp] and [walk_forward] only concern training. Overrides of both kinds were taken and
-// silently ignored. [env] reward and vol_target_annual stay open: reward = vol_target scales the
-// positions the actions take.
-typedef enum { SET_TAKEN, SET_CHECKPOINT, SET_TRAINING } SetKind;
+static bool listed(const char *key, const char *const *list, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(key, list[k]) == 0) return true;
+  return false;
+}
+#define LISTED(key, list) listed(key, list, sizeof list / sizeof list[0])
 
-static SetKind set_kind(const char *section, const char *key) {
+// What --set may do to a key (EVAL_SET_RULE; declared in eval_run.h). The network ([policy], [run]
+// precision), its normalisation ([normalize], with [env] n_envs and [ppo] gamma) and [ppo] are the
+// checkpoint's; the [env] keys of episodes and rewards that the backtest does not use, the rest of
+// [run] and [eval], [amp] and [walk_forward] only concern training. Overrides of both kinds were
+// taken and silently ignored. [env] reward and vol_target_annual stay open: reward = vol_target
+// scales the positions the actions take. Every [env] key is in one of the two lists below (or is
+// n_envs, or starts with shaping_ or synthetic_): a key added to the schema and to neither is
+// EVAL_SET_UNLISTED, which test_eval's every_env_key_has_an_eval_rule catches.
+EvalSetKind eval_set_kind(const char *section, const char *key) {
   static const char *const env_training[] = {
       "episode_length", "random_initial_position", "stratified_starts", "reward_scale", "dsr_eta", "reward_clip"};
+  static const char *const env_taken[] = {"type",
+                                          "data",
+                                          "train_start",
+                                          "val_start",
+                                          "test_start",
+                                          "test_end",
+                                          "exec",
+                                          "action_mode",
+                                          "n_levels",
+                                          "max_leverage",
+                                          "long_only",
+                                          "no_trade_band",
+                                          "reward",
+                                          "vol_target_annual",
+                                          "use_data_spread",
+                                          "half_spread_bps",
+                                          "commission_bps",
+                                          "fee_fixed",
+                                          "slippage_bps",
+                                          "slippage_vol_k",
+                                          "slippage_random_max_bps",
+                                          "financing_long_apr",
+                                          "financing_short_apr",
+                                          "impact_y",
+                                          "cost_mult",
+                                          "window",
+                                          "warmup",
+                                          "max_loss",
+                                          "position_onehot",
+                                          "episode_progress",
+                                          "sigma_halflife",
+                                          "ema_fast",
+                                          "ema_slow"};
   static const char *const run_taken[] = {"seed", "device", "threads", "tf32", "memory_limit"};
   static const char *const eval_taken[] = {"risk_free_rate", "min_acceptable_return", "n_trials"};
   if (strcmp(section, "policy") == 0 || strcmp(section, "normalize") == 0 || strcmp(section, "ppo") == 0 ||
       (strcmp(section, "run") == 0 && strcmp(key, "precision") == 0) ||
       (strcmp(section, "env") == 0 && strcmp(key, "n_envs") == 0))
-    return SET_CHECKPOINT;
+    return EVAL_SET_CHECKPOINT;
   if (strcmp(section, "env") == 0) {
-    if (strncmp(key, "shaping_", 8) == 0) return SET_TRAINING;
-    for (size_t k = 0; k < sizeof env_training / sizeof env_training[0]; k++)
-      if (strcmp(key, env_training[k]) == 0) return SET_TRAINING;
-    return SET_TAKEN;
+    if (strncmp(key, "shaping_", 8) == 0 || LISTED(key, env_training)) return EVAL_SET_TRAINING;
+    if (strncmp(key, "synthetic_", 10) == 0 || LISTED(key, env_taken)) return EVAL_SET_TAKEN;
+    return EVAL_SET_UNLISTED;
   }
-  if (strcmp(section, "run") == 0) {
-    for (size_t k = 0; k < sizeof run_taken / sizeof run_taken[0]; k++)
-      if (strcmp(key, run_taken[k]) == 0) return SET_TAKEN;
-  } else if (strcmp(section, "eval") == 0) {
-    for (size_t k = 0; k < sizeof eval_taken / sizeof eval_taken[0]; k++)
-      if (strcmp(key, eval_taken[k]) == 0) return SET_TAKEN;
-  }
-  return SET_TRAINING;  // the rest of [run] and [eval], [amp], [walk_forward]
+  if (strcmp(section, "run") == 0 && LISTED(key, run_taken)) return EVAL_SET_TAKEN;
+  if (strcmp(section, "eval") == 0 && LISTED(key, eval_taken)) return EVAL_SET_TAKEN;
+  return EVAL_SET_TRAINING;  // the rest of [run] and [eval], [amp], [walk_forward]
 }
 
 // Whether ppo-eval takes an override: true, or false with the refusal on stderr (exit 2). Malformed
@@ -1241,16 +1275,17 @@ static bool override_taken(const char *override) {
   if (index < 0) return true;  // malformed or unknown: config_load says so
   const ConfigKey *row = &config_schema(&(int){0})[index];
   const char *section = row->section, *key = row->key;
-  switch (set_kind(section, key)) {
-    case SET_TAKEN:
+  switch (eval_set_kind(section, key)) {
+    case EVAL_SET_TAKEN:
+    case EVAL_SET_UNLISTED:
       return true;
-    case SET_CHECKPOINT:
+    case EVAL_SET_CHECKPOINT:
       fprintf(stderr,
               "ppo-eval: --set %s: the network ([policy], [run] precision), its normalisation ([normalize], [env] "
               "n_envs) and [ppo] come from the checkpoint and cannot be changed for an evaluation; " EVAL_SET_RULE "\n",
               override);
       return false;
-    case SET_TRAINING:
+    case EVAL_SET_TRAINING:
       fprintf(stderr,
               "ppo-eval: --set %s: [%s] %s only concerns training and has no effect on an evaluation%s; " EVAL_SET_RULE
               "\n",

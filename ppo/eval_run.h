@@ -61,6 +61,12 @@ typedef struct {
   "stratified_starts, reward_scale, dsr_eta, reward_clip and shaping_*; [eval] risk_free_rate, "              \
   "min_acceptable_return and n_trials; [run] seed, device, threads, tf32 and memory_limit"
 
+// What --set may do to [section] key: taken, refused (the checkpoint's, or training's only), or
+// unlisted: an [env] key ppo-eval has no rule for (a key added without one; taken, and a test
+// failure). Keys that do not exist are TRAINING.
+typedef enum { EVAL_SET_TAKEN, EVAL_SET_CHECKPOINT, EVAL_SET_TRAINING, EVAL_SET_UNLISTED } EvalSetKind;
+EvalSetKind eval_set_kind(const char *section, const char *key);
+
 void eval_run_options_default(EvalRunOptions *options);
 int eval_run(const EvalRunOptions *options);  // an exit status
 

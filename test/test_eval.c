@@ -24,6 +24,7 @@
 #include "nn/backend.h"
 #include "nn/policy.h"
 #include "ppo/backtest.h"
+#include "ppo/config.h"
 #include "ppo/eval_run.h"
 #include "program_util.h"
 #include "test/h5_test_util.h"
@@ -512,6 +513,34 @@ static void train_small_run(char *cfg, size_t cfg_capacity, char *run, size_t ru
   write_text(cfg, train_config);
   snprintf(args, sizeof args, "'%s' --run-dir '%s' --quiet --set run.total_timesteps=512 --set eval.every=0", cfg, run);
   cr_assert_eq(run_program(TRAIN_BIN, args, out, sizeof out), 0, "%s", out);
+}
+
+// Every [env] key of the schema has a ppo-eval --set rule (eval_set_kind): a key added without one
+// was taken by default, and one that only concerns training then did nothing in an evaluation.
+// The keys the rule's text names as refused are refused.
+Test(eval_set, every_env_key_has_an_eval_rule) {
+  int count = 0;
+  const ConfigKey *rows = config_schema(&count);
+  int env_keys = 0;
+  for (int i = 0; i < count; i++) {
+    if (strcmp(rows[i].section, "env") != 0) continue;
+    env_keys++;
+    cr_expect_neq(eval_set_kind("env", rows[i].key), EVAL_SET_UNLISTED,
+                  "[env] %s has no ppo-eval --set rule: add it to eval_set_kind's env_taken or env_training "
+                  "(ppo/eval_run.c), and to EVAL_SET_RULE and GUIDE section 6 if training only",
+                  rows[i].key);
+  }
+  cr_expect_gt(env_keys, 40);
+  static const char *const refused[] = {
+      "n_envs",  "episode_length", "random_initial_position", "stratified_starts", "reward_scale",
+      "dsr_eta", "reward_clip"};
+  for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+    cr_expect(strstr(EVAL_SET_RULE, refused[k]), "the rule's text does not name %s", refused[k]);
+    cr_expect_neq(eval_set_kind("env", refused[k]), EVAL_SET_TAKEN, "%s", refused[k]);
+  }
+  cr_expect(strstr(EVAL_SET_RULE, "shaping_*"));
+  cr_expect_eq(eval_set_kind("env", "shaping_flat"), EVAL_SET_TRAINING);
+  cr_expect_eq(eval_set_kind("env", "cost_mult"), EVAL_SET_TAKEN);
 }
 
 Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = teardown, .timeout = 240) {
