@@ -742,6 +742,13 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
       continue;
     }
     int kind = column_kind_from_name(norms[c]);
+    if (kind < 0 && c == 0 && fields[c][0] >= '0' && fields[c][0] <= '9') {  // data quoted, so not told by the
+      error_set(                                                             // format detection's first field
+          "%s:%lld: no header line: the first field '%s' is data; add a header line naming the columns, e.g. "
+          "time,open,high,low,close,volume",
+          r->path, (long long)r->line_no, text_escape_cut(fields[c], MARKET_FIELD_SHOWN, shown, sizeof shown));
+      return -1;
+    }
     if (kind < 0) {
       error_set("%s:%lld: unknown column '%s' (column %d) (recognised, case-insensitive: " CSV_RECOGNISED
                 "; ppo-data import --ignore-columns leaves a column out)",

@@ -1090,6 +1090,9 @@ Test(market_data, export_shapes_refused_naming_the_field) {
        "null,null,null,null\n",
        ":3: a row without prices (every column but the time is like 'null'); ppo-data import --skip-null-rows skips "
        "such rows"},
+      // quoted data on line 1 is not a header of unknown columns
+      {"quoted.csv", "\"2019-01-01 00:00\",\"1.13\",\"1.14\",\"1.12\",\"1.135\"\n",
+       ":1: no header line: the first field '2019-01-01 00:00' is data; add a header line"},
       // data.binance.vision's klines have no header: the refusal gives theirs
       {"BTCUSDT-1h-2023-01.csv",
        "1672531200000,16500.0,16608.0,16418.3,16447.1,891.5,1672534799999,14663691.4,8295,445.7,7331845.7,0\n",
