@@ -461,6 +461,8 @@ static void write_report_json(FILE *out, const Evaluation *ev, const char *check
   json_kv_int(&w, "timesteps", ev->info.timesteps);
   json_kv_string(&w, "build", ev->info.build);
   json_kv_string(&w, "run_name", ev->stored.run.name);
+  // the policy's arithmetic in this evaluation: the checkpoint's [run] precision (not a --set key)
+  json_kv_string(&w, "precision", config_choice_name("run", "precision", (int)ev->stored.run.precision));
   json_object_end(&w);
 
   json_key(&w, "data");

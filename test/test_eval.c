@@ -588,7 +588,8 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
       "\"checkpoint\"",          "\"fnv1a64\"",   "\"data\"",   "\"split\": \"val\"", "\"execution\"",
       "\"exec\": \"next_open\"", "\"cost_mult\"", "\"agent\"",  "\"sampled\"",        "\"baselines\"",
       "\"buy_and_hold\"",        "\"flat\"",      "\"random\"", "\"ma_rule\"",        "\"oracle_zero_cost\"",
-      "\"cost_stress\"",         "\"psr0\"",      "\"dsr\"",    "\"sharpe_ci_lo\"",   "\"cost_spread_pct\""};
+      "\"cost_stress\"",         "\"psr0\"",      "\"dsr\"",    "\"sharpe_ci_lo\"",   "\"cost_spread_pct\"",
+      "\"precision\": \"fp32\""};
   for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
     cr_expect(strstr(report, sections[k]), "report.json lacks %s", sections[k]);
   double total = json_number_after(report, "\"greedy\"", "total_return");
