@@ -764,6 +764,22 @@ static hid_t damaged_copy(const char *ckpt, const char *name, char *path, size_t
   return f;
 }
 
+// A copy of ckpt (in path, named name) with every entry of float dataset `dataset` set to value.
+static void weights_set_copy(const char *ckpt, const char *name, const char *dataset, float value, char *path,
+                             size_t capacity) {
+  hid_t f = damaged_copy(ckpt, name, path, capacity);
+  hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+  cr_assert(ds >= 0, "%s", dataset);
+  hid_t space = H5Dget_space(ds);
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  float *w = malloc((size_t)n * sizeof(float));
+  cr_assert(w);
+  for (hssize_t i = 0; i < n; i++) w[i] = value;
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
+  free(w);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+}
+
 // The Gaussian head's log std is checked against +-40, not only for finiteness: a finite 3e38
 // resumed into actions of infinite spread. Training may move it past log_std_init's +-20 (a
 // checkpoint it wrote at 20.0027 was refused as damaged): 20.5 resumes.
@@ -967,16 +983,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
 
   // a finite but huge weight resumes, then overflows the value head: the gradient norm is not finite
   // and the run stops (exit 1) without a checkpoint of the NaN parameters
-  f = damaged_copy(ckpt, "huge_weight", path, sizeof path);
-  ds = H5Dopen2(f, "params/vf/weight0", H5P_DEFAULT);
-  space = H5Dget_space(ds);
-  hssize_t nw = H5Sget_simple_extent_npoints(space);
-  float *w = malloc((size_t)nw * sizeof(float));
-  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
-  for (hssize_t i = 0; i < nw; i++) w[i] = 3e38f;
-  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
-  free(w);
-  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  weights_set_copy(ckpt, "huge_weight", "params/vf/weight0", 3e38f, path, sizeof path);
   char diverged[600];
   snprintf(diverged, sizeof diverged, "%s/diverged", tmp_root);
   const char *with_eval[] = {"run.total_timesteps=512", "eval.every=1"};
@@ -2201,16 +2208,7 @@ Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .f
   const char *sets[] = {"run.total_timesteps=256", "run.precision=fp16", "amp.init_scale=1.2e-38"};
   cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
-  hid_t f = damaged_copy(ckpt, "fp16_inf_weight", path, sizeof path);
-  hid_t ds = H5Dopen2(f, "params/pi/weight0", H5P_DEFAULT);
-  hid_t space = H5Dget_space(ds);
-  hssize_t nw = H5Sget_simple_extent_npoints(space);
-  float *w = malloc((size_t)nw * sizeof(float));
-  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
-  for (hssize_t i = 0; i < nw; i++) w[i] = 1e5f;
-  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w), 0);
-  free(w);
-  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  weights_set_copy(ckpt, "fp16_inf_weight", "params/pi/weight0", 1e5f, path, sizeof path);
   char resumed[600];
   snprintf(resumed, sizeof resumed, "%s/scale_zero_resumed", tmp_root);
   static char out[1 << 16];
