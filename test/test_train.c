@@ -2137,6 +2137,44 @@ Test(train, a_kl_stop_before_any_step_is_not_a_divergence, .init = setup, .fini 
   cr_expect_eq(run(PPO_SOURCE_DIR "/configs/cartpole.ini", NULL, dir, 0, 3, sets), 0, "%s", error_message());
 }
 
+// SB3 stops the epochs when approx_kl > 1.5 x target_kl (PPO_SEMANTICS section 4, step 8), not
+// when it passes target_kl itself. One minibatch per epoch (batch_size = the 256 transitions) and
+// two epochs: without target_kl the logged approx_kl is the KL of the second epoch's minibatch, k1,
+// measured before its step (the first epoch's is the rounding difference of the rollout forward,
+// far smaller). target_kl = k1 / 1.4 puts k1 below 1.5 x target_kl (no stop, the same update);
+// k1 / 1.6 puts it above (a stop before the second step). A limit of target_kl, or of 2 x target_kl,
+// fails one of the two.
+Test(train, target_kl_stops_above_one_and_a_half_times_it) {
+  const char *base[] = {"ppo.batch_size=256", "ppo.n_epochs=2", "normalize.obs=false", "normalize.reward=false"};
+  Trainer *tr = small_trainer(base, 4);
+  TrainStats s;
+  cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+  trainer_free(tr);
+  cr_assert(!s.early_stopped && s.minibatches == 2 && s.steps == 2, "%d minibatches, %d steps", s.minibatches,
+            s.steps);
+  const double k1 = s.approx_kl;
+  cr_assert(k1 > 1e-7, "the second epoch's KL %g is not above the rounding noise (else nothing is tested)", k1);
+  const double ratios[] = {1.4, 1.6};
+  for (int c = 0; c < 2; c++) {
+    char set_kl[64];
+    snprintf(set_kl, sizeof set_kl, "ppo.target_kl=%.17g", k1 / ratios[c]);
+    const char *sets[] = {base[0], base[1], base[2], base[3], set_kl};
+    tr = small_trainer(sets, 5);
+    TrainStats t;
+    cr_assert_eq(trainer_iteration(tr, &t), TRAINER_OK);
+    trainer_free(tr);
+    if (c == 0) {
+      cr_expect(!t.early_stopped && t.steps == 2, "KL %g < 1.5 x %g: no stop (%d steps)", k1, k1 / 1.4, t.steps);
+      cr_expect_float_eq(t.approx_kl, k1, 1e-6 * k1, "the same update: KL %g, %g without target_kl", t.approx_kl, k1);
+    } else {
+      cr_expect(t.early_stopped && t.minibatches == 2 && t.steps == 1,
+                "KL %g > 1.5 x %g: a stop before the second step (stopped %d, %d minibatches, %d steps)", k1,
+                k1 / 1.6, t.early_stopped, t.minibatches, t.steps);
+    }
+  }
+}
+
+
 // A --resume of a complete run trains nothing and leaves the run directory exactly as it was: a retry
 // loop (GUIDE 4) ran it again and again, and each pass rewrote the last checkpoint (its hash, which
 // ppo-eval reports, changed), config.ini and train.log.
