@@ -345,6 +345,31 @@ Test(trading_accounting, financing_charges_weekends) {
   hand_env_close(&h);
 }
 
+// Financing for t -> t+1 is charged on the notional at M_t, the close the position was carried from
+// (TRADING_ENV.md section 3: K -= |q| M_t rate dt), not at M_{t+1}: on financing_charges_weekends'
+// flat market the two are the same. Here bar 12 closes 10% up; the bar 11 -> 12 charge is still on
+// 100, the 12 -> 13 charge on 110.
+Test(trading_accounting, financing_on_the_close_carried_from) {
+  MarketData *d = market_flat(40, 100.0, 0.0, "TEST");
+  for (int64_t i = 12; i < 40; i++) bar_set(d, i, i == 12 ? 100.0 : 110.0, 110.0, i == 12 ? 100.0 : 110.0, 110.0, 0.0);
+  cr_assert_eq(market_data_validate(d, "step up"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  p.financing_long_apr = 0.10;
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
+  const double year = 365.25 * 86400;
+  step_level(e, 2, obs);  // t = 10 -> 11: long 0.01 units at open[11] = 100
+  cr_assert_float_eq(e->q, 0.01, 1e-15);
+  step_level(e, 2, obs);  // 11 -> 12: carried from close[11] = 100
+  cr_expect_float_eq(e->fill_financing, 0.01 * 100 * 0.10 * 3600 / year, 1e-18, "charged %.6g", e->fill_financing);
+  step_level(e, 2, obs);  // 12 -> 13: carried from close[12] = 110
+  cr_expect_float_eq(e->fill_financing, 0.01 * 110 * 0.10 * 3600 / year, 1e-18, "charged %.6g", e->fill_financing);
+  hand_env_close(&h);
+}
+
 // A crash terminates at E <= (1 - max_loss) E_0; the forced close at the next open is in the log.
 Test(trading_accounting, max_loss_terminates) {
   MarketData *d = market_flat(60, 100.0, 0.0, "TEST");
@@ -491,6 +516,32 @@ Test(trading_obs, window_and_agent_state) {
   free(obs);
   features_free(f);
   market_data_free(d);
+}
+
+// Adding to a position averages its entry price (the agent state's unrealised P&L reads it): half
+// long at open[11] = 100, then the other half at open[12] = 110 give an entry of 105, not the last
+// fill's 110. Reducing the position keeps the entry.
+Test(trading_obs, adding_to_a_position_averages_the_entry_price) {
+  MarketData *d = market_flat(40, 100.0, 0.0, "TEST");
+  for (int64_t i = 12; i < 40; i++) bar_set(d, i, 110.0, 110.0, 110.0, 110.0, 0.0);
+  cr_assert_eq(market_data_validate(d, "step up"), 0, "%s", error_message());
+  TradingParams p = trading_params_default();
+  params_zero_cost(&p);
+  p.action_mode = TRADING_ACTION_DISCRETE_K, p.n_levels = 5;  // {-1, -0.5, 0, 0.5, 1}
+  HandEnv h;
+  hand_env_open(&h, d, &p);
+  TradingEnv *e = &h.e;
+  float *obs = h.obs;
+  step_level(e, 3, obs);  // t = 10 -> 11: 0.005 units at 100
+  cr_assert_float_eq(e->q, 0.005, 1e-15);
+  cr_expect_float_eq(e->entry_price, 100.0, 1e-12);
+  step_level(e, 4, obs);  // 11 -> 12: 0.005 more at 110
+  cr_assert_float_eq(e->q, 0.01, 1e-15);
+  cr_expect_float_eq(e->entry_price, 105.0, 1e-9, "entry %.9g after adding at 110 to a holding bought at 100",
+                     e->entry_price);
+  step_level(e, 3, obs);  // 12 -> 13: back to half (E = 1.05, q* = 0.525 / 110): a sale keeps the entry
+  cr_expect_float_eq(e->entry_price, 105.0, 1e-9, "entry %.9g after a partial sale", e->entry_price);
+  hand_env_close(&h);
 }
 
 Test(trading_actions, levels_band_and_long_only) {

@@ -182,6 +182,9 @@ Test(metrics, buy_and_hold_through_the_env) {
     cr_assert_float_eq(100 * m.max_drawdown, row->mdd, 1.0, "%s mdd %.3f%%", row->file, 100 * m.max_drawdown);
     cr_assert_float_eq(log[2], (float)m.total_return, 1e-6, "the episode log agrees with the curve");
     cr_assert_float_eq(log[5], (float)m.max_drawdown, 1e-6);
+    cr_assert_float_eq(log[4], (float)m.sharpe, 1e-4 * fabs(m.sharpe) + 1e-6,
+                       "%s: the episode log's Sharpe %g, the curve's %g (annualised with the bars a year)", row->file,
+                       log[4], m.sharpe);
     free(equity), free(ts), free(obs);
     features_free(f);
     market_data_free(d);
