@@ -2150,8 +2150,7 @@ Test(train, target_kl_stops_above_one_and_a_half_times_it) {
   TrainStats s;
   cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
   trainer_free(tr);
-  cr_assert(!s.early_stopped && s.minibatches == 2 && s.steps == 2, "%d minibatches, %d steps", s.minibatches,
-            s.steps);
+  cr_assert(!s.early_stopped && s.minibatches == 2 && s.steps == 2, "%d minibatches, %d steps", s.minibatches, s.steps);
   const double k1 = s.approx_kl;
   cr_assert(k1 > 1e-7, "the second epoch's KL %g is not above the rounding noise (else nothing is tested)", k1);
   const double ratios[] = {1.4, 1.6};
@@ -2168,12 +2167,11 @@ Test(train, target_kl_stops_above_one_and_a_half_times_it) {
       cr_expect_float_eq(t.approx_kl, k1, 1e-6 * k1, "the same update: KL %g, %g without target_kl", t.approx_kl, k1);
     } else {
       cr_expect(t.early_stopped && t.minibatches == 2 && t.steps == 1,
-                "KL %g > 1.5 x %g: a stop before the second step (stopped %d, %d minibatches, %d steps)", k1,
-                k1 / 1.6, t.early_stopped, t.minibatches, t.steps);
+                "KL %g > 1.5 x %g: a stop before the second step (stopped %d, %d minibatches, %d steps)", k1, k1 / 1.6,
+                t.early_stopped, t.minibatches, t.steps);
     }
   }
 }
-
 
 // A --resume of a complete run trains nothing and leaves the run directory exactly as it was: a retry
 // loop (GUIDE 4) ran it again and again, and each pass rewrote the last checkpoint (its hash, which
@@ -2230,7 +2228,6 @@ Test(train, a_ruined_evaluation_is_never_best, .init = setup, .fini = teardown) 
   cr_expect_neq(access(best, F_OK), 0, "a ruined pass was picked as best.h5");
   cr_expect(metrics_value(dir, 2, "eval/total_return") < -1.0, "the pass is ruined: it lost more than its equity");
 }
-
 
 // fp16: a weight the fp32 master holds (1e5) but fp16 cannot (max 65504) makes every forward of the
 // network non-finite, so every step's gradients are NaN and the GradScaler skips them all, halving
