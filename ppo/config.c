@@ -583,7 +583,9 @@ static void loader_check_idle(Loader *loader) {
       {"env.n_levels", "env.action_mode", c->env.action_mode != CONFIG_ACTION_DISCRETE_K, ": only discrete_k reads it"},
       {"env.no_trade_band", "env.action_mode", !continuous,
        ": it applies to continuous targets; discrete levels trade when the level changes"},
-      {"policy.log_std_init", "env.action_mode", !continuous || cartpole, ": only the Gaussian head has a log std"},
+      {"policy.log_std_init", cartpole ? "env.type" : "env.action_mode", !continuous || cartpole,
+       cartpole ? ": CartPole's actions are discrete; only the Gaussian head has a log std"
+                : ": only the Gaussian head has a log std"},
       {"env.dsr_eta", "env.reward", c->env.reward != CONFIG_REWARD_DSR && c->env.reward != CONFIG_REWARD_D3R,
        ": only the dsr and d3r rewards read it"},
       {"env.vol_target_annual", "env.reward", c->env.reward != CONFIG_REWARD_VOL_TARGET,

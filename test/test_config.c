@@ -1160,12 +1160,21 @@ Test(config_train, warns_of_keys_that_have_no_effect) {
             "%s", out);
   cr_expect(!strstr(out, "[env] no_trade_band = 0.02 (set by"), "the default value, set again, is not told: %s", out);
   char args[512];
-  snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --set env.commission_bps=3");
+  snprintf(args, sizeof args,
+           "'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --set env.commission_bps=3 --set env.action_mode=continuous "
+           "--set policy.log_std_init=-1");
   cr_expect_eq(run_train(args, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out,
                    "[env] commission_bps = 3 (set by --set env.commission_bps=3) has no effect with [env] type "
                    "= cartpole (set at "),
             "%s", out);
+  // CartPole's actions are discrete whatever action_mode says: the type is the reason (it named
+  // action_mode = continuous, as if a Gaussian head had no log std)
+  cr_expect(strstr(out,
+                   "[policy] log_std_init = -1 (set by --set policy.log_std_init=-1) has no effect with [env] type = "
+                   "cartpole (set at "),
+            "%s", out);
+  cr_expect(strstr(out, ": CartPole's actions are discrete; only the Gaussian head has a log std"), "%s", out);
   static const char *const shipped[] = {"default.ini", "cartpole.ini", "ar1.ini", "seed.ini"};  // the tracked ones
   for (size_t k = 0; k < sizeof shipped / sizeof shipped[0]; k++) {  // the shipped configurations warn of none
     snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/%s' --print-config", shipped[k]);  // no data read
