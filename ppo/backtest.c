@@ -132,8 +132,13 @@ static double baseline_target(const TradingContext *c, BacktestStrategy s, int64
       sign = c->params.exec == TRADING_EXEC_NEXT_OPEN ? (double)sign_of(d->open[t + 2] - d->open[t + 1])
                                                       : (double)sign_of(d->close[t + 1] - d->close[t]);
       break;
-    default:  // FLAT
+    case BT_FLAT:
       return 0.0;
+    case BT_AGENT_GREEDY:   // the policy's passes and the random one have no target: no default, so
+    case BT_AGENT_SAMPLED:  // -Wswitch names a baseline added to the enum and not here (it traded flat)
+    case BT_RANDOM:
+    case BT_STRATEGY_COUNT:
+      CHECK(false, "baseline_target: not a baseline with a target");
   }
   if (c->params.long_only && sign < 0) sign = 0.0;
   return L * sign;
