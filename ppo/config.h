@@ -267,6 +267,10 @@ int config_override_index(const char *arg);
 // The INI name of a choice key's enum value ("cuda" for run.device = CONFIG_DEVICE_CUDA): the
 // schema's one table, for every message and report that names one; "?" for no such key or value.
 const char *config_choice_name(const char *section, const char *key, int value);
+// Whether an [env] type runs on market data (trading, synthetic) or not (cartpole): the one place
+// that says so, for the trainer, ppo-eval, walk-forward and the market loader (a switch without a
+// default: -Wswitch names a type added and not decided here).
+bool config_env_has_market(ConfigEnvType type);
 
 // --- resolving ------------------------------------------------------------------------------
 

@@ -251,6 +251,17 @@ int config_key_index(const char *section, const char *key) {
   return -1;
 }
 
+bool config_env_has_market(ConfigEnvType type) {
+  switch (type) {
+    case CONFIG_ENV_TRADING:
+    case CONFIG_ENV_SYNTHETIC:
+      return true;
+    case CONFIG_ENV_CARTPOLE:
+      return false;
+  }
+  return false;
+}
+
 const char *config_choice_name(const char *section, const char *key, int value) {
   int i = config_key_index(section, key);
   const char *const *names = i >= 0 ? config_keys[i].choices : NULL;

@@ -186,8 +186,9 @@ static void split_preset_hint(const Config *cfg, const MarketData *d) {
 int env_market_open(EnvMarket *m, const Config *cfg) {
   memset(m, 0, sizeof *m);
   char where[512];
-  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
-    error_set("%s: cartpole has no market", config_describe_key(cfg, "env", "type", where, sizeof where));
+  if (!config_env_has_market(cfg->env.type)) {
+    error_set("%s: %s has no market", config_describe_key(cfg, "env", "type", where, sizeof where),
+              config_choice_name("env", "type", (int)cfg->env.type));
     return -1;
   }
   if (!(m->data = env_config_load_bars(cfg))) return -1;

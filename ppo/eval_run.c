@@ -290,17 +290,18 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
       0)
     return EXIT_BAD_INPUT;
   if (o->config_path && config_load(&ev->cfg, o->config_path, o->n_overrides, o->overrides) != 0) return EXIT_BAD_INPUT;
-  if (ev->stored.env.type == CONFIG_ENV_CARTPOLE) {
-    error_set("%s: the checkpoint's env is cartpole; ppo-eval backtests trading and synthetic envs", checkpoint);
+  if (!config_env_has_market(ev->stored.env.type)) {
+    error_set("%s: the checkpoint's env is %s; ppo-eval backtests trading and synthetic envs", checkpoint,
+              config_choice_name("env", "type", (int)ev->stored.env.type));
     return EXIT_BAD_INPUT;
   }
-  if (ev->cfg.env.type == CONFIG_ENV_CARTPOLE) {  // the checkpoint's is a market: name what chose cartpole
+  if (!config_env_has_market(ev->cfg.env.type)) {  // the checkpoint's is a market: name what chose the other
     char where[512];
     config_describe_key(&ev->cfg, "env", "type", where, sizeof where);
     error_set(
-        "%s: the evaluation's env is cartpole, the checkpoint's (%s) a market; ppo-eval backtests trading and "
+        "%s: the evaluation's env is %s, the checkpoint's (%s) a market; ppo-eval backtests trading and "
         "synthetic envs",
-        where, checkpoint);
+        where, config_choice_name("env", "type", (int)ev->cfg.env.type), checkpoint);
     return EXIT_BAD_INPUT;
   }
   if (file_fingerprint(checkpoint, &ev->fingerprint, &ev->checkpoint_bytes) != 0) return EXIT_BAD_INPUT;

@@ -183,16 +183,20 @@ static RolloutSpec rollout_spec_of(const Config *cfg, const EnvSpec *spec) {
 static int open_envs(Trainer *tr) {
   const Config *cfg = &tr->cfg;
   const void *params = NULL, *shared = NULL;
-  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
-    tr->kind = &cartpole_kind;
-    tr->cartpole = cartpole_params_default();
-    if (!cfg->env.episode_length.is_auto) tr->cartpole.max_episode_steps = (int)cfg->env.episode_length.value;
-    params = &tr->cartpole;
-  } else {
-    if (env_market_open(&tr->market, cfg) != 0) return -1;
-    tr->has_market = true;
-    tr->kind = cfg->env.type == CONFIG_ENV_SYNTHETIC ? &synthetic_kind : &trading_kind;
-    shared = &tr->market.context;
+  switch (cfg->env.type) {  // no default: -Wswitch names an env type added and not opened here
+    case CONFIG_ENV_CARTPOLE:
+      tr->kind = &cartpole_kind;
+      tr->cartpole = cartpole_params_default();
+      if (!cfg->env.episode_length.is_auto) tr->cartpole.max_episode_steps = (int)cfg->env.episode_length.value;
+      params = &tr->cartpole;
+      break;
+    case CONFIG_ENV_TRADING:
+    case CONFIG_ENV_SYNTHETIC:
+      if (env_market_open(&tr->market, cfg) != 0) return -1;
+      tr->has_market = true;
+      tr->kind = cfg->env.type == CONFIG_ENV_SYNTHETIC ? &synthetic_kind : &trading_kind;
+      shared = &tr->market.context;
+      break;
   }
   uint64_t env_seed = rng_stream_seed((uint64_t)cfg->run.seed, TRAINER_STREAM_ENVS);
   int N = (int)cfg->env.n_envs;  // rank r holds envs r N .. r N + N - 1 of R N: their seeds and start positions

@@ -375,7 +375,7 @@ static int prepare(const TrainRunOptions *opt, Config *cfg, char *run_dir, size_
     fprintf(stderr, "%s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  if (cfg->env.type == CONFIG_ENV_CARTPOLE) {
+  if (!config_env_has_market(cfg->env.type)) {
     fprintf(stderr,
             "ppo-train --walk-forward: %s: walk-forward folds need market data (allowed: env.type = trading or "
             "synthetic)\n",

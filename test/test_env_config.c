@@ -91,6 +91,19 @@ Test(env_config, the_schema_defaults_are_the_simulators) {
 #undef SAME
 }
 
+// Which env types run on market data: every choice of [env] type is decided (the trainer, ppo-eval,
+// walk-forward and the loader ask config_env_has_market; they compared with cartpole, so a new type
+// without a market was sent to one).
+Test(env_config, every_env_type_says_whether_it_has_a_market) {
+  int n = 0;
+  for (; strcmp(config_choice_name("env", "type", n), "?") != 0; n++) {
+    const char *name = config_choice_name("env", "type", n);
+    bool want = strcmp(name, "cartpole") != 0;
+    cr_expect_eq(config_env_has_market((ConfigEnvType)n), want, "%s", name);
+  }
+  cr_expect_eq(n, 3);
+}
+
 Test(env_config, values_map_through) {
   const char *sets[] = {"env.exec=close",
                         "env.action_mode=continuous",
