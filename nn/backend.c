@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,8 +377,36 @@ static void op_profile_report(const Backend *backend) {
   if (prof->gemms_dropped) fprintf(stderr, "  (%llu calls of further shapes not listed)\n", prof->gemms_dropped);
 }
 
+// The members a backend may leave NULL: the wrappers test them (a fallback, or a message).
+static const size_t optional_ops[] = {offsetof(BackendOps, set_tf32),         offsetof(BackendOps, lanes_together),
+                                      offsetof(BackendOps, run_lanes),        offsetof(BackendOps, weights_changed),
+                                      offsetof(BackendOps, weights_bytes),    offsetof(BackendOps, advantage_count_sum),
+                                      offsetof(BackendOps, advantage_sq_dev), offsetof(BackendOps, advantage_normalize),
+                                      offsetof(BackendOps, graph_record),     offsetof(BackendOps, graph_launch),
+                                      offsetof(BackendOps, graph_destroy),    offsetof(BackendOps, host_alloc),
+                                      offsetof(BackendOps, host_free),        offsetof(BackendOps, guard),
+                                      offsetof(BackendOps, comm_id_bytes),    offsetof(BackendOps, comm_make_id),
+                                      offsetof(BackendOps, comm_join),        offsetof(BackendOps, allreduce_sum_f32),
+                                      offsetof(BackendOps, allreduce_sum_f64)};
+
+typedef void (*AnyOp)(void);
+_Static_assert(sizeof(BackendOps) % sizeof(AnyOp) == 0, "BackendOps holds function pointers only");
+
+int backend_ops_missing(const BackendOps *ops) {
+  for (size_t at = 0; at < sizeof *ops; at += sizeof(AnyOp)) {
+    AnyOp fn;
+    memcpy(&fn, (const char *)ops + at, sizeof fn);
+    bool optional = false;
+    for (size_t k = 0; k < sizeof optional_ops / sizeof optional_ops[0]; k++) optional |= optional_ops[k] == at;
+    if (!fn && !optional) return (int)(at / sizeof(AnyOp));
+  }
+  return -1;
+}
+
 Backend *backend_open(const char *name) {
   Backend *backend = open_by_name(name);
+  CHECK(!backend || backend_ops_missing(backend->ops) < 0,
+        "the backend's BackendOps table lacks a required member (test_nn_ops and test_cuda_module name it)");
   const char *profile = getenv("PPO_PROFILE");
   if (backend && profile && *profile && strcmp(profile, "0") != 0)
     backend->profile = CHECK_ALLOC(sizeof *backend->profile, "PPO_PROFILE's tables");

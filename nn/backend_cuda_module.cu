@@ -38,6 +38,10 @@ extern "C" void check_fail(const char *stmt, const char *file, int line, const c
 
 extern "C" size_t nn_dtype_size(NnDtype dtype) { return host->dtype_size(dtype); }
 
+extern "C" __attribute__((visibility("default"))) const BackendOps *ppo_cuda_module_ops(void) {
+  return backend_cuda_ops();  // CUDA_MODULE_OPS: the table alone, for test_cuda_module
+}
+
 extern "C" __attribute__((visibility("default"))) Backend *ppo_cuda_module_open(const CudaModuleHost *program) {
   host = program;
   if (program->backend_size != sizeof(Backend) || program->ops_size != sizeof(BackendOps)) {

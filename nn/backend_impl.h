@@ -128,9 +128,17 @@ struct Backend {
   void *ctx;           // the implementation's own state
 };
 
+// The members of a table that are NULL though required (every member not marked optional above):
+// the index of the first one in declaration order (0 = close), or -1 when the table is complete.
+// backend_open refuses an incomplete table, the wrappers call required members without a test,
+// and test_nn_ops and test_cuda_module check the CPU's and the CUDA module's tables on any machine
+// (an op added to the seam and left out of a table would otherwise be a NULL call on a GPU only).
+int backend_ops_missing(const BackendOps *ops);
+
 // The constructors the registry knows; each returns NULL and sets error_message() on failure.
 Backend *backend_cpu_open(void);
-Backend *backend_cuda_open(void);  // nn/backend_cuda.cu, inside the CUDA module (below)
+Backend *backend_cuda_open(void);          // nn/backend_cuda.cu, inside the CUDA module (below)
+const BackendOps *backend_cuda_ops(void);  // the CUDA backend's table (nn/backend_cuda.cu), for the check
 
 // The CUDA backend is a module, libppo_cuda.so beside the programs (builds with PPO_HAVE_CUDA), that
 // nn/backend.c loads when a run asks for CUDA and a driver reports a device; its entry
@@ -144,5 +152,8 @@ typedef struct {
 } CudaModuleHost;
 typedef Backend *(*CudaModuleOpen)(const CudaModuleHost *program);
 #define CUDA_MODULE_ENTRY "ppo_cuda_module_open"
+// The module's table without opening a backend (no device needed): test_cuda_module checks it.
+typedef const BackendOps *(*CudaModuleOps)(void);
+#define CUDA_MODULE_OPS "ppo_cuda_module_ops"
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "nn/backend.h"
+#include "nn/backend_impl.h"
 
 Test(cuda_module, loads_and_reports_through_the_program) {
   cr_assert(getenv("LD_LIBRARY_PATH") && strstr(getenv("LD_LIBRARY_PATH"), "fake_cuda_driver"),
@@ -33,6 +34,18 @@ Test(cuda_module, loads_and_reports_through_the_program) {
   cr_assert(b, "auto: %s", error_message());
   cr_assert_str_eq(backend_name(b), "cpu");
   backend_close(b);
+}
+
+// The module's op table has every required member, checked without a device (an op added to the
+// seam and left out of cuda_ops would be a NULL call on a GPU only; backend_open refuses it there).
+Test(cuda_module, its_op_table_is_complete) {
+  void *module = dlopen(PPO_BIN_DIR "/libppo_cuda.so", RTLD_NOW | RTLD_LOCAL);
+  cr_assert(module, "%s", dlerror());
+  CudaModuleOps ops_of = (CudaModuleOps)dlsym(module, CUDA_MODULE_OPS);
+  cr_assert(ops_of, "the module exports no %s", CUDA_MODULE_OPS);
+  const BackendOps *ops = ops_of();
+  cr_expect_eq(backend_ops_missing(ops), -1, "member %d of cuda_ops is NULL", backend_ops_missing(ops));
+  cr_expect_neq(ops->graph_record, NULL, "the CUDA backend records graphs");
 }
 
 // A module path that does not exist is named (PPO_CUDA_MODULE overrides the program's folder).

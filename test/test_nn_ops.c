@@ -11,6 +11,7 @@
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "nn/backend.h"
+#include "nn/backend_impl.h"
 #include "nn/ops_math.h"
 #include "test/gemm_fp16_overflow_case.h"
 
@@ -56,6 +58,21 @@ Test(nn_backend, open_by_name) {
   cr_assert_null(backend_open("tpu"));
   cr_assert(strstr(error_message(), "unknown"), "message: %s", error_message());
   cr_assert_null(backend_open(NULL));
+}
+
+// Every required member of the CPU backend's table is set; a table lacking one is named by its
+// index (backend_open refuses it), an optional member may be NULL.
+Test(nn_backend, the_op_tables_are_complete) {
+  Backend *b = backend_open("cpu");
+  cr_assert(b, "%s", error_message());
+  cr_expect_eq(backend_ops_missing(b->ops), -1, "member %d of the CPU table is NULL", backend_ops_missing(b->ops));
+  BackendOps ops = *b->ops;
+  ops.gae = NULL;
+  cr_expect_eq(backend_ops_missing(&ops), (int)(offsetof(BackendOps, gae) / sizeof(void (*)(void))));
+  ops = *b->ops;
+  ops.graph_record = NULL, ops.host_alloc = NULL, ops.allreduce_sum_f64 = NULL;
+  cr_expect_eq(backend_ops_missing(&ops), -1, "optional members may be NULL");
+  backend_close(b);
 }
 
 Test(nn_backend, allocations_are_counted_and_zeroed) {
