@@ -83,6 +83,7 @@ VecEnv *vecenv_init_slice(const EnvKind *kind, const void *params, const void *s
   }
   CHECK(spec.log_size >= 2 && spec.log_size <= ENV_LOG_MAX, "an env kind's log_size must lie in 2..ENV_LOG_MAX");
   CHECK(spec.obs_dim >= 1, "an env kind's obs_dim must be >= 1");
+  CHECK(spec.state_size % 8 == 0, "an env kind's state_size must be a multiple of 8 (envs/env.h)");
 
   size_t stride = round_up(spec.state_size ? spec.state_size : 1, VECENV_ALIGN);
   size_t head = round_up(sizeof(VecEnv), VECENV_ALIGN);
