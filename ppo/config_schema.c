@@ -103,7 +103,8 @@ static const ConfigKey config_keys[] = {
 
     // --- [env] ---------------------------------------------------------------------------------
     K_CHOICE(env, type, "trading", env_type_names,
-             "trading = the simulator on market data; synthetic = the simulator on a generated market"),
+             "trading = the simulator on market data; synthetic = the simulator on a generated market; "
+             "cartpole = Gymnasium's CartPole-v1 (no market)"),
     K_INT(env, n_envs, "32", 1, 4096,
           "parallel envs; 32 = the headline run (TRADING_ENV.md 8: each env's first start in its own 32nd of the train "
           "span)"),
@@ -147,7 +148,8 @@ static const ConfigKey config_keys[] = {
     K_REAL(env, financing_short_apr, "0", -1, 1, 0, "financing charged on short notional per year (borrow fee)"),
     K_REAL(env, impact_y, "0", 0, 0, 0, "square-root market impact coefficient Y; only 0 (off): not modelled yet"),
     K_REAL(env, cost_mult, "1.0", 0, 100, 0, "multiplies every cost (stress tests)"),
-    K_AUTO_INT(env, episode_length, 1, 1e9, "training episode length in bars; auto = 2048 hourly, 252 daily"),
+    K_AUTO_INT(env, episode_length, 1, 1e9,
+               "training episode length in bars; auto = 2048 hourly, 252 daily (cartpole: its step limit, auto = 500)"),
     K_AUTO_INT(env, window, 1, 10000, "bars of features in one observation; auto = 32 hourly, 30 daily"),
     K_AUTO_INT(env, warmup, 0, 1e9, "bars before the first valid episode start; auto = 3x the longest lookback"),
     K_REAL(env, max_loss, "0.5", 1e-12, 1, 0, "terminate when equity falls to (1 - max_loss) of the start"),
