@@ -627,8 +627,6 @@ Test(market_data, local_time_converted_to_utc) {
   free(dir);
 }
 
-// ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
-// no market makes; info prints the close's range and largest move.
 // --timezone Etc/GMT+2 is UTC-2 (POSIX's sign): warned of, with the zone a broker's "GMT+2" means;
 // the conversion still follows the zone database. A named zone gets no such warning.
 Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
@@ -662,6 +660,8 @@ Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
   free(dir), free(log_dir);
 }
 
+// ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
+// no market makes; info prints the close's range and largest move.
 Test(market_data, ppo_data_import_options_summary_and_warning) {
   char *dir = make_temp_dir(), *log_dir = make_temp_dir();
   char csv[1024], h5[1024], out_txt[1024], err_txt[1024];

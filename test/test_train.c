@@ -1835,8 +1835,6 @@ Test(train, the_progress_line_shows_the_evaluation) {
   free(log);
 }
 
-// metrics.csv logs the clip ranges under SB3's keys: train/clip_range always, train/clip_range_vf
-// with value clipping on (NaN when it is off: SB3 leaves the key out).
 // Every [policy] activation and [run] precision of the schema reaches the policy as its own value
 // (a choice added to the schema and not to trainer_policy_spec's mapping trained another one).
 Test(train, every_activation_and_precision_choice_reaches_the_policy) {
@@ -1868,6 +1866,8 @@ Test(train, every_activation_and_precision_choice_reaches_the_policy) {
   cr_expect_eq(trainer_policy_spec(&cfg, &env).activation, NN_ACT_RELU);
 }
 
+// metrics.csv logs the clip ranges under SB3's keys: train/clip_range always, train/clip_range_vf
+// with value clipping on (NaN when it is off: SB3 leaves the key out).
 Test(train, metrics_log_both_clip_ranges) {
   const char *cfg = config_file("clip_ranges");
   char off[512], on[512];
