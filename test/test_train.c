@@ -285,6 +285,33 @@ static void skip_without_cuda(void) {
 Test(train, resume_is_bit_exact_fp32) { resume_case("fp32", 2); }
 Test(train, resume_is_bit_exact_fp16) { resume_case("fp16", 1); }
 Test(train, resume_is_bit_exact_bf16) { resume_case("bf16", 1); }
+// CartPole's env state (not the trading env's) resumes bit-exactly too: 4 iterations straight equal
+// 2, a checkpoint and 2 more (every kind of env must; only the trading config was tested).
+Test(train, resume_is_bit_exact_on_cartpole) {
+  char cfg[512], dir_a[512], dir_b[512], ckpt[600], final_a[600], final_b[600];
+  snprintf(cfg, sizeof cfg, "%s/cartpole.ini", tmp_root);
+  write_text(cfg,
+             "[run]\nname = cp\nseed = 7\ndevice = cpu\nthreads = 1\ncheckpoint_every = 1\ncheckpoint_keep = 2\n"
+             "total_timesteps = 1024\n[env]\ntype = cartpole\nn_envs = 4\nepisode_length = 60\n"
+             "[ppo]\nn_steps = 64\nbatch_size = 48\nn_epochs = 2\nlr_schedule = linear\n"
+             "[policy]\npi_layers = 32,32\nvf_layers = 16\n[normalize]\nobs = true\nreward = true\n");
+  snprintf(dir_a, sizeof dir_a, "%s/cartpole_straight", tmp_root);
+  snprintf(dir_b, sizeof dir_b, "%s/cartpole_resumed", tmp_root);
+  cr_assert_eq(run(cfg, NULL, dir_a, 0, 0, NULL), 0, "%s", error_message());
+  cr_assert_eq(run(cfg, NULL, dir_b, 2, 0, NULL), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir_b);
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 0, "%s", error_message());
+  snprintf(final_a, sizeof final_a, "%s/checkpoints/ckpt_000004.h5", dir_a);
+  snprintf(final_b, sizeof final_b, "%s/checkpoints/ckpt_000004.h5", dir_b);
+  expect_same_state(final_a, final_b);
+  for (int r = 1; r <= 4; r++) {
+    static char straight[16384], resumed[16384];
+    metrics_row_without_clocks(dir_a, r, straight, sizeof straight);
+    metrics_row_without_clocks(dir_b, r, resumed, sizeof resumed);
+    cr_expect_str_eq(resumed, straight, "metrics.csv row %d differs after the resume", r);
+  }
+}
+
 // On a GPU, bit-exact means on the same device: every kernel's reduction order is fixed (nn/backend_cuda.h).
 Test(train, resume_is_bit_exact_on_cuda_fp32) {
   skip_without_cuda();
