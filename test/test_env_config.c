@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/time_utc.h"
+#include "envs/env.h"
 #include "envs/features.h"
 #include "envs/market_data.h"
 #include "envs/vecenv.h"
@@ -100,8 +101,11 @@ Test(env_config, every_env_type_says_whether_it_has_a_market) {
     const char *name = config_choice_name("env", "type", n);
     bool want = strcmp(name, "cartpole") != 0;
     cr_expect_eq(config_env_has_market((ConfigEnvType)n), want, "%s", name);
+    error_clear();  // and the env registry (envs/env.c) knows a kind of that name
+    cr_expect_not_null(env_kind_find(name), "[env] type %s has no registered env kind: %s", name, error_message());
   }
   cr_expect_eq(n, 3);
+  cr_expect_eq(env_kind_count(), n, "registered env kinds and [env] type choices differ in number");
 }
 
 Test(env_config, values_map_through) {
