@@ -149,8 +149,19 @@ static int reader_next(LineReader *r) {
   r->line[r->line_len] = '\0';
   char *nul = memchr(r->line, '\0', r->line_len);
   if (nul) {
-    error_set("%s:%lld: NUL byte at position %lld (not a text file?)", r->path, (long long)r->line_no,
-              (long long)(nul - r->line + 1));
+    // Every other byte NUL over the line's start: UTF-16 text without a byte-order mark
+    size_t check = r->line_len < 16 ? r->line_len : 16, nuls = 0;
+    for (size_t i = 0; i < check; i++) nuls += r->line[i] == '\0';
+    bool utf16 =
+        check >= 4 && (nuls == check / 2 || nuls == (check + 1) / 2) && (r->line[0] == '\0') != (r->line[1] == '\0');
+    if (utf16)
+      error_set(
+          "%s:%lld: NUL byte at position %lld (every other byte is NUL: UTF-16 text without a byte-order mark? "
+          "ppo-data reads UTF-8 or ASCII: convert it, e.g. iconv -f %s -t UTF-8 IN.csv > OUT.csv)",
+          r->path, (long long)r->line_no, (long long)(nul - r->line + 1), r->line[0] == '\0' ? "UTF-16BE" : "UTF-16LE");
+    else
+      error_set("%s:%lld: NUL byte at position %lld (not a text file?)", r->path, (long long)r->line_no,
+                (long long)(nul - r->line + 1));
     return -1;
   }
   char *cr = memchr(r->line, '\r', r->line_len);

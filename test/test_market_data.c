@@ -1246,6 +1246,17 @@ Test(market_data, utf16_and_carriage_return_line_ends_are_named) {
   cr_assert_eq(gzclose(gz), Z_OK);
   cr_assert_null(market_data_load_csv(path, MARKET_FORMAT_AUTO));
   cr_expect(strstr(error_message(), "UTF-16 text"), "%s", error_message());
+  // without a byte-order mark: every other byte NUL (little- and big-endian)
+  static const char le[] = "t\0i\0m\0e\0,\0o\0p\0e\0n\0\n\0", be[] = "\0t\0i\0m\0e\0,\0o\0p\0e\0n\0\n";
+  const char *texts[2] = {le, be}, *want[2] = {"iconv -f UTF-16LE", "iconv -f UTF-16BE"};
+  const size_t sizes[2] = {sizeof le - 1, sizeof be - 1};
+  for (int k = 0; k < 2; k++) {
+    snprintf(path, sizeof path, "%s/unmarked%d.csv", dir, k);
+    write_file(path, texts[k], sizes[k]);
+    cr_assert_null(market_data_load_csv(path, MARKET_FORMAT_AUTO));
+    cr_expect(strstr(error_message(), "UTF-16 text without a byte-order mark?") && strstr(error_message(), want[k]),
+              "%s", error_message());
+  }
   static const char *const cases[][2] = {
       {"mac.csv", "time,open,high,low,close\r2024-01-02,1,2,0.5,1.5\r2024-01-03,1,2,0.5,1.5\r"},
       {"twice.csv", "time,open,high,low,close\r\r\n2024-01-02,1,2,0.5,1.5\r\r\n"},
