@@ -1130,6 +1130,14 @@ static int load_rows(LineReader *r, const MarketCsvOptions *options, Layout *lay
       summary->repeated_hours += got_utc;
       bar.ts = previous_utc = utc;
     }
+    // A four-digit year moved past 0000-01-01 or 9999-12-31 by its UTC offset or the zone: the
+    // years a MarketData holds (market_data_validate; the HDF5 loader refuses anything else).
+    if (!utc_in_four_digit_years(bar.ts)) {
+      error_set("%s:%lld: the time is %lld seconds since 1970 in UTC (%s), outside the years 0000 to 9999", r->path,
+                (long long)r->line_no, (long long)bar.ts,
+                options->local_zone ? "converted from its time zone" : "after its UTC offset");
+      return -1;
+    }
     if (!options->sort && list->count > 0) {  // in file order the first problem is the one reported
       int order =
           order_check(r->path, options, &list->bars[list->count - 1], list->lines[list->count - 1], &bar, r->line_no);

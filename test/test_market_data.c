@@ -1125,6 +1125,56 @@ Test(market_data, export_shapes_refused_naming_the_field) {
   free(dir);
 }
 
+// A four-digit year is every year a MarketData may hold (market_data_validate, the HDF5 loader), but
+// a UTC offset or --to-utc moves a time at the ends of that range past it: such a row is refused
+// naming its line, rather than imported into an HDF5 file that ppo-data info then refuses.
+Test(market_data, times_moved_past_the_four_digit_years_are_refused) {
+  char *dir = make_temp_dir(), path[1024];
+  static const char *const refused[][2] = {
+      {"before.csv", "time,open,high,low,close\n0000-01-01 00:00+01:00,1,2,0.5,1.5\n"},
+      {"after.csv", "time,open,high,low,close\n9999-12-31 23:00-02:00,1,2,0.5,1.5\n"},
+  };
+  for (int k = 0; k < 2; k++) {
+    error_clear();
+    MarketData *d = load_text(dir, refused[k][0], refused[k][1], MARKET_FORMAT_AUTO);
+    if (d) cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", refused[k][0], error_message());
+    cr_expect_null(d, "%s was accepted", refused[k][0]);
+    market_data_free(d);
+    cr_expect(strstr(error_message(), refused[k][0]) && strstr(error_message(), ":2: ") &&
+                  strstr(error_message(), "outside the years 0000 to 9999"),
+              "%s: %s", refused[k][0], error_message());
+  }
+  // The ends themselves load (and validate).
+  MarketData *d = load_text(dir, "ends.csv",
+                            "time,open,high,low,close\n0000-01-01 00:00+00:00,1,2,0.5,1.5\n"
+                            "9999-12-31 23:59:59Z,1,2,0.5,1.5\n",
+                            MARKET_FORMAT_AUTO);
+  cr_assert(d, "%s", error_message());
+  cr_expect_eq(market_data_validate(d, "ends"), 0, "%s", error_message());
+  market_data_free(d);
+  // The same through a zone's wall clock: New York's 9999-12-31 22:00 is 10000-01-01 03:00 UTC,
+  // Tokyo's 0000-01-01 00:00 is in the year -1 in UTC.
+  static const char *const zoned[][3] = {
+      {"ny.csv", "time,open,high,low,close\n9999-12-31 22:00,1,2,0.5,1.5\n", "America/New_York"},
+      {"tokyo.csv", "time,open,high,low,close\n0000-01-01 00:00,1,2,0.5,1.5\n", "Asia/Tokyo"},
+  };
+  for (int k = 0; k < 2; k++) {
+    snprintf(path, sizeof path, "%s/%s", dir, zoned[k][0]);
+    write_file(path, zoned[k][1], strlen(zoned[k][1]));
+    MarketCsvOptions options = market_csv_options_default();
+    options.local_zone = zoned[k][2];
+    error_clear();
+    d = market_data_load_csv_with(path, &options, NULL);
+    if (d) cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", zoned[k][0], error_message());
+    cr_expect_null(d, "%s was accepted", zoned[k][0]);
+    market_data_free(d);
+    cr_expect(strstr(error_message(), ":2: ") && strstr(error_message(), "outside the years 0000 to 9999"), "%s: %s",
+              zoned[k][0], error_message());
+  }
+  remove_tree(dir);
+  free(dir);
+}
+
 // adj_close adjusts open..close row by row (yfinance's auto_adjust) unless raw_prices; the options
 // for rows in another order, repeated rows, rows without prices and columns to leave out.
 Test(market_data, csv_options_adjust_sort_drop_and_ignore) {
