@@ -304,6 +304,7 @@ typedef struct {
   bool has_bid_ask, has_volume;
   bool has_clock;       // a separate time-of-day column: the time column holds dates
   bool adjust;          // open..close times adj_close / close (an adj_close column, raw_prices off)
+  bool unnamed_last;    // the header ends with a separator: its empty last column must stay empty
   int64_t header_line;  // 0 when there is no header
 } Layout;
 
@@ -623,7 +624,14 @@ static int parse_row(const LineReader *r, const Layout *layout, char **fields, M
     const char *name = layout->names[c];
     const char *text = fields[c];
     ColumnKind kind = layout->kinds[c];
-    if (kind == COL_IGNORED) continue;
+    if (kind == COL_IGNORED) {
+      // A separator ending every line leaves an empty field; a value there belongs to a column
+      // the header does not name (a volume, say), which would be dropped without a word.
+      if (layout->unnamed_last && c == layout->n_columns - 1 && *text)
+        return field_error(r, name, text, "a value in the column the header leaves without a name",
+                           "an empty field after the separator ending the line; or name the column in the header");
+      continue;
+    }
     if (kind == COL_TIME || kind == COL_CLOCK) {
       TimeMode mode = TIME_ANY;
       if (lean) mode = TIME_LEAN;
@@ -745,6 +753,7 @@ static int layout_from_header(const LineReader *r, char **fields, int n, const M
     if (c == n - 1 && c > 0 && fields[c][0] == '\0') {  // a separator ending every line (some exporters)
       market_copy_text(layout->names[c], sizeof layout->names[c], "(empty)");
       layout->kinds[c] = COL_IGNORED;
+      layout->unnamed_last = true;
       continue;
     }
     if (options->ignore_columns && norms[c][0] && name_listed(options->ignore_columns, norms[c])) {

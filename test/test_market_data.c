@@ -1108,6 +1108,9 @@ Test(market_data, export_shapes_refused_naming_the_field) {
       {"long.csv",
        "time,open,high,low,close\n2024-01-02,1,2,0.5,\x1b[2J123456789012345678901234567890123456789012345678\n",
        ":2: column close = '\\x1b[2J12345678901234567890123456789012345678901234...': not a number"},
+      // a header ending with a separator: the last field stays empty, a value there is not dropped unread
+      {"unnamed_last.csv", "time,open,high,low,close,\n2024-01-02,1,2,0.5,1.5,\n2024-01-03,1,2,0.5,1.5,7\n",
+       ":3: column (empty) = '7': a value in the column the header leaves without a name"},
       {"dst.csv", "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.4\n",
        "(also on line 2); the rows differ (two sets of prices for one bar: overlapping downloads, a partial last "
        "bar?); or the file is in local time, which repeats an hour when daylight saving ends: ppo-data import "
