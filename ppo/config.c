@@ -229,8 +229,10 @@ static void loader_assign(Loader *loader, const char *where, const char *section
     return;
   }
   if (previous.kind == origin.kind && origin.kind == CONFIG_ORIGIN_SET) {
+    const char *first = loader->overrides[previous.line - 1];
+    char first_shown[VALUE_TEXT_MAX];  // its control characters escaped, as every quoted argument is
     errors_add(&loader->errors, "%s: [%s] %s = %s: given twice on the command line (first: --set %s)", where, section,
-               key, shown, loader->overrides[previous.line - 1]);
+               key, shown, quote_text(first, strlen(first), first_shown, sizeof first_shown));
     return;
   }
   if (value[0] == '\0') {
@@ -485,8 +487,11 @@ static char *key_description(const Loader *loader, int index, char *buf, size_t 
   ConfigOrigin o = loader->cfg->origin[index];
   if (o.kind == CONFIG_ORIGIN_FILE)
     snprintf(where, sizeof where, "set at %s:%d", loader->source, o.line);
-  else if (o.kind == CONFIG_ORIGIN_SET)
-    snprintf(where, sizeof where, "set by --set %s", loader->overrides[o.line - 1]);
+  else if (o.kind == CONFIG_ORIGIN_SET) {
+    const char *arg = loader->overrides[o.line - 1];
+    char shown[VALUE_TEXT_MAX];  // a newline the value's trimming dropped is still in the argument
+    snprintf(where, sizeof where, "set by --set %s", quote_text(arg, strlen(arg), shown, sizeof shown));
+  }
   else
     snprintf(where, sizeof where, "default");
   snprintf(buf, capacity, "[%s] %s = %s (%s)", k->section, k->key, value, where);

@@ -647,6 +647,18 @@ Test(config_set, override_errors) {
                    "command line: --set ppo.gamma=0.95: [ppo] gamma = 0.95: given twice on the command "
                    "line (first: --set ppo.gamma=0.9)"),
             "%s", error_message());
+
+  // The whitespace trimmed off a value stays in the argument: every message quoting it escapes it,
+  // so that one error stays one line (a "\n" or "\r" would forge or overwrite lines).
+  const char *twice_raw[] = {"ppo.gamma=0.9\n", "ppo.gamma=0.95"};
+  cr_assert_eq(load_with(&c, "", 2, twice_raw), -1);
+  cr_expect(strstr(error_message(), "(first: --set ppo.gamma=0.9\\x0A)") && !strchr(error_message(), '\n'), "%s",
+            error_message());
+  const char *cross_raw[] = {"env.ema_fast=30\r\n"};
+  cr_assert_eq(load_with(&c, "[env]\nema_slow = 20\n", 1, cross_raw), -1);
+  cr_expect(strstr(error_message(), "(set by --set env.ema_fast=30\\x0D\\x0A) must be less than") &&
+                !strchr(error_message(), '\n') && !strchr(error_message(), '\r'),
+            "%s", error_message());
 }
 
 // --- printing -----------------------------------------------------------------------------------
