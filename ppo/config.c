@@ -501,8 +501,7 @@ static char *key_description(const Loader *loader, int index, char *buf, size_t 
     const char *arg = loader->overrides[o.line - 1];
     char shown[VALUE_TEXT_MAX];  // a newline the value's trimming dropped is still in the argument
     snprintf(where, sizeof where, "set by --set %s", quote_text(arg, strlen(arg), shown, sizeof shown));
-  }
-  else
+  } else
     snprintf(where, sizeof where, "default");
   snprintf(buf, capacity, "[%s] %s = %s (%s)", k->section, k->key, value, where);
   return buf;

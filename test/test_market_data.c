@@ -1140,7 +1140,8 @@ Test(market_data, times_moved_past_the_four_digit_years_are_refused) {
   for (int k = 0; k < 2; k++) {
     error_clear();
     MarketData *d = load_text(dir, refused[k][0], refused[k][1], MARKET_FORMAT_AUTO);
-    if (d) cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", refused[k][0], error_message());
+    if (d)
+      cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", refused[k][0], error_message());
     cr_expect_null(d, "%s was accepted", refused[k][0]);
     market_data_free(d);
     cr_expect(strstr(error_message(), refused[k][0]) && strstr(error_message(), ":2: ") &&
@@ -1168,7 +1169,8 @@ Test(market_data, times_moved_past_the_four_digit_years_are_refused) {
     options.local_zone = zoned[k][2];
     error_clear();
     d = market_data_load_csv_with(path, &options, NULL);
-    if (d) cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", zoned[k][0], error_message());
+    if (d)
+      cr_expect_eq(market_data_validate(d, "loaded"), 0, "%s accepted but invalid: %s", zoned[k][0], error_message());
     cr_expect_null(d, "%s was accepted", zoned[k][0]);
     market_data_free(d);
     cr_expect(strstr(error_message(), ":2: ") && strstr(error_message(), "outside the years 0000 to 9999"), "%s: %s",
