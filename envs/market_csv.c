@@ -653,6 +653,7 @@ static int parse_row(const LineReader *r, const Layout *layout, char **fields, M
     if (why) return field_error(r, name, text, why, allowed);
     if (is_size ? !(value >= 0) : !(value > 0))
       return field_error(r, name, text, is_size ? "must not be negative" : "prices must be positive", allowed);
+    value += 0.0;  // a size written -0 is stored as 0 (the bits of -0.0 would give the file another data hash)
     if (layout->price_divisor != 1.0 && !is_size && strpbrk(text, ".eE"))
       return field_error(r, name, text, "lean-equity prices are whole numbers of 1/10000 USD",
                          "digits only; a file of decimal prices needs a header line naming its columns, e.g. "

@@ -1377,6 +1377,22 @@ Test(market_data, compact_dates_that_read_as_unix_time_are_refused_as_ambiguous)
   free(dir);
 }
 
+// A volume written -0 is stored as 0, not as -0.0, whose other bits would give the same market
+// another data hash (found by fuzzing).
+Test(market_data, a_negative_zero_volume_is_stored_as_zero) {
+  char *dir = make_temp_dir();
+  MarketData *d = load_text(dir, "negzero.csv",
+                            "time,open,high,low,close,volume\n2024-01-02,1,2,0.5,1.5,-0\n"
+                            "2024-01-03,1,2,0.5,1.5,0\n",
+                            MARKET_FORMAT_AUTO);
+  cr_assert(d, "%s", error_message());
+  cr_expect(d->volume[0] == 0.0 && !signbit(d->volume[0]), "volume %g (sign bit %d)", d->volume[0],
+            (int)(signbit(d->volume[0]) != 0));
+  market_data_free(d);
+  remove_tree(dir);
+  free(dir);
+}
+
 Test(market_data, long_line_is_an_error_naming_it) {
   char *dir = make_temp_dir();
   size_t n = (size_t)MARKET_LINE_MAX + 100;
