@@ -261,7 +261,24 @@ static int parse_bytes(const ConfigKey *key, const char *text, int64_t *out, cha
     if (strcasecmp(suffix, units[i].suffix) == 0) multiplier = units[i].multiplier;
   double x;
   char why[96];
-  if (multiplier < 0 || parse_real(number, &x, why, sizeof why) != 0) {
+  if (multiplier < 0) {
+    reason_set(reason, capacity, "not a size");
+    return -1;
+  }
+  if (!strchr(number, '.')) {  // a whole number in integers: a double holds them exactly only to 2^53
+    int64_t v, unit = (int64_t)multiplier;
+    if (parse_int(number, &v, why, sizeof why) != 0) {
+      reason_set(reason, capacity, "not a size");
+      return -1;
+    }
+    if (v > INT64_MAX / unit || (double)(v * unit) > key->max) {
+      reason_set(reason, capacity, "out of range");
+      return -1;
+    }
+    *out = v * unit;
+    return 0;
+  }
+  if (parse_real(number, &x, why, sizeof why) != 0) {
     reason_set(reason, capacity, "not a size");
     return -1;
   }

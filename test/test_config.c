@@ -371,8 +371,19 @@ Test(config_types, byte_sizes) {
   struct {
     const char *text;
     int64_t bytes;
-  } cases[] = {{"0", 0},      {"4096", 4096},     {"512M", 536870912}, {"8G", 8589934592},    {"1.5GiB", 1610612736},
-               {"1KB", 1000}, {"2 MiB", 2097152}, {"3gb", 3000000000}, {"1T", 1099511627776}, {"100B", 100}};
+  } cases[] = {{"0", 0},
+               {"4096", 4096},
+               {"512M", 536870912},
+               {"8G", 8589934592},
+               {"1.5GiB", 1610612736},
+               {"1KB", 1000},
+               {"2 MiB", 2097152},
+               {"3gb", 3000000000},
+               {"1T", 1099511627776},
+               {"100B", 100},
+               // whole numbers past 2^53 exactly (they went through a double and lost their last bit)
+               {"9007199254740993", 9007199254740993LL},
+               {"1_000_000_000_000_000_001", 1000000000000000001LL}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char text[128];
     Config c;
