@@ -632,11 +632,11 @@ static Backend *open_failed(Backend *backend, const char *step, const char *why)
   return NULL;
 }
 
+const BackendOps *backend_cuda_ops(void) { return &cuda_ops; }
+
 // The device of pick_device. The reduction partials and the fault
 // flag share one counted allocation; cuBLAS gets a workspace of its usual size now, so no GEMM
 // allocates later. Every step that can fail on a device that is usable but busy returns NULL.
-const BackendOps *backend_cuda_ops(void) { return &cuda_ops; }
-
 Backend *backend_cuda_open(void) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);

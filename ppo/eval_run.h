@@ -62,8 +62,8 @@ typedef struct {
   "min_acceptable_return and n_trials; [run] seed, device, threads, tf32 and memory_limit"
 
 // What --set may do to [section] key: taken, refused (the checkpoint's, or training's only), or
-// unlisted: an [env] key ppo-eval has no rule for (a key added without one; taken, and a test
-// failure). Keys that do not exist are TRAINING.
+// unlisted: an [env] key ppo-eval has no rule for (a key added without one, or no key at all;
+// taken, and a test failure). Keys of other sections that it does not list are TRAINING.
 typedef enum { EVAL_SET_TAKEN, EVAL_SET_CHECKPOINT, EVAL_SET_TRAINING, EVAL_SET_UNLISTED } EvalSetKind;
 EvalSetKind eval_set_kind(const char *section, const char *key);
 

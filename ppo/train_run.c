@@ -1327,12 +1327,16 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // logged, then the run stops: no evaluation (best.h5) and no checkpoint holds them. The norm is
   // the all-reduced one, the same on every rank. An iteration whose KL check stopped its first
   // minibatch took no step: its norm is NaN and its parameters are as they were.
-  // In fp16 the scaler skips such steps and halves the scale; a scale that has fallen to 0 never
-  // grows again (0 x growth_factor), so no step can ever be taken: every step's gradients stayed
-  // inf or NaN some 170 steps in a row (from 65536), as when a weight past fp16's 65504 makes every
-  // forward non-finite. torch's GradScaler would skip steps forever; the run stops the same way.
+  // In fp16 the scaler skips such steps and backs the scale off; a scale a backoff no longer
+  // changes (0, from which growth never returns, or the smallest float denormals, where a
+  // backoff_factor above 0.5 rounds back up: nn_grad_scaler_update's float(scale x factor)) after
+  // an iteration that skipped every step can never let a step through: every step's gradients
+  // stayed inf or NaN some 170 steps in a row (from 65536), as when a weight past fp16's 65504
+  // makes every forward non-finite. torch's GradScaler would skip steps forever; the run stops.
   const bool fp16 = cfg->run.precision == CONFIG_PRECISION_FP16;
-  const bool scale_dead = fp16 && s->loss_scale == 0.0;
+  const float scale = (float)s->loss_scale;
+  const bool scale_dead =
+      fp16 && s->steps == 0 && s->skipped_steps > 0 && (float)((double)scale * cfg->amp.backoff_factor) == scale;
   const bool diverged = (!fp16 && s->steps > 0 && !isfinite(s->grad_norm)) || scale_dead;
   EvalResult er;  // x.eval points here until the row is logged
   bool new_best = false;
@@ -1369,12 +1373,13 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   warn_cpu_wait(r);
   if (scale_dead) {
     fprintf(stderr,
-            "ppo-train: training diverged in iteration %lld: the fp16 loss scale has fallen to 0 (%lld of %d steps "
-            "skipped in this iteration, loss %g): every step's gradients were inf or NaN until the scale underflowed, "
-            "and a scale of 0 never grows back, so no step can be taken again; the run stops without a checkpoint "
+            "ppo-train: training diverged in iteration %lld: the fp16 loss scale has fallen to %g, which its backoff "
+            "no longer lowers (%lld of %d steps skipped in this iteration, loss %g): every step's gradients were inf "
+            "or NaN until the scale underflowed, so no step can be taken again; the run stops without a checkpoint "
             "of this state (the last one: %s). A weight or activation past fp16's range (65504) makes every forward "
             "non-finite: try bf16 or fp32, a lower [ppo] learning_rate, or [normalize] obs and reward\n",
-            (long long)s->iteration, (long long)s->skipped_steps, (int)(s->skipped_steps + s->steps), shown(s->loss),
+            (long long)s->iteration, (double)scale, (long long)s->skipped_steps, (int)(s->skipped_steps + s->steps),
+            shown(s->loss),
             result->last_checkpoint[0] ? result->last_checkpoint
             : r->opt.resume            ? r->opt.resume
                                        : "none yet");

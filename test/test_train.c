@@ -2277,31 +2277,35 @@ Test(train, a_ruined_evaluation_is_never_best, .init = setup, .fini = teardown) 
 }
 
 // fp16: a weight the fp32 master holds (1e5) but fp16 cannot (max 65504) makes every forward of the
-// network non-finite, so every step's gradients are NaN and the GradScaler skips them all, halving
-// the scale until it is 0, from which it never grows back (0 x growth_factor): no step can be taken
-// again. The run stops as diverged (exit 1, no checkpoint or best.h5 of that state), as fp32 and
-// bf16 do on a NaN gradient norm; it went on to "done", exit 0, writing checkpoints and a best.h5
-// whose every iteration skipped every step with NaN losses. The run starts at the smallest scale
-// [amp] init_scale allows, so that a few iterations reach 0.
-Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .fini = teardown) {
+// network non-finite, so every step's gradients are NaN and the GradScaler skips them all, backing
+// the scale off until no backoff lowers it: 0 with backoff_factor 0.5 (from which growth never
+// returns), the smallest float denormals with 0.75 (float(scale x 0.75) rounds back up). No step
+// can be taken again. The run stops as diverged (exit 1, no checkpoint or best.h5 of that state), as
+// fp32 and bf16 do on a NaN gradient norm; it went on to "done", exit 0, writing checkpoints and a
+// best.h5 whose every iteration skipped every step with NaN losses (with 0.75, also after the 0
+// check: found by a review). The run starts at the smallest scale [amp] init_scale allows, so that
+// a few iterations reach the end.
+static void scale_dead_case(const char *backoff, double last_scale) {
   const char *cfg = config_file("scale_zero");
-  char dir[512], ckpt[600], path[700], file[800];
-  snprintf(dir, sizeof dir, "%s/scale_zero", tmp_root);
-  const char *sets[] = {"run.total_timesteps=256", "run.precision=fp16", "amp.init_scale=1.2e-38"};
-  cr_assert_eq(run(cfg, NULL, dir, 0, 3, sets), 0, "%s", error_message());
+  char dir[512], ckpt[600], path[700], file[800], set_backoff[64];
+  snprintf(dir, sizeof dir, "%s/scale_zero_%s", tmp_root, backoff);
+  snprintf(set_backoff, sizeof set_backoff, "amp.backoff_factor=%s", backoff);
+  const char *sets[] = {"run.total_timesteps=256", "run.precision=fp16", "amp.init_scale=1.2e-38", set_backoff};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 4, sets), 0, "%s", error_message());
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   weights_set_copy(ckpt, "fp16_inf_weight", "params/pi/weight0", 1e5f, path, sizeof path);
   char resumed[600];
-  snprintf(resumed, sizeof resumed, "%s/scale_zero_resumed", tmp_root);
+  snprintf(resumed, sizeof resumed, "%s/scale_zero_resumed_%s", tmp_root, backoff);
   static char out[1 << 16];
   cr_expect_eq(
       run_train_cli(out, sizeof out, "--resume '%s' --run-dir '%s' --set run.total_timesteps=4096", path, resumed), 1,
-      "the run went on with a loss scale of 0: %s", out);
-  cr_expect(strstr(out, "training diverged in iteration"), "%s", out);
+      "the run went on with a loss scale no backoff lowers: %s", out);
+  cr_expect(strstr(out, "training diverged in iteration") && strstr(out, "which its backoff no longer lowers"), "%s",
+            out);
   cr_expect(!strstr(out, "-nan"), "NaN printed as -nan (the sign of a NaN means nothing): %s", out);
   snprintf(file, sizeof file, "%s/checkpoints/ckpt_000016.h5", resumed);
   cr_expect_neq(access(file, F_OK), 0, "a checkpoint at the end of a run that could take no step");
-  // the iteration whose scale reached 0 is logged, and is the last row
+  // the iteration whose scale reached its end is logged, and is the last row
   snprintf(file, sizeof file, "%s/metrics.csv", resumed);
   size_t size = 0;
   char *text = read_text(file, &size);
@@ -2310,8 +2314,16 @@ Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .f
   for (size_t i = 0; i < size; i++) rows += text[i] == '\n';
   free(text);
   cr_assert(rows >= 1 && rows < 15, "%d rows: the run went on", rows);
-  cr_expect_eq(metrics_value(resumed, rows, "train/loss_scale"), 0.0, "the last row's loss scale");
+  cr_expect_eq(metrics_value(resumed, rows, "train/loss_scale"), last_scale, "the last row's loss scale");
   cr_expect_eq(metrics_value(resumed, rows, "train/skipped_steps") > 0, 1);
+}
+
+Test(train, an_fp16_loss_scale_fallen_to_zero_is_a_divergence, .init = setup, .fini = teardown) {
+  scale_dead_case("0.5", 0.0);
+}
+
+Test(train, an_fp16_loss_scale_stuck_at_a_denormal_is_a_divergence, .init = setup, .fini = teardown) {
+  scale_dead_case("0.75", (double)(2 * 0x1p-149f));  // 2.8e-45: float(2.8e-45 x 0.75) rounds back to it
 }
 
 // CartPole with SB3's default hyperparameters (configs/cartpole.ini): the mean return of the last
