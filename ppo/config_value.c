@@ -268,10 +268,12 @@ static int parse_bytes(const ConfigKey *key, const char *text, int64_t *out, cha
   if (!strchr(number, '.')) {  // a whole number in integers: a double holds them exactly only to 2^53
     int64_t v, unit = (int64_t)multiplier;
     if (parse_int(number, &v, why, sizeof why) != 0) {
-      reason_set(reason, capacity, "not a size");
+      reason_set(reason, capacity, strncmp(why, "out of range", 12) == 0 ? "out of range" : "not a size");
       return -1;
     }
-    if (v > INT64_MAX / unit || (double)(v * unit) > key->max) {
+    // the maximum in integers (a double of 2^60 equals 2^60 + 128 too)
+    const int64_t max_bytes = key->max >= 0x1p63 ? INT64_MAX : (int64_t)key->max;
+    if (v > INT64_MAX / unit || v * unit > max_bytes) {
       reason_set(reason, capacity, "out of range");
       return -1;
     }

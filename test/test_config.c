@@ -395,6 +395,9 @@ Test(config_types, byte_sizes) {
   expect_error("[run]\nmemory_limit = 0.1K\n", "not a whole number of bytes");
   expect_error("[run]\nmemory_limit = 2EiB\n", "not a size");
   expect_error("[run]\nmemory_limit = 2000000TiB\n", "out of range");
+  // the 1 EiB maximum in integers (as a double, 2^60 + 1 equals 2^60), and past int64
+  expect_error("[run]\nmemory_limit = 1152921504606846977\n", "out of range");
+  expect_error("[run]\nmemory_limit = 99999999999999999999\n", "out of range");
 }
 
 Test(config_types, names_and_paths_that_print_back) {
