@@ -254,10 +254,16 @@ PPO_HD static inline float nn_clip_coef(float norm, float max_norm) {
 // and at growth_interval grow the scale when the grown value is finite. No lower clamp. The factors
 // are doubles and each product is rounded once to float, as torch's _amp_update_scale_ (float scale
 // times double factor): a factor such as 1.1 rounded to float first gave other scales.
+// The scale after a skipped step: one rounding of the double product. A scale this leaves as it was
+// (0, or the smallest denormals with a factor above 0.5) can never shrink again.
+PPO_HD static inline float nn_grad_scaler_backoff(float scale, double backoff_factor) {
+  return (float)((double)scale * backoff_factor);
+}
+
 PPO_HD static inline void nn_grad_scaler_update(float *scale, int32_t *tracker, float found_inf, double growth_factor,
                                                 double backoff_factor, int32_t growth_interval) {
   if (found_inf != 0.0f) {
-    *scale = (float)((double)*scale * backoff_factor);
+    *scale = nn_grad_scaler_backoff(*scale, backoff_factor);
     *tracker = 0;
     return;
   }

@@ -26,6 +26,7 @@
 #include "common/host_memory.h"
 #include "common/log.h"
 #include "common/timer.h"
+#include "nn/ops_math.h"
 #include "ppo/checkpoint.h"
 #include "ppo/config.h"
 #include "ppo/dist.h"
@@ -1329,14 +1330,14 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // minibatch took no step: its norm is NaN and its parameters are as they were.
   // In fp16 the scaler skips such steps and backs the scale off; a scale a backoff no longer
   // changes (0, from which growth never returns, or the smallest float denormals, where a
-  // backoff_factor above 0.5 rounds back up: nn_grad_scaler_update's float(scale x factor)) after
+  // backoff_factor above 0.5 rounds back up: nn_grad_scaler_backoff) after
   // an iteration that skipped every step can never let a step through: every step's gradients
   // stayed inf or NaN some 170 steps in a row (from 65536), as when a weight past fp16's 65504
   // makes every forward non-finite. torch's GradScaler would skip steps forever; the run stops.
   const bool fp16 = cfg->run.precision == CONFIG_PRECISION_FP16;
   const float scale = (float)s->loss_scale;
   const bool scale_dead =
-      fp16 && s->steps == 0 && s->skipped_steps > 0 && (float)((double)scale * cfg->amp.backoff_factor) == scale;
+      fp16 && s->steps == 0 && s->skipped_steps > 0 && nn_grad_scaler_backoff(scale, cfg->amp.backoff_factor) == scale;
   const bool diverged = (!fp16 && s->steps > 0 && !isfinite(s->grad_norm)) || scale_dead;
   EvalResult er;  // x.eval points here until the row is logged
   bool new_best = false;
