@@ -63,9 +63,10 @@ static void errors_add(ErrorList *errors, const char *fmt, ...) {
   errors->count++;
 }
 
-// Whether errors_add would only count the next error: a caller skips the work of its message (the
-// suggestion for an unknown key compares it with every key, and a 1 MiB file holds 16000 lines).
-static bool errors_full(ErrorList *errors) {
+// When the list is full, counts the next error as errors_add would (dropped) and returns true, so
+// that the caller skips the work of its message (the suggestion for an unknown key compares it with
+// every key, and a 1 MiB file holds 16000 lines); false otherwise.
+static bool errors_drop_if_full(ErrorList *errors) {
   if (errors->count < CONFIG_ERRORS_MAX) return false;
   errors->dropped++;
   return true;
@@ -222,7 +223,7 @@ static void loader_assign(Loader *loader, const char *where, const char *section
   quote_text(value, strlen(value), shown, sizeof shown);
   int index = config_key_index(section, key);
   if (index < 0) {
-    if (errors_full(&loader->errors)) return;
+    if (errors_drop_if_full(&loader->errors)) return;
     char key_shown[128];
     quote_text(key, strlen(key), key_shown, sizeof key_shown);
     errors_add(&loader->errors, "%s: [%s] %s = %s: %s", where, section, key_shown, shown,
@@ -397,7 +398,7 @@ static int config_handle_pair(void *user, const char *section, const char *name,
   char where[1024];
   snprintf(where, sizeof where, "%s:%d", loader->source, loader->line);
   if (!loader->have_section) {
-    if (errors_full(&loader->errors)) return 1;
+    if (errors_drop_if_full(&loader->errors)) return 1;
     char shown[VALUE_TEXT_MAX], key_shown[128];
     quote_text(value, strlen(value), shown, sizeof shown);
     quote_text(name, strlen(name), key_shown, sizeof key_shown);

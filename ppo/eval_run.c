@@ -2,7 +2,6 @@
 #define _DEFAULT_SOURCE  // realpath (XSI), hidden by _POSIX_C_SOURCE alone
 #include "ppo/eval_run.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>

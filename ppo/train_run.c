@@ -1372,6 +1372,10 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   }
   result->ep_rew_mean = s->ep_rew_mean;
   warn_cpu_wait(r);
+  // a diverged run's message names the checkpoint to go back to
+  const char *resume_point = result->last_checkpoint[0] ? result->last_checkpoint
+                             : r->opt.resume            ? r->opt.resume
+                                                        : "none yet";
   if (scale_dead) {
     fprintf(stderr,
             "ppo-train: training diverged in iteration %lld: the fp16 loss scale has fallen to %g, which its backoff "
@@ -1380,10 +1384,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
             "of this state (the last one: %s). A weight or activation past fp16's range (65504) makes every forward "
             "non-finite: try bf16 or fp32, a lower [ppo] learning_rate, or [normalize] obs and reward\n",
             (long long)s->iteration, (double)scale, (long long)s->skipped_steps, (int)(s->skipped_steps + s->steps),
-            shown(s->loss),
-            result->last_checkpoint[0] ? result->last_checkpoint
-            : r->opt.resume            ? r->opt.resume
-                                       : "none yet");
+            shown(s->loss), resume_point);
     return EXIT_RUNTIME;
   }
   if (diverged) {
@@ -1392,10 +1393,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
             "parameters are no longer finite, so the run stops without a checkpoint of them (the last one: %s). "
             "Try a lower [ppo] learning_rate, a [ppo] max_grad_norm, or [normalize] obs and reward\n",
             (long long)s->iteration, shown(s->grad_norm), shown(s->loss),
-            cfg->run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32",
-            result->last_checkpoint[0] ? result->last_checkpoint
-            : r->opt.resume            ? r->opt.resume
-                                       : "none yet");
+            cfg->run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32", resume_point);
     return EXIT_RUNTIME;
   }
   if (cfg->run.checkpoint_every > 0 && s->iteration % cfg->run.checkpoint_every == 0 && !last) {
