@@ -119,6 +119,25 @@ static int run_ppo_data(char *const argv[], const char *out_path, const char *er
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Where a ppo-data run's stdout and stderr go (run_ppo_data): files in a directory of their own.
+typedef struct {
+  char *dir;
+  char out[1024], err[1024];
+} CliLogs;
+
+static CliLogs cli_logs_open(void) {
+  CliLogs logs;
+  logs.dir = make_temp_dir();
+  snprintf(logs.out, sizeof logs.out, "%s/stdout.txt", logs.dir);
+  snprintf(logs.err, sizeof logs.err, "%s/stderr.txt", logs.dir);
+  return logs;
+}
+
+static void cli_logs_close(CliLogs *logs) {
+  remove_tree(logs->dir);
+  free(logs->dir);
+}
+
 // "PATH:LINE:" at the start of msg; line 0 accepts any line number.
 static bool message_names_line(const char *msg, const char *path, int line) {
   size_t n = strlen(path);
@@ -365,20 +384,19 @@ Test(market_data, broken_corpus_rejected_with_line) {
 }
 
 Test(market_data, broken_corpus_through_ppo_data_import) {
-  char *out_dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char out_h5[1024], out_txt[1024], err_txt[1024];
+  char *out_dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char out_h5[1024];
   snprintf(out_h5, sizeof out_h5, "%s/out.h5", out_dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   for (int k = 0; k < N_BROKEN; k++) {
     const BrokenCase *b = &broken_cases[k];
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", BROKEN_DIR, b->file);
     char *argv[] = {"ppo-data", "import", path, out_h5, "--format", (char *)b->format, NULL};
-    int status = run_ppo_data(argv, out_txt, err_txt);
+    int status = run_ppo_data(argv, logs.out, logs.err);
     cr_expect_eq(status, 2, "%s: exit status %d, expected 2", b->file, status);
     cr_expect_eq(count_entries(out_dir), 0, "%s: something was left in the output directory", b->file);
-    char *err = read_file_text(err_txt);
+    char *err = read_file_text(logs.err);
     char want[1100];
     snprintf(want, sizeof want, "ppo-data: %s:", path);
     cr_expect(strncmp(err, want, strlen(want)) == 0 && message_names_line(err + 10, path, b->line), "%s: stderr: %s",
@@ -386,24 +404,23 @@ Test(market_data, broken_corpus_through_ppo_data_import) {
     cr_expect(strstr(err, b->fragment), "%s: expected '%s' in stderr: %s", b->file, b->fragment, err);
     free(err);
   }
-  remove_tree(out_dir), remove_tree(log_dir);
-  free(out_dir), free(log_dir);
+  remove_tree(out_dir), cli_logs_close(&logs);
+  free(out_dir);
 }
 
 // --- ppo-data on good input and bad usage ---------------------------------------------------------------
 
 Test(market_data, ppo_data_import_info_and_usage) {
-  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char out_h5[1024], out_txt[1024], err_txt[1024], csv[1024], h5[1024];
+  char *dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char out_h5[1024], csv[1024], h5[1024];
   snprintf(out_h5, sizeof out_h5, "%s/googl.h5", dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   snprintf(csv, sizeof csv, "%s/csv/STOCKS_GOOGL.csv.gz", DATA_DIR);
   snprintf(h5, sizeof h5, "%s/XAUUSD_1H.h5", DATA_DIR);
 
   char *import_argv[] = {"ppo-data", "import", csv, out_h5, "--timezone", "America/New_York", NULL};
-  cr_assert_eq(run_ppo_data(import_argv, out_txt, err_txt), 0);
-  char *out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(import_argv, logs.out, logs.err), 0);
+  char *out = read_file_text(logs.out);
   cr_expect(strstr(out, "GOOGL, 2335 bars 2009-05-22 00:00 .. 2018-08-29 00:00 (America/New_York)"), "%s", out);
   free(out);
   cr_expect_eq(count_entries(dir), 1);
@@ -415,25 +432,25 @@ Test(market_data, ppo_data_import_info_and_usage) {
 
   // options take "--opt VALUE" or "--opt=VALUE", as in ppo-train and ppo-eval (apps/cli.h)
   char *symbol_argv[] = {"ppo-data", "import", csv, out_h5, "--symbol=GOOG.A", "--format", "csv", NULL};
-  cr_assert_eq(run_ppo_data(symbol_argv, out_txt, err_txt), 0);
+  cr_assert_eq(run_ppo_data(symbol_argv, logs.out, logs.err), 0);
   d = market_data_load_h5(out_h5);
   cr_assert(d, "%s", error_message());
   cr_expect_str_eq(d->symbol, "GOOG.A");
   market_data_free(d);
 
   char *info_argv[] = {"ppo-data", "info", h5, NULL};
-  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(info_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "rows           76499"), "%s", out);
   cr_expect(strstr(out, "gaps           1524 (weekend 677, other 847)"), "%s", out);
   cr_expect(strstr(out, "median spread  2.8"), "%s", out);
   free(out);
   char *info_csv_argv[] = {"ppo-data", "info", csv, NULL};
-  cr_assert_eq(run_ppo_data(info_csv_argv, out_txt, err_txt), 0);
+  cr_assert_eq(run_ppo_data(info_csv_argv, logs.out, logs.err), 0);
 
   char *help_argv[] = {"ppo-data", "--help", NULL};
-  cr_expect_eq(run_ppo_data(help_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_expect_eq(run_ppo_data(help_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "usage: ppo-data import"), "%s", out);
   free(out);
 
@@ -451,8 +468,8 @@ Test(market_data, ppo_data_import_info_and_usage) {
       {"ppo-data", "info", NULL},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-    cr_expect_eq(run_ppo_data(bad[k], out_txt, err_txt), 2, "usage case %zu", k);
-    char *err = read_file_text(err_txt);
+    cr_expect_eq(run_ppo_data(bad[k], logs.out, logs.err), 2, "usage case %zu", k);
+    char *err = read_file_text(logs.err);
     cr_expect(strstr(err, "usage: ppo-data"), "usage case %zu: %s", k, err);
     free(err);
   }
@@ -460,18 +477,18 @@ Test(market_data, ppo_data_import_info_and_usage) {
   char missing[1024];
   snprintf(missing, sizeof missing, "%s/no_such.csv", dir);
   char *missing_argv[] = {"ppo-data", "info", missing, NULL};
-  cr_expect_eq(run_ppo_data(missing_argv, out_txt, err_txt), 2);
-  char *err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(missing_argv, logs.out, logs.err), 2);
+  char *err = read_file_text(logs.err);
   cr_expect(strstr(err, "no_such.csv: cannot open"), "%s", err);
   free(err);
   // the output directory does not exist: a user error, nothing created
   char nowhere[1024];
   snprintf(nowhere, sizeof nowhere, "%s/missing_dir/out.h5", dir);
   char *nowhere_argv[] = {"ppo-data", "import", csv, nowhere, NULL};
-  cr_expect_eq(run_ppo_data(nowhere_argv, out_txt, err_txt), 2);
+  cr_expect_eq(run_ppo_data(nowhere_argv, logs.out, logs.err), 2);
   cr_expect_eq(count_entries(dir), 1);
-  remove_tree(dir), remove_tree(log_dir);
-  free(dir), free(log_dir);
+  remove_tree(dir), cli_logs_close(&logs);
+  free(dir);
 }
 
 // A market file's string attributes are any bytes the file holds: info prints the ones not held to
@@ -479,12 +496,11 @@ Test(market_data, ppo_data_import_info_and_usage) {
 // escaped, so that a crafted file cannot put a line of its own or an escape sequence on the
 // terminal (they were printed as they were). Other UTF-8 characters stay as they are.
 Test(market_data, ppo_data_info_escapes_control_characters_in_attributes) {
-  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char spy[1024], h5[1024], out_txt[1024], err_txt[1024];
+  char *dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char spy[1024], h5[1024];
   snprintf(spy, sizeof spy, "%s/SPY_1D.h5", DATA_DIR);
   snprintf(h5, sizeof h5, "%s/crafted.h5", dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   MarketData *d = market_data_load_h5(spy);
   cr_assert(d, "%s", error_message());
   // A forged line, colours, a bell, DEL, a lone byte that is not UTF-8, a backslash; CSI as the C1
@@ -497,8 +513,8 @@ Test(market_data, ppo_data_info_escapes_control_characters_in_attributes) {
   cr_assert_eq(market_data_save_h5(d, h5), 0, "%s", error_message());
   market_data_free(d);
   char *info_argv[] = {"ppo-data", "info", h5, NULL};
-  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  char *out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(info_argv, logs.out, logs.err), 0);
+  char *out = read_file_text(logs.out);
   cr_expect(strstr(out, "\nsymbol         SPY\n"), "%s", out);
   cr_expect(strstr(out, "\nsource         spy.csv\\nsymbol         EVIL\\x1b[31m\\xff (csv\\r\\x07\\x7f\\\\x41)\n"),
             "%s", out);
@@ -510,8 +526,8 @@ Test(market_data, ppo_data_info_escapes_control_characters_in_attributes) {
   }
   cr_expect_eq(symbol_lines, 1, "%s", out);
   free(out);
-  remove_tree(dir), remove_tree(log_dir);
-  free(dir), free(log_dir);
+  remove_tree(dir), cli_logs_close(&logs);
+  free(dir);
 }
 
 // local_zone: a wall clock with daylight saving to UTC (the zone database, tzdata, is required on
@@ -630,11 +646,10 @@ Test(market_data, local_time_converted_to_utc) {
 // --timezone Etc/GMT+2 is UTC-2 (POSIX's sign): warned of, with the zone a broker's "GMT+2" means;
 // the conversion still follows the zone database. A named zone gets no such warning.
 Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
-  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char csv[1024], h5[1024], out_txt[1024], err_txt[1024];
+  char *dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char csv[1024], h5[1024];
   snprintf(csv, sizeof csv, "%s/SRV.csv", dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   const char *text = "time,open,high,low,close\n2019-01-02 00:00,1,1,1,1\n2019-01-02 01:00,1,1,1,1\n";
   write_file(csv, text, strlen(text));
   static const char *const zones[][2] = {{"Etc/GMT+2", "--timezone Etc/GMT+2 is UTC-2, 2 hours behind UTC"},
@@ -644,8 +659,8 @@ Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
   for (int k = 0; k < 3; k++) {
     snprintf(h5, sizeof h5, "%s/srv%d.h5", dir, k);
     char *argv[] = {"ppo-data", "import", csv, h5, "--timezone", (char *)zones[k][0], "--to-utc", NULL};
-    cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0);
-    char *err = read_file_text(err_txt);
+    cr_assert_eq(run_ppo_data(argv, logs.out, logs.err), 0);
+    char *err = read_file_text(logs.err);
     if (zones[k][1])
       cr_expect(strstr(err, zones[k][1]) && strstr(err, k == 0 ? "is Etc/GMT-2" : "is Etc/GMT+3"), "%s", err);
     else
@@ -656,19 +671,18 @@ Test(market_data, ppo_data_warns_of_the_posix_sign_of_etc_gmt_zones) {
     cr_expect_eq(d->ts[0], first_utc[k], "%s", zones[k][0]);
     market_data_free(d);
   }
-  remove_tree(dir), remove_tree(log_dir);
-  free(dir), free(log_dir);
+  remove_tree(dir), cli_logs_close(&logs);
+  free(dir);
 }
 
 // ppo-data import's flags reach the loader, it says what they did, and it warns of a one-bar move
 // no market makes; info prints the close's range and largest move.
 Test(market_data, ppo_data_import_options_summary_and_warning) {
-  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char csv[1024], h5[1024], out_txt[1024], err_txt[1024];
+  char *dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char csv[1024], h5[1024];
   snprintf(csv, sizeof csv, "%s/ACME.csv", dir);
   snprintf(h5, sizeof h5, "%s/acme.h5", dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   const char *text =
       "Date,Open,High,Low,Close,Adj Close,Volume,Turnover\n"
       "2024-01-04,102,106,100,104,52,11,1\n"
@@ -679,8 +693,8 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   write_file(csv, text, strlen(text));
   char *argv[] = {"ppo-data",          "import",           csv,        h5,  "--skip-null-rows", "--sort",
                   "--drop-duplicates", "--ignore-columns", "turnover", NULL};
-  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0);
-  char *out = read_file_text(out_txt), *err = read_file_text(err_txt);
+  cr_assert_eq(run_ppo_data(argv, logs.out, logs.err), 0);
+  char *out = read_file_text(logs.out), *err = read_file_text(logs.err);
   cr_expect(strstr(out, "ACME, 3 bars 2024-01-02 00:00 .. 2024-01-05 00:00") &&
                 strstr(out, "(csv adjusted by adj_close)\n") &&
                 strstr(out,
@@ -704,16 +718,16 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
                       "--drop-duplicates",
                       "--ignore-columns=Turnover",
                       NULL};
-  cr_assert_eq(run_ppo_data(raw_argv, out_txt, err_txt), 0);
-  err = read_file_text(err_txt);
+  cr_assert_eq(run_ppo_data(raw_argv, logs.out, logs.err), 0);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "ppo-data: warning: ") && strstr(err,
                                                          "ACME.csv: the close moves -49.5 % at 2024-01-05 00:00 "
                                                          "(close 104 -> 52.5) in one bar: an unadjusted split"),
             "%s", err);
   free(err);
   char *info_argv[] = {"ppo-data", "info", h5, NULL};
-  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(info_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "close range    52.5 .. 104\n") &&
                 strstr(out,
                        "largest move   -49.5 % at 2024-01-05 00:00 (close 104 -> 52.5)  <- a split or a bad "
@@ -726,8 +740,8 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   const char *fall = "time,open,high,low,close\n2022-11-06 01:00,1,2,0.5,1.5\n2022-11-06 01:00,1,2,0.5,1.5\n";
   write_file(local, fall, strlen(fall));
   char *utc_argv[] = {"ppo-data", "import", local, h5, "--timezone", "America/New_York", "--to-utc", NULL};
-  cr_assert_eq(run_ppo_data(utc_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(utc_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "2 bars 2022-11-06 05:00 .. 2022-11-06 06:00 (UTC)") &&
                 strstr(out,
                        "  converted from America/New_York to UTC (2 rows in a repeated hour, 1 of them read as its "
@@ -736,29 +750,29 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   free(out);
   const char *one_pass = "time,open,high,low,close\n2022-11-06 00:30,1,2,0.5,1.5\n2022-11-06 01:30,1,2,0.5,1.5\n";
   write_file(local, one_pass, strlen(one_pass));  // the repeated hour once: read as its first pass, and said
-  cr_assert_eq(run_ppo_data(utc_argv, out_txt, err_txt), 0);
-  err = read_file_text(err_txt);
+  cr_assert_eq(run_ppo_data(utc_argv, logs.out, logs.err), 0);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "NYSE.csv: 1 rows fell in an hour America/New_York repeats and none stepped back in time"),
             "%s", err);
   free(err);
   char *no_zone_argv[] = {"ppo-data", "import", local, h5, "--to-utc", NULL};
-  cr_expect_eq(run_ppo_data(no_zone_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(no_zone_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "--to-utc needs --timezone ZONE"), "%s", err);
   free(err);
   const char *offsets = "time,open,high,low,close\n2024-01-02T09:30:00-05:00,1,2,0.5,1.5\n";
   write_file(local, offsets, strlen(offsets));  // instants already: a zone would mislabel them
   char *label_argv[] = {"ppo-data", "import", local, h5, "--timezone", "America/New_York", NULL};
-  cr_expect_eq(run_ppo_data(label_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(label_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err,
                    "--timezone America/New_York: the file's times carry UTC offsets (or are Unix times) and are "
                    "stored as UTC"),
             "%s", err);
   free(err);
   char *utc_sort_argv[] = {"ppo-data", "import", local, h5, "--to-utc", "--sort", NULL};
-  cr_expect_eq(run_ppo_data(utc_sort_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(utc_sort_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "--to-utc needs the rows oldest first"), "%s", err);
   free(err);
 
@@ -773,13 +787,13 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   }
   write_file(flat, tiny, strlen(tiny));
   char *flat_argv[] = {"ppo-data", "import", flat, h5, NULL};
-  cr_assert_eq(run_ppo_data(flat_argv, out_txt, err_txt), 0);
-  err = read_file_text(err_txt);
+  cr_assert_eq(run_ppo_data(flat_argv, logs.out, logs.err), 0);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "TINY.csv: the close is unchanged on 24 of 29 bars: prices rounded to too few decimals?"), "%s",
             err);
   free(err);
-  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(info_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "unchanged      24 of 29 bars (82.8 %)  <- prices rounded too coarsely?\n"), "%s", out);
   free(out);
 
@@ -787,24 +801,24 @@ Test(market_data, ppo_data_import_options_summary_and_warning) {
   const char *zeros =
       "time,open,high,low,close,volume\n2024-01-02 00:00,1,2,0.5,1.5,0\n2024-01-02 01:00,1,2,0.5,1.5,0\n";
   write_file(flat, zeros, strlen(zeros));
-  cr_assert_eq(run_ppo_data(flat_argv, out_txt, err_txt), 0);
-  cr_assert_eq(run_ppo_data(info_argv, out_txt, err_txt), 0);
-  out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(flat_argv, logs.out, logs.err), 0);
+  cr_assert_eq(run_ppo_data(info_argv, logs.out, logs.err), 0);
+  out = read_file_text(logs.out);
   cr_expect(strstr(out, "volume         yes, but 0 on every bar\n"), "%s", out);
   free(out);
 
   char *twice_argv[] = {"ppo-data", "import", csv, h5, "--sort", "--sort", NULL};
-  cr_expect_eq(run_ppo_data(twice_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(twice_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "--sort is given twice"), "%s", err);
   free(err);
   char *strict_argv[] = {"ppo-data", "import", csv, h5, NULL};
-  cr_expect_eq(run_ppo_data(strict_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(strict_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "ACME.csv:1: unknown column 'Turnover'"), "%s", err);
   free(err);
-  remove_tree(dir), remove_tree(log_dir);
-  free(dir), free(log_dir);
+  remove_tree(dir), cli_logs_close(&logs);
+  free(dir);
 }
 
 // Dukascopy exports each side on its own ("Gmt time,Open,High,Low,Close,Volume"). Both sides of the
@@ -831,14 +845,13 @@ static void write_dukascopy_side(const char *path, const MarketData *d, int64_t 
 }
 
 Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
-  char *dir = make_temp_dir(), *log_dir = make_temp_dir();
-  char lean[1024], bid[1024], ask[1024], h5[1024], out_txt[1024], err_txt[1024];
+  char *dir = make_temp_dir();
+  CliLogs logs = cli_logs_open();
+  char lean[1024], bid[1024], ask[1024], h5[1024];
   snprintf(lean, sizeof lean, "%s/csv/XAUUSD_OANDA_1H_BIDASK.csv.gz", DATA_DIR);
   snprintf(bid, sizeof bid, "%s/XAUUSD_Candlestick_1_Hour_BID_20.03.2006-26.08.2006.csv", dir);
   snprintf(ask, sizeof ask, "%s/XAUUSD_Candlestick_1_Hour_ASK_20.03.2006-26.08.2006.csv", dir);
   snprintf(h5, sizeof h5, "%s/xauusd.h5", dir);
-  snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", log_dir);
-  snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", log_dir);
   MarketData *reference = market_data_load_csv(lean, MARKET_FORMAT_LEAN_QUOTE);
   cr_assert(reference, "%s", error_message());
   const int64_t rows = 3000;  // five months of hourly bars, weekends included
@@ -846,27 +859,27 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
   write_dukascopy_side(ask, reference, rows, true, -1, -1);
 
   char *argv[] = {"ppo-data", "import", bid, h5, "--ask", ask, NULL};
-  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
-  char *out = read_file_text(out_txt);
+  cr_assert_eq(run_ppo_data(argv, logs.out, logs.err), 0, "%s", read_file_text(logs.err));
+  char *out = read_file_text(logs.out);
   cr_expect(strstr(out, "XAUUSD, 3000 bars 2006-03-20 00:00 .. ") && strstr(out, "(UTC), bar 3600 s (1 h), bid/ask") &&
                 strstr(out, "(csv bid + ask)") && strstr(out, "_BID_20.03.2006-26.08.2006.csv: bid side\n") &&
                 strstr(out, "_ASK_20.03.2006-26.08.2006.csv: ask side\n"),
             "%s", out);
   free(out);
-  char *err = read_file_text(err_txt);
+  char *err = read_file_text(logs.err);
   cr_expect(!strstr(err, "one side of the quote"), "%s", err);
   free(err);
   // One side alone imports as the mid, with a warning that the file name says it is one side.
   char *one_side_argv[] = {"ppo-data", "import", ask, h5, NULL};
-  cr_assert_eq(run_ppo_data(one_side_argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
-  err = read_file_text(err_txt);
+  cr_assert_eq(run_ppo_data(one_side_argv, logs.out, logs.err), 0, "%s", read_file_text(logs.err));
+  err = read_file_text(logs.err);
   cr_expect(strstr(err,
                    "_ASK_20.03.2006-26.08.2006.csv: the name says ASK prices, one side of the quote; they are "
                    "stored as the mid") &&
                 strstr(err, "ppo-data import BID.csv OUT.h5 --ask ASK.csv"),
             "%s", err);
   free(err);
-  cr_assert_eq(run_ppo_data(argv, out_txt, err_txt), 0, "%s", read_file_text(err_txt));
+  cr_assert_eq(run_ppo_data(argv, logs.out, logs.err), 0, "%s", read_file_text(logs.err));
   MarketData *joined = market_data_load_h5(h5);
   cr_assert(joined, "%s", error_message());
   cr_assert_eq(joined->rows, rows);
@@ -917,35 +930,35 @@ Test(market_data, ppo_data_import_joins_dukascopy_bid_and_ask) {
     write_dukascopy_side(bid, reference, rows, cases[k].swapped, -1, -1);
     write_dukascopy_side(ask, reference, cases[k].ask_rows, !cases[k].swapped, cases[k].skip_row, cases[k].low_row);
     unlink(h5);
-    cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2, "%s", cases[k].what);
-    err = read_file_text(err_txt);
+    cr_expect_eq(run_ppo_data(argv, logs.out, logs.err), 2, "%s", cases[k].what);
+    err = read_file_text(logs.err);
     for (int j = 0; j < 2; j++) cr_expect(strstr(err, cases[k].says[j]), "%s: %s", cases[k].what, err);
     cr_expect(!cases[k].not_said || !strstr(err, cases[k].not_said), "%s: %s", cases[k].what, err);
     free(err);
     cr_expect_eq(access(h5, F_OK), -1, "%s: nothing is written", cases[k].what);
   }
   char *both_argv[] = {"ppo-data", "import", bid, h5, "--ask", lean, NULL};  // already bid/ask
-  cr_expect_eq(run_ppo_data(both_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(both_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "XAUUSD_OANDA_1H_BIDASK.csv.gz: has bid_/ask_ columns already"), "%s", err);
   free(err);
   const char *adjusted = "time,open,high,low,close,adj_close\n2024-01-02 00:00,1.1,1.2,1.0,1.1,1.1\n";
   write_file(ask, adjusted, strlen(adjusted));  // quotes are not adjusted: --raw-prices is asked for
-  cr_expect_eq(run_ppo_data(argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err,
                    "_ASK_20.03.2006-26.08.2006.csv: has an adj_close column, and bid and ask quotes are not "
                    "adjusted: give --raw-prices"),
             "%s", err);
   free(err);
   char *self_argv[] = {"ppo-data", "import", bid, h5, "--ask", bid, NULL};
-  cr_expect_eq(run_ppo_data(self_argv, out_txt, err_txt), 2);
-  err = read_file_text(err_txt);
+  cr_expect_eq(run_ppo_data(self_argv, logs.out, logs.err), 2);
+  err = read_file_text(logs.err);
   cr_expect(strstr(err, "is INPUT itself"), "%s", err);
   free(err);
   market_data_free(reference);
-  remove_tree(dir), remove_tree(log_dir);
-  free(dir), free(log_dir);
+  remove_tree(dir), cli_logs_close(&logs);
+  free(dir);
 }
 
 // --- accepted variants ---------------------------------------------------------------------------------------
