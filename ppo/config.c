@@ -618,30 +618,26 @@ static void loader_check_idle(Loader *loader) {
        ": only fp16 has a loss scaler"},
       {"amp.growth_interval", "run.precision", c->run.precision != CONFIG_PRECISION_FP16,
        ": only fp16 has a loss scaler"},
-      {"env.data", "env.type", c->env.type == CONFIG_ENV_SYNTHETIC, ": the market is generated"},
   };
-  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)  // CartPole's [env] keys: told below
-    if (rules[i].idle && !(cartpole && strncmp(rules[i].key, "env.", 4) == 0) &&
-        differs_from_default(loader, dotted_key_index(rules[i].key))) {
-      const char *const pair[] = {rules[i].key, rules[i].because};
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    const char *key = rules[i].key;  // an [env] key the type never reads: told below, for the type
+    if (rules[i].idle && !(strncmp(key, "env.", 4) == 0 && config_env_key_unread(c->env.type, key + 4)) &&
+        differs_from_default(loader, dotted_key_index(key))) {
+      const char *const pair[] = {key, rules[i].because};
       cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "", rules[i].note);
     }
-  // The generated market's keys, and on CartPole every market key (it reads type, n_envs and
-  // episode_length of [env]).
+  }
+  // The [env] keys this type never reads (config_env_key_unread: on CartPole every market key).
   int count;
   const ConfigKey *keys = config_schema(&count);
   for (int i = 0; i < count; i++) {
-    if (strcmp(keys[i].section, "env") != 0) continue;
-    const char *key = keys[i].key;
-    bool synthetic_key = strncmp(key, "synthetic_", 10) == 0;
-    bool idle = cartpole ? strcmp(key, "type") != 0 && strcmp(key, "n_envs") != 0 && strcmp(key, "episode_length") != 0
-                         : synthetic_key && c->env.type != CONFIG_ENV_SYNTHETIC;
-    char name[64];
-    snprintf(name, sizeof name, "env.%s", key);
-    if (idle && differs_from_default(loader, i)) {
+    const char *unread = strcmp(keys[i].section, "env") == 0 ? config_env_key_unread(c->env.type, keys[i].key) : NULL;
+    if (unread && differs_from_default(loader, i)) {
+      char name[64], note[128];
+      snprintf(name, sizeof name, "env.%s", keys[i].key);
+      snprintf(note, sizeof note, ": %s", unread);
       const char *const pair[] = {name, "env.type"};
-      cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "",
-                   cartpole ? ": CartPole has no market" : ": only the synthetic market reads it");
+      cross_report(loader, CHECK_WARNING, pair, 2, " has no effect with ", "", note);
     }
   }
 }

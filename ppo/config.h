@@ -271,6 +271,10 @@ const char *config_choice_name(const char *section, const char *key, int value);
 // that says so, for the trainer, ppo-eval, walk-forward and the market loader (a switch without a
 // default: -Wswitch names a type added and not decided here).
 bool config_env_has_market(ConfigEnvType type);
+// Which [env] keys a type reads: NULL when it reads `key` (the name within [env]: "n_levels"), else
+// why it does not ("CartPole has no market"), for the "has no effect" warnings. The one list per
+// type, a switch without a default as above.
+const char *config_env_key_unread(ConfigEnvType type, const char *key);
 
 // --- resolving ------------------------------------------------------------------------------
 

@@ -264,6 +264,20 @@ bool config_env_has_market(ConfigEnvType type) {
   return false;
 }
 
+const char *config_env_key_unread(ConfigEnvType type, const char *key) {
+  switch (type) {
+    case CONFIG_ENV_CARTPOLE:
+      return strcmp(key, "type") == 0 || strcmp(key, "n_envs") == 0 || strcmp(key, "episode_length") == 0
+                 ? NULL
+                 : "CartPole has no market";
+    case CONFIG_ENV_TRADING:
+      return strncmp(key, "synthetic_", 10) == 0 ? "only the synthetic market reads it" : NULL;
+    case CONFIG_ENV_SYNTHETIC:
+      return strcmp(key, "data") == 0 ? "the market is generated" : NULL;
+  }
+  return NULL;
+}
+
 const char *config_choice_name(const char *section, const char *key, int value) {
   int i = config_key_index(section, key);
   const char *const *names = i >= 0 ? config_keys[i].choices : NULL;

@@ -1201,6 +1201,14 @@ Test(config_train, warns_of_keys_that_have_no_effect) {
                    "cartpole (set at "),
             "%s", out);
   cr_expect(strstr(out, ": CartPole's actions are discrete; only the Gaussian head has a log std"), "%s", out);
+  // The generated market reads no data file
+  snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/ar1.ini' --print-config --set env.data=other.h5");
+  cr_expect_eq(run_train(args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out,
+                   "[env] data = other.h5 (set by --set env.data=other.h5) has no effect with [env] type = synthetic "
+                   "(set at "),
+            "%s", out);
+  cr_expect(strstr(out, ": the market is generated"), "%s", out);
   static const char *const shipped[] = {"default.ini", "cartpole.ini", "ar1.ini", "seed.ini"};  // the tracked ones
   for (size_t k = 0; k < sizeof shipped / sizeof shipped[0]; k++) {  // the shipped configurations warn of none
     snprintf(args, sizeof args, "'" PPO_SOURCE_DIR "/configs/%s' --print-config", shipped[k]);  // no data read

@@ -108,6 +108,29 @@ Test(env_config, every_env_type_says_whether_it_has_a_market) {
   cr_expect_eq(env_kind_count(), n, "registered env kinds and [env] type choices differ in number");
 }
 
+// Which [env] keys each type reads (config_env_key_unread, for the "has no effect" warnings): every
+// type reads type and n_envs; CartPole no market key; trading every key but the generator's;
+// synthetic every key but the data file. The warnings hard-coded CartPole's three keys, so a new
+// type without a market was told nothing of a cost or a data file it never reads.
+Test(env_config, every_env_type_says_which_env_keys_it_reads) {
+  int count;
+  const ConfigKey *keys = config_schema(&count);
+  for (int n = 0; strcmp(config_choice_name("env", "type", n), "?") != 0; n++) {
+    const char *name = config_choice_name("env", "type", n);
+    for (int i = 0; i < count; i++) {
+      if (strcmp(keys[i].section, "env") != 0) continue;
+      const char *key = keys[i].key;
+      bool generator = strncmp(key, "synthetic_", 10) == 0, always = !strcmp(key, "type") || !strcmp(key, "n_envs");
+      bool want = always || (strcmp(name, "cartpole") == 0    ? strcmp(key, "episode_length") == 0
+                             : strcmp(name, "trading") == 0   ? !generator
+                             : strcmp(name, "synthetic") == 0 ? strcmp(key, "data") != 0
+                                                              : false);
+      const char *unread = config_env_key_unread((ConfigEnvType)n, key);
+      cr_expect_eq(unread == NULL, want, "[env] type %s, key %s: %s", name, key, unread ? unread : "read");
+    }
+  }
+}
+
 Test(env_config, values_map_through) {
   const char *sets[] = {"env.exec=close",
                         "env.action_mode=continuous",
