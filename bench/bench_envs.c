@@ -11,9 +11,10 @@
 // Philox (one 128-bit block per vector step), generated inside the timed loop.
 // Trading: the same for N trading envs on the file's market (window 32, the 16 default features,
 // discrete3, default costs, 2048-bar episodes), random levels every step (a trade on two steps in
-// three: the costly path). Its memory row gives the shared market (bars + feature matrix, one copy),
-// the VecEnv (states, logs) and the per-env state. The market is loaded before the CartPole rows, so
-// that a bad --data is refused (exit 2) before anything is timed.
+// three: the costly path); then with continuous actions, uniform in [-1, 1) every step (targets
+// inside the no-trade band hold, the others trade). Its memory row gives the shared market (bars +
+// feature matrix, one copy), the VecEnv (states, logs) and the per-env state. The market is loaded
+// before the CartPole rows, so that a bad --data is refused (exit 2) before anything is timed.
 // --json FILE appends JSON lines {name, backend, precision, shape, value, unit}, as ppo-bench does; every
 // row, with its range, also goes to bench_report (`ppo-bench all`).
 // Issue targets: at least 20 M CartPole steps/s per core; at least 8.5 M trading steps/s for 32 envs on
@@ -54,15 +55,27 @@ typedef struct {
 } BenchOptions;
 
 // Actions of vector step t: bit i of the block's 128 bits, for env i (N <= 128).
-static void actions_fill(int32_t *actions, int num_envs, uint64_t t) {
+static void actions_fill(void *out, int num_envs, uint64_t t) {
+  int32_t *actions = out;
   Philox4x32 block = philox_block(BENCH_SEED, 0, t);
   for (int i = 0; i < num_envs; i++) actions[i] = (int32_t)((block.v[i >> 5] >> (i & 31)) & 1u);
 }
 
 // Trading levels of vector step t: 2 bits of the block per env, mod 3 (N <= 64).
-static void trading_actions_fill(int32_t *actions, int num_envs, uint64_t t) {
+static void trading_actions_fill(void *out, int num_envs, uint64_t t) {
+  int32_t *actions = out;
   Philox4x32 block = philox_block(BENCH_SEED, 1, t);
   for (int i = 0; i < num_envs; i++) actions[i] = (int32_t)(((block.v[i >> 4] >> ((i & 15) * 2)) & 3u) % 3u);
+}
+
+// Continuous targets of vector step t: uniform in [-1, 1), one 32-bit word per env (a block per 4 envs).
+static void trading_continuous_fill(void *out, int num_envs, uint64_t t) {
+  float *actions = out;
+  for (int b = 0; b * 4 < num_envs; b++) {
+    Philox4x32 block = philox_block(BENCH_SEED, 2, t * (TRADING_MAX_ENVS / 4) + (uint64_t)b);
+    for (int j = 0; j < 4 && b * 4 + j < num_envs; j++)
+      actions[b * 4 + j] = (float)((double)block.v[j] * (2.0 / 4294967296.0) - 1.0);
+  }
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -88,13 +101,13 @@ static void bench_repeat(RunFn run, void *context, const BenchOptions *o, double
 typedef struct {
   VecEnv *vec;
   VecEnvBuffers buffers;
-  void (*fill)(int32_t *actions, int num_envs, uint64_t t);
+  void (*fill)(void *actions, int num_envs, uint64_t t);  // int32 levels or float targets, as the env reads
 } VecContext;
 
 static double run_vecenv(void *context, long steps, uint64_t *t) {
   VecContext *c = context;
   int n = vecenv_num_envs(c->vec);
-  int32_t *actions = (int32_t *)c->buffers.actions;
+  void *actions = (void *)c->buffers.actions;  // ours to fill: the buffers only say the envs read it
   double t0 = timer_now();
   for (long s = 0; s < steps; s++) {
     c->fill(actions, n, (*t)++);
@@ -231,7 +244,7 @@ static int trading_market_load(TradingMarket *m, const char *path) {
 }
 
 // The trading rows: N envs on the market (loaded from o->data_path), 1 and 2 threads; S/5 vector
-// steps a run. 0, or -1 and the error message.
+// steps a run; discrete3 levels, then continuous targets. 0, or -1 and the error message.
 static int bench_trading(const BenchOptions *o, TradingMarket *market, FILE *json) {
   const MarketData *data = market->data;
   const Features *features = market->features;
@@ -240,24 +253,36 @@ static int bench_trading(const BenchOptions *o, TradingMarket *market, FILE *jso
   size_t market_bytes = features->bytes + (size_t)data->rows * (sizeof(int64_t) + 13 * sizeof(double));
   BenchOptions to = *o;
   to.steps = o->steps / 5;
-  int32_t *actions = CHECK_ALLOC(sizeof(int32_t) * n, "actions");
+  TradingParams continuous_params = trading_params_default();  // the same market, a Gaussian policy's actions
+  continuous_params.action_mode = TRADING_ACTION_CONTINUOUS;
+  TradingContext continuous;
+  if (trading_context_init(&continuous, data, features, &continuous_params) != 0) return -1;
+  const struct {
+    const TradingContext *context;
+    void (*fill)(void *actions, int num_envs, uint64_t t);
+    const char *runner, *shape_suffix;  // the discrete rows keep the shape of results before the continuous ones
+  } modes[] = {{context, trading_actions_fill, "trading", ""},
+               {&continuous, trading_continuous_fill, "cont.", ",action=continuous"}};
+  void *actions = CHECK_ALLOC(sizeof(float) * n, "actions");  // int32 levels or float targets
   float *obs = CHECK_ALLOC(sizeof(float) * n * obs_dim, "obs"),
         *final_obs = CHECK_ALLOC(sizeof(float) * n * obs_dim, "final_obs");
   float *rewards = CHECK_ALLOC(sizeof(float) * n, "rewards");
   uint8_t *terminated = CHECK_ALLOC(n, "terminated"), *truncated = CHECK_ALLOC(n, "truncated");
   printf(
       "\nTrading env on %s (%s, %lld bars), window %d x %d features + %d agent state = obs %d floats, %d envs,\n"
-      "random discrete3 levels, default costs, %ld vector steps x %d repeats (median [min, max])\n",
+      "random discrete3 levels (trading), then random continuous targets (cont.), default costs, %ld vector steps x\n"
+      "%d repeats (median [min, max])\n",
       data->source, data->symbol, (long long)data->rows, context->window, features->count, TRADING_AGENT_STATE, obs_dim,
       n, to.steps, to.repeats);
   printf("%-8s %7s %16s %25s %14s %10s %12s\n", "runner", "threads", "steps/s", "range", "steps/s/thread", "ns/step",
          "vecenv B");
   char shape[128];
   size_t vec_bytes[2] = {0, 0}, state_bytes = 0;
-  for (int threads = 1; threads <= 2; threads++) {
-    VecContext vc = {vecenv_init(&trading_kind, NULL, context, n, BENCH_SEED, 100, threads),
+  for (int run = 0; run < 4; run++) {
+    const int mode = run / 2, threads = run % 2 + 1;
+    VecContext vc = {vecenv_init(&trading_kind, NULL, modes[mode].context, n, BENCH_SEED, 100, threads),
                      {actions, obs, rewards, terminated, truncated, final_obs},
-                     trading_actions_fill};
+                     modes[mode].fill};
     if (!vc.vec) {
       free(actions), free(obs), free(final_obs), free(rewards), free(terminated), free(truncated);
       return -1;
@@ -265,14 +290,14 @@ static int bench_trading(const BenchOptions *o, TradingMarket *market, FILE *jso
     vecenv_reset(vc.vec, obs);
     double median, lo, hi;
     bench_repeat(run_vecenv, &vc, &to, &median, &lo, &hi);
-    vec_bytes[threads - 1] = vecenv_memory_bytes(vc.vec);
+    if (mode == 0) vec_bytes[threads - 1] = vecenv_memory_bytes(vc.vec);
     state_bytes = vecenv_spec(vc.vec)->state_size;
-    printf("%-8s %7d %14.2f M %11.2f M - %7.2f M %12.2f M %10.2f %12zu\n", "trading", threads, median / 1e6, lo / 1e6,
-           hi / 1e6, median / 1e6 / threads, 1e9 / median, vec_bytes[threads - 1]);
+    printf("%-8s %7d %14.2f M %11.2f M - %7.2f M %12.2f M %10.2f %12zu\n", modes[mode].runner, threads, median / 1e6,
+           lo / 1e6, hi / 1e6, median / 1e6 / threads, 1e9 / median, vecenv_memory_bytes(vc.vec));
     printf("         episodes finished %llu, mean log growth of the last %d: %.4f\n",
            (unsigned long long)vecenv_log_total(vc.vec), vecenv_log_count(vc.vec), vecenv_log_mean(vc.vec, 3));
-    snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d", n, threads, context->window,
-             features->count);
+    snprintf(shape, sizeof shape, "envs=%d,threads=%d,window=%d,features=%d%s", n, threads, context->window,
+             features->count, modes[mode].shape_suffix);
     json_line(json, "env_trading_steps_per_s", shape, median, lo, hi, "steps/s", to.repeats);
     vecenv_free(vc.vec);
   }

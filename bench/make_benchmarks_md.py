@@ -261,7 +261,7 @@ def envs_section(out, res):
         return
     out.append("## Environments (`ppo-bench envs`)\n")
     out.append("Random actions; CartPole-v1 and the trading env on the shipped XAUUSD hourly bars (window 32, "
-               "16 features, discrete3, default costs).\n")
+               "16 features, default costs): discrete3 levels, and continuous targets in the rows marked action=continuous).\n")
     table(out, ["name", "params", "median (min-max)", "unit"],
           [[r["name"], params_text(r["params"]), cell(r), r["unit"]] for r in rows], ["---", "---", "---:", "---"])
 
