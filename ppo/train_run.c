@@ -705,6 +705,33 @@ static bool same_config_on_every_rank(const Config *cfg, char *differing, size_t
   return same;
 }
 
+// Every rank loads [env] data itself (or generates the synthetic market): a relative path read from
+// another directory, or a node-local copy that differs, gave the ranks different bars, and they
+// trained on them without a word (the replica check compares networks, not markets). Rank 0's
+// rows, first and last bar and market_data_hash go to every rank; a rank whose own differ names
+// both. True on every rank when they agree (CartPole: no market).
+static bool same_market_on_every_rank(const Config *cfg, const EnvMarket *market, char *differing, size_t capacity) {
+  differing[0] = '\0';
+  if (dist_size() == 1 || !market) return true;
+  const MarketData *d = market->data;
+  int64_t own[4] = {d->rows, d->ts[0], d->ts[d->rows - 1], (int64_t)market_data_hash(d)}, root[4];
+  memcpy(root, own, sizeof root);
+  dist_host_bcast(root, sizeof root, 0);
+  bool mine = memcmp(own, root, sizeof own) == 0;
+  if (dist_host_allreduce_max_int(!mine) == 0) return true;
+  if (!mine) {
+    char where[520], a[32], b[32], c[32], e[32];
+    snprintf(differing, capacity,
+             "this rank's %s gave %lld bars %s .. %s (hash %016llx), rank 0's %lld bars %s .. %s (hash %016llx)",
+             cfg->env.type == CONFIG_ENV_TRADING ? config_describe_key(cfg, "env", "data", where, sizeof where)
+                                                 : "[env] synthetic_* keys",
+             (long long)own[0], market_time_format(own[1], a, sizeof a), market_time_format(own[2], b, sizeof b),
+             (unsigned long long)own[3], (long long)root[0], market_time_format(root[1], c, sizeof c),
+             market_time_format(root[2], e, sizeof e), (unsigned long long)root[3]);
+  }
+  return false;
+}
+
 // --- the run -------------------------------------------------------------------------------------------
 
 // One ppo-train per run directory at a time: two would interleave their metrics rows and
@@ -1023,6 +1050,14 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   Trainer *tr = r->tr = trainer_open(cfg);
   if (!tr) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
+    return EXIT_BAD_INPUT;
+  }
+  if (!same_market_on_every_rank(cfg, trainer_market(tr), differing, sizeof differing)) {
+    fprintf(stderr,
+            "ppo-train (rank %d): the ranks loaded different market data; every rank must read the same bars (one "
+            "file on a file system all ranks see, or identical copies; a relative path is read from each rank's "
+            "current directory)%s%s\n",
+            dist_rank(), differing[0] ? ": " : "", differing);
     return EXIT_BAD_INPUT;
   }
   if (!opt->quiet) print_market(cfg, trainer_market(tr), stderr);

@@ -568,6 +568,48 @@ Test(dist, ranks_with_different_configurations_are_refused) {
   cr_expect(first && !strstr(first + 1, "\n[run]\n"), "printed by every rank: %s", output);
 }
 
+// Each rank loads [env] data itself: a relative path read from another directory on one rank (an MPMD
+// --wdir here; a node-local copy that differs on a cluster) gave the ranks different bars, and the
+// job trained on them, exit 0. Refused before training (exit status 2, naming both markets, no run
+// directory); the same file under both directories trains.
+Test(dist, ranks_that_loaded_different_market_data_are_refused) {
+  char dirs[2][600], config[700], line[4096], cmd[2000];
+  const char *files[2] = {"XAUUSD_1H.h5", "EURUSD_1H.h5"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(dirs[k], sizeof dirs[k], "%s/node%d", tmp_root, k);
+    cr_assert_eq(mkdir(dirs[k], 0777), 0);
+  }
+  snprintf(config, sizeof config, "%s/trading.ini", tmp_root);
+  write_text(config,
+             "[run]\nseed = 3\ndevice = cpu\nthreads = 1\ntotal_timesteps = 128\ncheckpoint_every = 0\n"
+             "[env]\ntype = trading\ndata = market.h5\nn_envs = 2\n"
+             "[ppo]\nn_steps = 32\nbatch_size = 32\nn_epochs = 1\n[policy]\npi_layers = 8\nvf_layers = 8\n");
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  for (int differ = 1; differ >= 0; differ--) {
+    for (int k = 0; k < 2; k++) {
+      snprintf(cmd, sizeof cmd, "ln -sfn '%s/data/%s' '%s/market.h5'", PPO_SOURCE_DIR, files[differ ? k : 0], dirs[k]);
+      cr_assert_eq(system(cmd), 0);
+    }
+    snprintf(line, sizeof line,
+             "--oversubscribe --timeout 60 --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1 -np 1 "
+             "--wdir '%s' '%s' '%s' --run-dir '%s/market%d' --quiet : -np 1 --wdir '%s' '%s' '%s' --run-dir "
+             "'%s/market%d' --quiet",
+             dirs[0], TRAIN, config, tmp_root, differ, dirs[1], TRAIN, config, tmp_root, differ);
+    int status = run_program(PPO_MPIEXEC, line, output, sizeof output);
+    snprintf(cmd, sizeof cmd, "%s/market%d", tmp_root, differ);
+    if (!differ) {
+      cr_expect_eq(status, 0, "one file under both directories:\n%s", output);
+      continue;
+    }
+    cr_expect_eq(status, 2, "%s", output);
+    cr_expect(strstr(output, "ppo-train (rank 1): the ranks loaded different market data") &&
+                  strstr(output, "[env] data = market.h5 gave ") && strstr(output, "rank 0's "),
+              "%s", output);
+    cr_expect_neq(access(cmd, F_OK), 0, "the refused run left %s", cmd);
+  }
+}
+
 // What several ranks do not support is a usage error (exit status 2).
 Test(dist, walk_forward_with_two_ranks_is_refused) {
   char args[1400];
