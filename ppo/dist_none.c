@@ -12,9 +12,11 @@ void dist_init(int *argc, char ***argv) {
   long copies = dist_unconnected_copies(&launcher);
   if (copies > 1)
     dist_abort(EXIT_BAD_INPUT,
-               "%s started %ld processes, but this build has no MPI (CMake found none; install libopenmpi-dev "
-               "and configure with -DPPO_MPI=ON): each would train alone into the same run directory",
-               launcher, copies);
+               "%s started %ld processes, but this build has no MPI (%s): each would train alone into the same "
+               "run directory",
+               launcher, copies,
+               PPO_MPI_SWITCHED_OFF ? "configured with -DPPO_MPI=OFF; configure with -DPPO_MPI=ON"
+                                    : "CMake found none; install libopenmpi-dev and configure with -DPPO_MPI=ON");
 }
 void dist_finalize(void) {}
 int dist_rank(void) { return 0; }
