@@ -16,6 +16,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "ppo/dist.h"
 #include "ppo/eval_run.h"
 
 #define MAX_OVERRIDES 256
@@ -158,6 +159,17 @@ int main(int argc, char **argv) {
         return usage_error("--set %s: the split dates are each fold's own with --walk-forward", overrides[k]);
   if (!o.checkpoint && !o.walk_forward)
     return usage_error("%s", "--checkpoint CKPT.h5 or --walk-forward RUN is required");
+  // A backtest runs in one process: R copies under mpirun or srun would each run all of it and
+  // write the same report files in turn.
+  const char *launcher;
+  long copies = dist_unconnected_copies(&launcher);
+  if (copies > 1) {
+    fprintf(stderr,
+            "ppo-eval: %s started %ld processes; ppo-eval runs in one process (a backtest is not split across "
+            "ranks): run it without %s, or with one task\n",
+            launcher, copies, launcher);
+    return EXIT_BAD_INPUT;
+  }
   o.n_overrides = n_overrides;
   o.overrides = overrides;
   if (o.quiet) log_quiet();  // no [info] lines either (device = auto's choice)

@@ -685,6 +685,18 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   cr_expect(exists(path), "%s", path);
 }
 
+// ppo-eval under mpirun (or srun) is refused before it reads anything: each copy ran the whole
+// backtest into the same output directory (found by the MPI helper).
+Test(eval_cli, copies_started_by_a_launcher_are_refused) {
+  static char out[4096];
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  int status = run_program(EVAL_BIN, "--checkpoint /nonexistent/last.h5 --no-plot", out, sizeof out);
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  cr_expect_eq(status, 2, "%s", out);
+  cr_expect(strstr(out, "ppo-eval: mpirun started 2 processes; ppo-eval runs in one process"), "%s", out);
+  cr_expect(!strstr(out, "nonexistent"), "refused before the checkpoint is read: %s", out);
+}
+
 // A Gaussian policy (continuous actions) and the discrete_k mode go through the same passes.
 Test(eval_cli, continuous_and_discrete_k_policies, .init = setup, .fini = teardown, .timeout = 240) {
   static char out[1 << 16];
