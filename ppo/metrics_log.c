@@ -123,7 +123,7 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
     log->table = calloc((size_t)log->capacity * (size_t)log->n_columns, sizeof(double));
     CHECK(log->table, "out of host memory (metrics table)");  // no wider than metrics_log_bytes() allowed for
   }
-  for (int64_t line_no = 2; rc == 0 && n_old > 0 && getline(&line, &cap, f) > 0; line_no++) {
+  for (int64_t line_no = 2; rc == 0 && n_old > 0 && (len = getline(&line, &cap, f)) > 0; line_no++) {
     double *row = log->table + log->rows * log->n_columns;
     for (int c = 0; c < log->n_columns; c++) row[c] = NAN;
     char *p = line;
@@ -135,9 +135,10 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
       row[map[j]] = v;
       p = *end == ',' ? end + 1 : end;
     }
-    // A torn last line (a crash mid-write) is dropped; one with rows after it is damage, unless its
-    // iteration is past the resumed one (the resume drops those rows anyway).
-    if (j != n_old) {
+    // A torn last line (a crash mid-write, a partial copy) is dropped; one with rows after it is
+    // damage, unless its iteration is past the resumed one (the resume drops those rows anyway).
+    // The last line without its newline is torn too: cut inside its last field, it parses in full.
+    if (j != n_old || line[len - 1] != '\n') {
       char *next = NULL;
       size_t next_cap = 0;
       if (!(row[0] > (double)keep) && getline(&next, &next_cap, f) > 0) {

@@ -1461,6 +1461,46 @@ Test(train, a_metrics_csv_that_cannot_be_resumed_into_is_bad_input) {
   free(text), free(config_before);
 }
 
+// A metrics.csv cut inside the last field of a row (a partial copy of the run directory) still
+// parses in full ("...,0.4300537109" for "...,0.4300537109375"), so only its missing newline tells
+// it from a whole row. Such a row is torn, and dropped as one cut in an earlier field is: it was
+// kept, with the cut value, as the row of the resumed iteration.
+Test(train, a_metrics_row_cut_in_its_last_field_is_torn) {
+  const char *cfg = config_file("cut_row");
+  char dir[512], path[700], ckpt[700];
+  snprintf(dir, sizeof dir, "%s/cut_row", tmp_root);
+  const char *sets[] = {"run.total_timesteps=1024", "run.checkpoint_keep=0"}, *more[] = {"run.total_timesteps=1280"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());  // 4 iterations, 4 rows
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000002.h5", dir);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text);
+  char *end = text;  // past the header and rows 1 and 2
+  for (int line = 0; line < 3; line++) {
+    end = strchr(end, '\n');
+    cr_assert_not_null(end);
+    end++;
+  }
+  size_t cut = (size_t)(end - 1 - text) - 1;  // row 2 without its newline and its last character
+  const char *last = end - 2;
+  while (last[-1] != ',') last--;
+  char *rest, *kept = strndup(last, (size_t)(text + cut - last));
+  cr_assert_not_null(kept);
+  double whole = strtod(last, NULL), part = strtod(kept, &rest);
+  cr_assert(*rest == '\0' && part != whole, "row 2's last field %.*s cut to %.*s still reads as another number",
+            (int)(end - 1 - last), last, (int)(text + cut - last), last);
+  free(kept);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(text, 1, cut, f), cut);
+  fclose(f);
+  free(text);
+  cr_assert_eq(run(NULL, ckpt, NULL, 0, 1, more), 0, "%s", error_message());
+  cr_expect_eq(metrics_value(dir, 1, "time/iterations"), 1);
+  cr_expect_eq(metrics_value(dir, 2, "time/iterations"), 3, "the cut row of iteration 2 is dropped");
+  cr_expect_eq(metrics_value(dir, 4, "time/iterations"), 5);
+}
+
 // The plan's free memory is read with the envs and the market already loaded (trainer_open), so
 // the refusal compares it with the rest: host_allocated is exactly those rows of the plan (counted
 // twice, they refused runs that fit under an address-space limit).
