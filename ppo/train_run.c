@@ -44,9 +44,12 @@ static volatile sig_atomic_t last_signal = 0;
 static volatile sig_atomic_t stop_saved = 0;  // the stop's checkpoint is written: later signals are ignored
 static struct timespec first_signal_at;  // written once, in the handler, before signal_count says so
 
-// A repeat of the same signal within this long of the first is the same request: coreutils'
-// timeout sends SIGTERM to the process and then to its group, two signals microseconds apart, and
-// counting the second as "asked twice" killed a third of such runs without their checkpoint.
+// A stop signal within this long of the first is the same request: coreutils' timeout sends SIGTERM
+// to the process and then to its group, two signals microseconds apart, and counting the second as
+// "asked twice" killed a third of such runs without their checkpoint. Another stop signal alike:
+// systemd follows its SIGTERM at once with a SIGHUP where a unit has SendSIGHUP=yes, as logind's
+// session scopes do (a shutdown or a preemption stops an ssh session's, and tmux's, processes so),
+// and that SIGHUP ended the run without its checkpoint.
 #define SIGNAL_REPEAT_SECONDS 1.0
 
 static void on_signal(int sig) {
@@ -56,7 +59,7 @@ static void on_signal(int sig) {
   if (signal_count > 0) {
     double since =
         (double)(now.tv_sec - first_signal_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_signal_at.tv_nsec);
-    if (sig == last_signal && since < SIGNAL_REPEAT_SECONDS) return;
+    if (since < SIGNAL_REPEAT_SECONDS) return;
     signal(sig, SIG_DFL);  // asked again: leave now
     raise(sig);
     return;

@@ -1738,6 +1738,26 @@ Test(train, a_repeated_sigterm_at_once_is_one_request) {
   cr_expect_eq(access(ckpt, F_OK), 0);
 }
 
+// systemd stops a unit with SendSIGHUP=yes (logind's session scopes: an ssh session's processes,
+// tmux's too, at a shutdown or a preemption) with SIGTERM and then at once SIGHUP: another stop
+// signal within a second of the first is the same request too. The SIGHUP ended the run (status
+// 129) without its checkpoint.
+Test(train, a_sighup_right_after_sigterm_is_one_request) {
+  char dir[512], ckpt[600];
+  pid_t pid = start_long_run("sigterm_sighup", dir, sizeof dir, 2);
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  struct timespec pause = {0, 2000000};  // 2 ms: the first is handled, the run still stopping
+  nanosleep(&pause, NULL);
+  cr_assert_eq(kill(pid, SIGHUP), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status), "killed by signal %d instead of exiting with a checkpoint",
+            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  cr_expect_eq(WEXITSTATUS(status), 0);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+  cr_expect_eq(access(ckpt, F_OK), 0);
+}
+
 // A signal after the stop's checkpoint is written (a supervisor's SIGHUP right after its SIGTERM)
 // is ignored: it turned the stop's exit 0 into 129, a failure to whoever watches the status.
 Test(train, a_signal_after_the_stop_checkpoint_is_ignored) {
