@@ -88,6 +88,7 @@ static void write_csv_row(FILE *f, const double *row, int n) {
 static int read_old_rows(MetricsLog *log, int64_t keep) {
   FILE *f = fopen(log->csv_path, "r");
   if (!f) return 0;  // nothing logged before (a checkpoint copied elsewhere): start a fresh table
+  log->resumed_csv = true;
   char *line = NULL;
   size_t cap = 0;
   ssize_t len = getline(&line, &cap, f);
@@ -95,8 +96,8 @@ static int read_old_rows(MetricsLog *log, int64_t keep) {
   // switched on or off, another metric); old-only columns are kept (NaN in the new rows), new ones
   // are NaN in the old rows.
   int map[METRICS_MAX_COLUMNS], n_old = 0, rc = 0, n_ours = log->n_columns;
-  if (len > 0) {
-    if (line[len - 1] == '\n') line[--len] = '\0';
+  if (len > 0 && line[len - 1] == '\n') {  // a header without its newline is torn: a cut name is no column
+    line[--len] = '\0';
     for (char *name = strtok(line, ","); name; name = strtok(NULL, ",")) {
       if (n_old == METRICS_MAX_COLUMNS) {
         error_set("%s: more than %d columns; move it away to resume into this directory", log->csv_path,

@@ -14,6 +14,7 @@
 #ifndef PPO_METRICS_LOG_H
 #define PPO_METRICS_LOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,7 +29,8 @@ typedef struct {
   int n_columns;
   char names[METRICS_MAX_COLUMNS][48];  // "time/iterations", ...
   int64_t capacity, rows;
-  double *table;  // (capacity, n_columns) row-major
+  double *table;     // (capacity, n_columns) row-major
+  bool resumed_csv;  // resumed, and an earlier metrics.csv was there (its rows may still be none)
 } MetricsLog;
 
 // Extra values a row carries besides TrainStats (elapsed time, memory, evaluation).

@@ -1165,11 +1165,14 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
 // that logged a row (a multiple of log_every or of eval.every) is missing. A resume from an earlier
 // checkpoint dropped the rows after it, and a resume from a checkpoint of the timeline it left
 // cannot bring them back; or the file was cut (a torn last line is dropped). Said, not refused:
-// the checkpoint is whole, and the run logs on from it. A table without rows is a resume into a
-// new directory, whose rows start at the checkpoint.
+// the checkpoint is whole, and the run logs on from it. A table without rows and without a file
+// is a resume into a new directory, whose rows start at the checkpoint; a metrics.csv without rows
+// (cut in or after its header) lacks them all.
 static void warn_missing_rows(Run *r) {
-  const int64_t at = r->start_iteration, last = metrics_log_last_iteration(&r->metrics);
-  if (last < 0 || last >= at) return;
+  const int64_t at = r->start_iteration, found = metrics_log_last_iteration(&r->metrics);
+  if (found < 0 && !r->metrics.resumed_csv) return;
+  const int64_t last = found < 0 ? 0 : found;
+  if (last >= at) return;
   // The rows due are those of the run that wrote them: the checkpoint's log_every and eval.every (a
   // resume may change both).
   const Config *stored = &r->stored;
@@ -1182,10 +1185,15 @@ static void warn_missing_rows(Run *r) {
     snprintf(missing, sizeof missing, "iteration %lld has no row", (long long)at);
   else
     snprintf(missing, sizeof missing, "iterations %lld..%lld have no rows", (long long)(last + 1), (long long)at);
+  char rows[64];
+  if (found < 0)
+    snprintf(rows, sizeof rows, "it has no rows");
+  else
+    snprintf(rows, sizeof rows, "its rows end at iteration %lld", (long long)last);
   log_warn(
-      "%s/metrics.csv: its rows end at iteration %lld, the checkpoint is of iteration %lld: %s (a resume from an "
-      "earlier checkpoint dropped them, or the file was cut); the run logs on from iteration %lld",
-      r->run_dir, (long long)last, (long long)at, missing, (long long)(at + 1));
+      "%s/metrics.csv: %s, the checkpoint is of iteration %lld: %s (a resume from an earlier checkpoint "
+      "dropped them, or the file was cut); the run logs on from iteration %lld",
+      r->run_dir, rows, (long long)at, missing, (long long)(at + 1));
 }
 
 // The evaluator, the metrics files (an earlier metrics.csv that does not fit is bad input, before

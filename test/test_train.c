@@ -1501,6 +1501,47 @@ Test(train, a_metrics_row_cut_in_its_last_field_is_torn) {
   cr_expect_eq(metrics_value(dir, 4, "time/iterations"), 5);
 }
 
+// A metrics.csv cut inside its header: the cut name ("tim" of "time/fps") became a column of its
+// own, NaN in every row, in metrics.csv and metrics.h5 alike, and the rows the cut took were lost
+// without a word (the gap warning took a file without rows for a resume into a new directory).
+// The torn header is dropped, and the missing rows are said.
+Test(train, a_metrics_csv_cut_in_its_header_gets_no_column_of_the_cut_name) {
+  const char *cfg = config_file("cut_header");
+  static char out[1 << 16];
+  char dir[512], path[700];
+  snprintf(dir, sizeof dir, "%s/cut_header", tmp_root);
+  cr_assert_eq(
+      run_train_cli(out, sizeof out,
+                    "'%s' --quiet --run-dir '%s' --set run.total_timesteps=1024 --set run.checkpoint_keep=0", cfg, dir),
+      0, "%s", out);
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text);
+  char *header_end = strchr(text, '\n'), *cut = strstr(text, ",time/fps,");
+  cr_assert(header_end && cut && cut < header_end);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  size_t kept = (size_t)(cut - text) + 4;  // ...,tim
+  cr_assert_eq(fwrite(text, 1, kept, f), kept);
+  fclose(f);
+  cr_assert_eq(run_train_cli(out, sizeof out,
+                             "--quiet --resume '%s/checkpoints/ckpt_000002.h5' --set run.total_timesteps=1280", dir),
+               0, "%s", out);
+  cr_expect(strstr(out, "metrics.csv: it has no rows, the checkpoint is of iteration 2: iterations 1..2 have no rows"),
+            "%s", out);
+  char *after = read_text(path, NULL);
+  cr_assert_not_null(after);
+  cr_expect(strncmp(after, text, (size_t)(header_end - text) + 1) == 0, "the header changed: %.*s",
+            (int)strcspn(after, "\n"), after);
+  free(after);
+  free(text);
+  snprintf(path, sizeof path, "%s/metrics.h5", dir);
+  hid_t h = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(h, 0);
+  cr_expect_eq(H5Lexists(h, "tim", H5P_DEFAULT), 0, "metrics.h5 has a group of the cut name");
+  H5Fclose(h);
+}
+
 // The plan's free memory is read with the envs and the market already loaded (trainer_open), so
 // the refusal compares it with the rest: host_allocated is exactly those rows of the plan (counted
 // twice, they refused runs that fit under an address-space limit).
