@@ -1089,7 +1089,15 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     fprintf(stderr, "ppo-train: refusing to start: %s\n", error_message());
     return EXIT_BAD_INPUT;
   }
-  if (opt->plan_only) return EXIT_OK;
+  if (opt->plan_only) {
+    // The plan is what --plan was asked for: one that could not be written (stdout on a full disk)
+    // is a failure, where a reader that went away (`--plan | head`) is not, as for --print-config.
+    if (root && fflush(stdout) != 0 && errno != EPIPE) {
+      fprintf(stderr, "ppo-train: cannot write the memory plan: %s\n", strerror(errno));
+      return EXIT_RUNTIME;
+    }
+    return EXIT_OK;
+  }
 
   // The slabs, and the checkpoint read into them, before the run directory is made or locked: a
   // refused --resume (a damaged or mismatched checkpoint) leaves no directory behind.

@@ -1159,6 +1159,15 @@ Test(config_train, listings_into_a_closed_pipe_exit_0_quietly) {
   }
 }
 
+// --plan's plan is its result: one that cannot be written (stdout on a full disk) is a failure at
+// run time, exit 1, as for --print-config; it exited 0, the plan lost without a word.
+Test(config_train, a_plan_that_cannot_be_written_exits_1) {
+  char out[4096];
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --quiet >/dev/full", out, sizeof out), 1);
+  cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --quiet >/dev/null", out, sizeof out), 0,
+               "%s", out);
+}
+
 // A key given a value this configuration never reads is warned of, naming the key that makes it
 // idle; a value equal to the default (a checkpoint's stored configuration names every key) is not.
 Test(config_train, warns_of_keys_that_have_no_effect) {
