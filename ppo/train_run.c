@@ -1293,6 +1293,7 @@ static int run_begin_loop(Run *r) {
   if (!opt->resume || r->cfg.eval.every <= 0 || r->resume_eval_pending != r->start_iteration) return EXIT_OK;
   EvalResult er;
   const double best_before = r->best;
+  if (r->stop_before_eval == r->start_iteration) trainer_request_stop();  // fault injection for the tests
   int evaluated = evaluate_iteration(r->tr, r->ev, r->root, r->run_dir, r->start_iteration, &r->best, &er);
   if (evaluated < 0) r->eval_pending = r->start_iteration;
   if (evaluated <= 0) return EXIT_OK;
@@ -1466,6 +1467,13 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
 // Iterations until [run] total_timesteps, --iterations, a stop request or a failure. An exit status.
 static int run_loop(Run *r, TrainRunResult *result) {
   Trainer *tr = r->tr;
+  // A stop during start-up or the resume's abandoned [eval] pass (run_begin_loop) stops the run here.
+  // The loop's first step would see it too, but a run with every iteration done has no step left:
+  // one whose last pass a stop abandoned again ended as "nothing to train: the run is complete".
+  if (dist_host_allreduce_max_int(trainer_stop_requested())) {
+    r->interrupted = true;
+    return EXIT_OK;
+  }
   while (trainer_counters(tr)->timesteps < r->cfg.run.total_timesteps) {
     if (r->opt.max_iterations > 0 && r->done_here >= r->opt.max_iterations) break;
     TrainStats s;

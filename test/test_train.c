@@ -2242,6 +2242,36 @@ Test(train, an_evaluation_abandoned_by_a_stop_runs_after_the_resume) {
   free(a), free(b);
 }
 
+// A stop during the resumed run's abandoned pass of the last iteration (nothing left to train) is a
+// stop like any other: the checkpoint still asks for the pass, and the run says it stopped and how
+// to go on. It said "nothing to train: the run is complete", and the pass, iteration 4's eval/
+// values and a best.h5 it might make were left undone for whoever believed it.
+Test(train, a_stop_during_the_last_iterations_pending_pass_is_a_stop) {
+  const char *cfg = config_file("eval_pending_again");
+  static char out[1 << 16];
+  char dir[512], ckpt[700];
+  snprintf(dir, sizeof dir, "%s/eval_pending_again", tmp_root);
+  const char *sets[] = {"run.total_timesteps=1024"};  // 4 iterations, [eval] every 1
+  setenv("PPO_TEST_STOP_BEFORE_EVAL", "4", 1);
+  cr_assert_eq(run(cfg, NULL, dir, 0, 1, sets), 0, "%s", error_message());
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000004.h5", dir);
+  cr_assert_eq(checkpoint_read_eval_pending(ckpt), 4);
+  int status = run_train_cli(out, sizeof out, "--quiet --resume '%s'", ckpt);  // stopped again in that pass
+  unsetenv("PPO_TEST_STOP_BEFORE_EVAL");
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect(strstr(out, "evaluation of iteration 4 abandoned"), "%s", out);
+  cr_expect(!strstr(out, "nothing to train"), "%s", out);
+  cr_expect(strstr(out, "ppo-train: stopped by a stop request after iteration 4; checkpoint ") &&
+                strstr(out, "ppo-train: continue with: ppo-train --resume "),
+            "%s", out);
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), 4, "the pass is still asked for");
+  cr_expect(isnan(metrics_value(dir, 4, "eval/sharpe")));
+  cr_assert_eq(run_train_cli(out, sizeof out, "--quiet --resume '%s'", ckpt), 0, "%s", out);
+  cr_expect(strstr(out, "the run is complete (1024 steps); iteration 4's [eval] pass ran now"), "%s", out);
+  cr_expect(!isnan(metrics_value(dir, 4, "eval/sharpe")));
+  cr_expect_eq(checkpoint_read_eval_pending(ckpt), -1);
+}
+
 // The minibatch loop never makes the host wait for the backend (DESIGN.md section 4; on a GPU each
 // wait is a stream synchronisation): loss scale, found-inf, clip coefficient and Adam's step stay in
 // backend memory. Only SB3's target_kl check reads approx_kl, once per minibatch.
