@@ -986,6 +986,7 @@ typedef struct {
   bool complete;                         // a resume with nothing to do (resume_is_complete)
   int64_t resume_eval_pending;           // the checkpoint's abandoned [eval] pass's iteration (-1: none)
   bool interrupted;                      // a stop request ended the loop
+  bool fork_unsaved;                     // resumed from other than the directory's newest: run_after_iteration
   int64_t fail_after, stop_before_eval;  // fault injection for the tests (-1: off)
   CpuWaitWindow cpu_wait;                // the OpenMP threads waiting for a CPU (warn_cpu_wait)
   int cpu_wait_tids[CPU_WAIT_MAX_THREADS], cpu_wait_n;
@@ -1165,6 +1166,18 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
     }
     remove_dead_writers_files(r->run_dir);
     remove_dead_writers_files(r->ckpt_dir);
+  }
+  // A resume from a checkpoint other than the one a resume of the directory takes (an earlier one,
+  // best.h5, another directory's) starts a timeline of its own (run_after_iteration).
+  if (opt->resume) {
+    int fork = 0;
+    if (root) {
+      char latest[PATH_CAP], a[PATH_MAX], b[PATH_MAX];
+      fork = !train_run_latest_checkpoint(r->run_dir, latest, sizeof latest) || !realpath(latest, a) ||
+             !realpath(opt->resume, b) || strcmp(a, b) != 0;
+    }
+    dist_host_bcast(&fork, sizeof fork, 0);
+    r->fork_unsaved = fork != 0;
   }
   return EXIT_OK;
 }
@@ -1411,7 +1424,24 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // An iteration with an evaluation is logged whatever log_every says (as SB3's EvalCallback dumps
   // its logger): its eval/ values would be lost otherwise. Also one whose pass a stop abandoned:
   // the resumed run evaluates it first and fills its row in (metrics_log_set_eval).
-  if (r->root && (s->iteration % cfg->run.log_every == 0 || last || eval_due)) {
+  const bool row = s->iteration % cfg->run.log_every == 0 || last || eval_due;
+  // A run resumed from other than the directory's newest checkpoint commits its own timeline at its
+  // first row, which rewrites the metrics: with a checkpoint first (the metrics settled to the
+  // resumed iteration's rows), so that checkpoints/last.h5 names it. Killed after the row, the run
+  // left last.h5 naming the abandoned timeline's newest, and a resume of the directory continued
+  // that timeline under this one's rows.
+  if (row && r->fork_unsaved && !diverged && !scale_dead) {
+    if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
+        save_checkpoint(tr, r->ckpt_dir, r->eval_pending == s->iteration, result->last_checkpoint,
+                        sizeof result->last_checkpoint) != 0) {
+      fprintf(stderr, "ppo-train: %s\n", error_message());
+      return EXIT_RUNTIME;
+    }
+    if (r->root) prune_checkpoints(r->ckpt_dir, cfg->run.checkpoint_keep, trainer_counters(tr)->iterations);
+    r->saved_at = trainer_counters(tr)->iterations;
+    r->fork_unsaved = false;
+  }
+  if (r->root && row) {
     if (metrics_log_append(&r->metrics, s, &x) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
       return EXIT_RUNTIME;
@@ -1451,7 +1481,8 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
             cfg->run.precision == CONFIG_PRECISION_BF16 ? "bf16" : "fp32", resume_point);
     return EXIT_RUNTIME;
   }
-  if (cfg->run.checkpoint_every > 0 && s->iteration % cfg->run.checkpoint_every == 0 && !last) {
+  if (cfg->run.checkpoint_every > 0 && s->iteration % cfg->run.checkpoint_every == 0 && !last &&
+      r->saved_at != s->iteration) {
     if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
         save_checkpoint(tr, r->ckpt_dir, r->eval_pending == s->iteration, result->last_checkpoint,
                         sizeof result->last_checkpoint) != 0) {

@@ -1280,6 +1280,34 @@ Test(train, a_resume_drops_later_metrics_rows_only_at_its_first_row) {
   cr_expect_eq(count_lines(metrics), 2, "row 1 only: the checkpoint of iteration 2 dropped rows 2 and 3");
 }
 
+// A run resumed from an older checkpoint than the directory's newest writes a checkpoint before its
+// first row (which commits its timeline in the metrics): killed after that row, it left
+// checkpoints/last.h5 naming the abandoned timeline's newest, so a resume of the directory went on
+// from there under the new timeline's rows (found by a helper's kill -9 of such a run).
+Test(train, a_resume_from_an_older_checkpoint_moves_last_h5_before_its_first_row) {
+  const char *cfg = config_file("fork");
+  char dir[512], metrics[700], ckpt[700], latest[700], real[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/fork", tmp_root);
+  snprintf(metrics, sizeof metrics, "%s/metrics.csv", dir);
+  const char *all[] = {"run.total_timesteps=1536", "run.checkpoint_keep=0", "eval.every=0", "run.checkpoint_every=3"};
+  cr_assert_eq(run(cfg, NULL, dir, 0, 4, all), 0, "%s", error_message());  // checkpoints of iterations 3 and 6
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000003.h5", dir);
+  setenv("PPO_TEST_FAIL_RANK", "0", 1);  // dies in its second iteration (5), with no checkpoint of its own
+  cr_expect_eq(run(NULL, ckpt, NULL, 0, 0, NULL), 1, "%s", error_message());
+  unsetenv("PPO_TEST_FAIL_RANK");
+  cr_expect_eq(count_lines(metrics), 5, "header, rows 1-3 kept, 4 of the new timeline");
+  cr_assert(train_run_latest_checkpoint(dir, latest, sizeof latest));
+  cr_assert_not_null(realpath(latest, real), "%s", latest);
+  cr_expect(strstr(real, "/ckpt_000004.h5"), "a resume of the directory takes %s", real);
+  cr_assert_eq(run(NULL, latest, NULL, 0, 0, NULL), 0, "%s", error_message());
+  cr_expect_eq(count_lines(metrics), 7, "rows 1-6, each once");
+  // A resume of the newest checkpoint writes none before its first row (ckpt_000005 would be one).
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt_000005.h5", dir);
+  const char *more[] = {"run.total_timesteps=2048"};
+  cr_assert_eq(run(NULL, latest, NULL, 1, 1, more), 0, "%s", error_message());
+  cr_expect_neq(access(ckpt, F_OK), 0, "%s", ckpt);
+}
+
 // [run] threads = 0 ("all cores") after a run of threads = 1 in the same process gets every core
 // back: ppo-bench all measured configs/seed.ini (threads 0) after configs/default.ini (threads 1)
 // on one thread, at half the speed ppo-train runs it.
