@@ -169,7 +169,7 @@ Test(env_config, markets_open_for_trading_and_synthetic) {
   cr_assert_eq(m.context.params.window, 30);
   VecEnv *vec = vecenv_init(env_kind_find("trading"), NULL, &m.context, 4, 1, 8, 1);
   cr_assert_not_null(vec, "%s", error_message());
-  cr_assert_eq(vecenv_spec(vec)->obs_dim, 30 * 16 + 5);
+  cr_assert_eq(vecenv_spec(vec)->obs_dim, 30 * FEATURES_COUNT + 5);
   vecenv_free(vec);
   env_market_close(&m);
 
@@ -258,23 +258,26 @@ Test(env_config, split_dates_from_a_preset_say_so) {
 
 // A generated market is built before the memory plan: one that cannot fit is refused by name
 // before its allocation would fail. features_bytes and market_data_bytes are what the two
-// allocations take: 112 + 72 bytes per bar (a timestamp and 13 price columns; 16 float features
-// and a double sigma), plus the two headers.
+// allocations take: 112 bytes per bar for a timestamp and 13 price columns, FEATURES_COUNT floats
+// and a double sigma for the features, plus the two headers.
 Test(env_config, a_synthetic_market_too_big_for_memory_is_refused) {
-  cr_assert_lt(market_data_bytes(1000) + features_bytes(1000) - 1000 * 184, 1024);
+  const size_t per_bar = 112 + FEATURES_COUNT * sizeof(float) + sizeof(double);
+  cr_assert_lt(market_data_bytes(1000) + features_bytes(1000) - 1000 * per_bar, 1024);
   cr_assert_eq(market_data_bytes(-1), SIZE_MAX);
   const char *over_limit[] = {"env.type=synthetic", "env.synthetic_bars=100000", "run.memory_limit=1000000"};
   Config c = load(3, over_limit);
   EnvMarket m;
   cr_assert_eq(env_market_open(&m, &c), -1);
-  cr_expect(strstr(error_message(),
-                   "[env] synthetic_bars = 100000: the generated market and its features need "
-                   "18400"),
-            "%s", error_message());
+  const char *need =
+      strstr(error_message(), "[env] synthetic_bars = 100000: the generated market and its features need ");
+  cr_assert_not_null(need, "%s", error_message());
+  size_t bytes =
+      (size_t)strtoull(strchr(need, ':') + strlen(": the generated market and its features need "), NULL, 10);
+  cr_expect(bytes >= 100000 * per_bar && bytes < 100000 * per_bar + 1024, "%zu bytes: %s", bytes, error_message());
   cr_expect(strstr(error_message(), "over command line: --set #3: [run] memory_limit = 1000000"), "%s",
             error_message());
   cr_assert_null(m.data);
-  const char *huge[] = {"env.type=synthetic", "env.synthetic_bars=1000000000"};  // 184 GB
+  const char *huge[] = {"env.type=synthetic", "env.synthetic_bars=1000000000"};  // about 184 GB
   c = load(2, huge);
   cr_assert_eq(env_market_open(&m, &c), -1);
   cr_expect(strstr(error_message(), "of memory available"), "%s", error_message());

@@ -128,7 +128,8 @@ Test(features, sigma_equals_direct_weighted_sum) {
 // another order, so equal within a few float32 ulps (the largest difference seen was 2.4e-7).
 #include "data/features_expected.inc"
 
-static void check_against_numpy(const char *file, int64_t bars, const int64_t *rows, const float (*want)[16], int n) {
+static void check_against_numpy(const char *file, int64_t bars, const int64_t *rows,
+                                const float (*want)[FEATURES_COUNT], int n) {
   MarketData *d = load_shipped(file);
   cr_assert_eq(d->rows, bars, "%s: the fixture was made from %lld bars", file, (long long)bars);
   Features *f = features_for(d);
@@ -170,14 +171,14 @@ Test(features, known_values_on_hand_made_bars) {
   cr_assert_float_eq(row[14], 1.0f, 1e-7, "sin of 06:00");
   cr_assert_float_eq(row[15], 0.0f, 1e-7, "cos of 06:00");
   // t = 2: r1 = ln(100/101) / sigma_1, and sigma_1 = |ln(101/100)|: exactly -1.
-  cr_assert_float_eq(f->values[2 * 16 + 0], -1.0f, 1e-6);
-  cr_assert_float_eq(f->values[1 * 16 + 13], (float)log(2.0), 1e-7, "gap of one hour = ln 2");
+  cr_assert_float_eq(f->values[2 * FEATURES_COUNT + 0], -1.0f, 1e-6);
+  cr_assert_float_eq(f->values[1 * FEATURES_COUNT + 13], (float)log(2.0), 1e-7, "gap of one hour = ln 2");
   // r4 is 0 before t = 4; on a steady rise RSI -> 1 and x_strategy = +1 (fast EMA above slow).
-  cr_assert_eq(f->values[3 * 16 + 1], 0.0f);
-  cr_assert_neq(f->values[4 * 16 + 1], 0.0f);
-  cr_assert_gt(f->values[39 * 16 + 11], 0.9f, "RSI on a rise");
-  cr_assert_eq(f->values[39 * 16 + 9], 1.0f, "x_strategy on a rise");
-  cr_assert_lt(f->values[39 * 16 + 7], 0.0f, "x_fast: the EMA lags below a rising price");
+  cr_assert_eq(f->values[3 * FEATURES_COUNT + 1], 0.0f);
+  cr_assert_neq(f->values[4 * FEATURES_COUNT + 1], 0.0f);
+  cr_assert_gt(f->values[39 * FEATURES_COUNT + 11], 0.9f, "RSI on a rise");
+  cr_assert_eq(f->values[39 * FEATURES_COUNT + 9], 1.0f, "x_strategy on a rise");
+  cr_assert_lt(f->values[39 * FEATURES_COUNT + 7], 0.0f, "x_fast: the EMA lags below a rising price");
   features_free(f);
   market_data_free(d);
 }

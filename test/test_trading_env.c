@@ -493,12 +493,13 @@ Test(trading_obs, window_and_agent_state) {
   p.eval = true, p.eval_split = TRADING_SPLIT_VAL, p.position_onehot = true, p.episode_progress = true;
   TradingContext c;
   context_for(&c, d, f, &p);
-  cr_assert_eq(c.obs_dim, 32 * 16 + 5 + 3 + 1);
+  cr_assert_eq(c.obs_dim, 32 * FEATURES_COUNT + 5 + 3 + 1);
   float *obs = obs_new(&c);
   TradingEnv e;
   env_start(&e, &c, obs);
-  cr_assert_eq(memcmp(obs, f->values + (e.t - 31) * 16, sizeof(float) * 32 * 16), 0, "rows t-W+1..t");
-  const float *tail = obs + 32 * 16;
+  cr_assert_eq(memcmp(obs, f->values + (e.t - 31) * FEATURES_COUNT, sizeof(float) * 32 * FEATURES_COUNT), 0,
+               "rows t-W+1..t");
+  const float *tail = obs + 32 * FEATURES_COUNT;
   cr_assert(tail[0] == 0 && tail[1] == 0 && tail[2] == 0 && tail[3] == 0 && tail[4] == 0);
   cr_assert(tail[5] == 0 && tail[6] == 1 && tail[7] == 0, "one-hot of the flat level");
   for (int k = 0; k < 3; k++) step_level(&e, 2, obs);
