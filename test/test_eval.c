@@ -749,6 +749,18 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
   char fifo[600];  // opening one blocked ppo-eval forever
   snprintf(fifo, sizeof fifo, "%s/fifo", run);
   cr_assert_eq(mkfifo(fifo, 0600), 0);
+  // train_config's networks (16 | 16, 3 actions) over a window of 8 bars of FEATURES_COUNT features
+  // and the 5 agent-state entries
+  PolicySpec spec8 = {.obs_dim = 8 * FEATURES_COUNT + 5,
+                      .head = POLICY_HEAD_CATEGORICAL,
+                      .action_dim = 3,
+                      .n_pi = 1,
+                      .pi_layers = {16},
+                      .n_vf = 1,
+                      .vf_layers = {16}};
+  char window8[200];
+  snprintf(window8, sizeof window8, "parameters, this configuration's %zu (the evaluated [env] gives %d observations",
+           policy_parameter_count(&spec8), spec8.obs_dim);
   const struct {
     const char *args, *message;
   } cases[] = {
@@ -759,8 +771,7 @@ Test(eval_cli, bad_input_exits_2_and_writes_nothing, .init = setup, .fini = tear
        "--set #1: [env] type = cartpole: the evaluation's env is cartpole, the checkpoint's ("},
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --config " PPO_SOURCE_DIR "/configs/cartpole.ini",
        "cartpole.ini:20: [env] type = cartpole: the evaluation's env is cartpole"},
-      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.window=8",
-       "parameters, this configuration's 4356 (the evaluated [env] gives 133 observations"},
+      {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.window=8", window8},
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.nosuchkey=1", "nosuchkey"},
       // a space instead of '=': the value was taken for an argument of its own
       {"--checkpoint '%s/checkpoints/last.h5' --out '%s' --set env.cost_mult 2",
