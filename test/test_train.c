@@ -846,6 +846,13 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
   cr_assert_eq(run(cfg, NULL, dir, 0, 2, sets), 0, "%s", error_message());
   snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
   const char *more[] = {"run.total_timesteps=512"};
+  // small_config's observation: a window of 4 rows of FEATURES_COUNT features and the 5 agent-state entries
+  const int obs = 4 * FEATURES_COUNT + 5;
+  char obs_dim_7[160], action_dim_bad[160];
+  snprintf(obs_dim_7, sizeof obs_dim_7,
+           "root attributes obs_dim = 7, action_dim = 3: the stored networks take %d observations", obs);
+  snprintf(action_dim_bad, sizeof action_dim_bad,
+           "action_dim = -1: the stored networks take %d observations and give 3 action logits", obs);
 
   hid_t f = damaged_copy(ckpt, "other_data", path, sizeof path);
   int64_t hash;
@@ -933,8 +940,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       // root attributes that were written and never read: each against what it must equal
       {"vector_steps", 0, 63, "root attributes vector_steps = 63, epochs_drawn = 2: must equal rng/vector_steps = 64"},
       {"epochs_drawn", 0, 5, "root attributes vector_steps = 64, epochs_drawn = 5: must equal"},
-      {"obs_dim", 0, 7, "root attributes obs_dim = 7, action_dim = 3: the stored networks take 69 observations"},
-      {"action_dim", 0, -1, "action_dim = -1: the stored networks take 69 observations and give 3 action logits"},
+      {"obs_dim", 0, 7, obs_dim_7},
+      {"action_dim", 0, -1, action_dim_bad},
       // a count of ranks that is no count: damaged, not "mpirun -np -5"
       {"ranks", 0, 0, "ranks = 0: allowed 1 .. 2147483647 (a damaged checkpoint)"},
       {"ranks", 0, -5, "ranks = -5: allowed 1 .. 2147483647 (a damaged checkpoint)"},
