@@ -48,6 +48,20 @@ typedef struct {
                               X(total_return_ci_hi) X(block_mean)
 #define REPORT_COUNT_FIELDS(X) X(m.n) X(m.underwater_bars) X(n_trades) X(bootstrap_samples)
 
+// The two lists name every field of Report and of its Metrics: each field is 8 bytes (a double or an
+// int64_t) but bootstrap_samples, the last, an int padded to 8, so the struct's size is 8 bytes per
+// listed field. A field added to report.h or metrics.h and not listed here was compared by nothing
+// (golden_every_field passed without it, and so did the generator's check, which only runs in Python).
+Test(report, the_field_lists_name_every_field) {
+#define COUNT_ONE(f) +1
+  const size_t listed = 0 REPORT_REAL_FIELDS(COUNT_ONE) REPORT_COUNT_FIELDS(COUNT_ONE);
+#undef COUNT_ONE
+  cr_assert_eq(sizeof(Report), 8 * listed,
+               "Report is %zu bytes, the lists name %zu fields (%zu bytes): add the new field of envs/report.h or "
+               "envs/metrics.h to REPORT_REAL_FIELDS or REPORT_COUNT_FIELDS, and to test/make_report_fixtures.py",
+               sizeof(Report), listed, 8 * listed);
+}
+
 // numpy sums pairwise and C left to right, and scipy's moments are computed differently from ours: a
 // few ulps apart, so 1e-12 relative. NaN must be NaN and an infinity the same infinity.
 static int close_enough(double got, double want) {
