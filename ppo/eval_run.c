@@ -20,6 +20,7 @@
 #include "common/file_check.h"
 #include "common/gnuplot.h"
 #include "common/json_writer.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/time_utc.h"
 #include "ppo/backtest.h"
@@ -217,7 +218,8 @@ typedef struct {
   Report *reports;
   int n_passes, pass_capacity;  // passes added; the arrays' length (evaluation_pass_count)
   int first_sampled, n_sampled, bh, flat, ma, oracle, first_random, n_random, first_stress;
-  double cost_mult;  // the configuration's m
+  double cost_mult;          // the configuration's m
+  bool features_as_trained;  // the feature keys equal the checkpoint's (evaluation_check_features)
 } Evaluation;
 
 static const double stress_factors[] = {0.0, 1.0, 2.0};
@@ -281,6 +283,27 @@ static int evaluation_check_limit(const Evaluation *ev, const BacktestSetup *pro
   return -1;
 }
 
+// The features' keys other than the checkpoint's (by --set or --config; a window of another size is
+// refused later, by the networks' input size): the policy then sees observations computed otherwise
+// than in its training (and the MA rule's signal and the slippage's volatility change with them).
+// Warned of, and report.json's "features" says so (as_trained).
+static void evaluation_check_features(Evaluation *ev) {
+  static const char *const keys[] = {"sigma_halflife", "ema_fast", "ema_slow"};
+  ev->features_as_trained = true;
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    const int i = config_key_index("env", keys[k]);
+    char where[512], trained[64], now[64];  // INI texts: one per value (config_write_ini's round trip)
+    if (strcmp(config_value_text(&ev->stored, i, trained, sizeof trained),
+               config_value_text(&ev->cfg, i, now, sizeof now)) == 0)
+      continue;
+    log_warn(
+        "ppo-eval: %s differs from the checkpoint's %s: the policy's observations are computed with it, not as "
+        "in its training",
+        config_describe_key(&ev->cfg, "env", keys[k], where, sizeof where), trained);
+    ev->features_as_trained = false;
+  }
+}
+
 // Configuration, market, policy and normaliser; returns an exit status (0 = ready).
 static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *checkpoint, TradingSplit split) {
   memset(ev, 0, sizeof *ev);
@@ -304,6 +327,7 @@ static int evaluation_open(Evaluation *ev, const EvalRunOptions *o, const char *
     return EXIT_BAD_INPUT;
   }
   if (file_fingerprint(checkpoint, &ev->fingerprint, &ev->checkpoint_bytes) != 0) return EXIT_BAD_INPUT;
+  evaluation_check_features(ev);
   trainer_apply_threads(ev->cfg.run.threads);
   if (env_market_open(&ev->market, &ev->cfg) != 0) return EXIT_BAD_INPUT;
   EnvSpec spec;
@@ -477,6 +501,16 @@ static void write_report_json(FILE *out, const Evaluation *ev, const char *check
   json_kv_string(&w, "last_mark", time_text(g->ts[g->n], b, sizeof b));
   json_kv_int(&w, "steps", g->n);
   json_kv_int(&w, "bar_seconds", d->bar_seconds);
+  json_object_end(&w);
+
+  json_key(&w, "features");  // what the observations were computed with (resolved values)
+  json_object_begin(&w);
+  json_kv_int(&w, "count", c->features->count);
+  json_kv_int(&w, "window", c->window);
+  json_kv_number(&w, "sigma_halflife", c->features->params.sigma_halflife);
+  json_kv_int(&w, "ema_fast", c->features->params.ema_fast);
+  json_kv_int(&w, "ema_slow", c->features->params.ema_slow);
+  json_kv_bool(&w, "as_trained", ev->features_as_trained);
   json_object_end(&w);
 
   json_key(&w, "execution");

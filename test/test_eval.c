@@ -664,6 +664,29 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   // Buy-and-hold takes the same two fills: 3 bp instead of 0.5 bp of commission on them.
   double ratio = json_number_after(third, "\"buy_and_hold\"", "cost_commission_pct") / bh_commission;
   cr_expect(ratio > 5.9 && ratio < 6.1, "commission 3 bp / 0.5 bp: %g", ratio);
+  // The features are the training's (the other file changed costs only): recorded resolved.
+  cr_expect_eq(json_number_after(third, "\"features\"", "count"), FEATURES_COUNT);
+  cr_expect_eq(json_number_after(third, "\"features\"", "window"), 4);
+  cr_expect_eq(json_number_after(third, "\"features\"", "ema_fast"), 12, "auto: 12 hourly");
+  cr_expect(strstr(third, "\"as_trained\": true"), "%s", third);
+  free(third);
+  // Features computed otherwise than in training (an EMA span of --set) are warned of and recorded:
+  // they were taken silently, the policy fed observations it was not trained on.
+  snprintf(dir3, sizeof dir3, "%s/eval4", tmp_root);
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 0 --random-seeds 1 --bootstrap 0 --no-plot "
+           "--set env.ema_fast=5",
+           run, dir3);
+  cr_assert_eq(run_program(EVAL_BIN, args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out,
+                   "[warn] ppo-eval: command line: --set #1: [env] ema_fast = 5 differs from the checkpoint's "
+                   "12: the policy's observations are computed with it, not as in its training"),
+            "%s", out);
+  snprintf(path, sizeof path, "%s/report.json", dir3);
+  third = read_text(path, NULL);
+  cr_assert_not_null(third);
+  cr_expect_eq(json_number_after(third, "\"features\"", "ema_fast"), 5);
+  cr_expect(strstr(third, "\"as_trained\": false"), "%s", third);
   free(third);
 
   // The default output directory is the run's eval/<checkpoint>_<split>. --quiet prints no [info]
