@@ -37,6 +37,22 @@ static bool strip_underscores(const char *text, char *out, size_t capacity) {
   return true;
 }
 
+// The digits buffer of parse_real and parse_int: a number longer than this (digit-group
+// underscores aside) is refused as too long, not misread as "not a number".
+#define NUMBER_TEXT_MAX 128
+
+// Whether `text` without its underscores would not fit a buffer of NUMBER_TEXT_MAX.
+static bool number_too_long(const char *text) {
+  size_t n = 0;
+  for (const char *p = text; *p; p++) n += *p != '_';
+  return n >= NUMBER_TEXT_MAX;
+}
+
+static void reason_too_long(char *reason, size_t capacity, const char *what) {
+  snprintf(reason, capacity, "%s of more than %d characters (digit-group underscores aside)", what,
+           NUMBER_TEXT_MAX - 1);
+}
+
 // Only decimal notation: strtod alone would also take hex floats, "inf" and "nan".
 static bool decimal_chars_only(const char *text) {
   for (const char *p = text; *p; p++)
@@ -50,9 +66,13 @@ static bool is_non_finite_word(const char *text) {
 }
 
 static int parse_real(const char *text, double *out, char *reason, size_t capacity) {
-  char digits[128];
+  char digits[NUMBER_TEXT_MAX];
   if (is_non_finite_word(text)) {
     reason_set(reason, capacity, "not a finite number");
+    return -1;
+  }
+  if (number_too_long(text)) {
+    reason_too_long(reason, capacity, "a number");
     return -1;
   }
   if (!strip_underscores(text, digits, sizeof digits) || !decimal_chars_only(digits) || digits[0] == '\0') {
@@ -75,7 +95,11 @@ static int parse_real(const char *text, double *out, char *reason, size_t capaci
 }
 
 static int parse_int(const char *text, int64_t *out, char *reason, size_t capacity) {
-  char digits[128];
+  char digits[NUMBER_TEXT_MAX];
+  if (number_too_long(text)) {
+    reason_too_long(reason, capacity, "an integer");
+    return -1;
+  }
   if (!strip_underscores(text, digits, sizeof digits) || !decimal_chars_only(digits) || digits[0] == '\0') {
     reason_set(reason, capacity, "not an integer");
     return -1;

@@ -248,6 +248,27 @@ Test(config_types, reals_are_finite_decimals) {
   expect_error("[ppo]\nent_coef = 0.1.2\n", "not a number");
 }
 
+// A number too long for the parser's digits buffer was refused as "not a number", although it is
+// one (found by a 198-character gamma line that CONFIG.md's line limit allows). It is refused as
+// too long; 127 characters, underscores aside, still parse.
+Test(config_types, numbers_too_long_are_refused_as_too_long) {
+  char text[512], zeros[200];
+  memset(zeros, '0', sizeof zeros);
+  zeros[124] = '\0';  // gamma "0.9" + 124 zeros and n_steps 123 zeros + "2_048": 127 characters each
+  snprintf(text, sizeof text, "[ppo]\ngamma = 0.9%s\nn_steps = %.123s2_048\n", zeros, zeros);
+  Config c;
+  cr_assert_eq(load_text(&c, text), 0, "%s", error_message());
+  cr_expect_eq(c.ppo.gamma, 0.9);
+  cr_expect_eq(c.ppo.n_steps, 2048);
+  zeros[124] = '0';
+  zeros[125] = '\0';  // one character more
+  snprintf(text, sizeof text, "[ppo]\ngamma = 0.9%s\n", zeros);
+  expect_error(text,
+               ": a number of more than 127 characters (digit-group underscores aside) (allowed: 0 <= value <= 1)");
+  snprintf(text, sizeof text, "[ppo]\nn_steps = %.124s2_048\n", zeros);
+  expect_error(text, ": an integer of more than 127 characters (digit-group underscores aside)");
+}
+
 // A positive key the trainer uses as a 32-bit float (or clips a float with) must stay a normal float:
 // ppo.adam_eps = 4.9e-324 and ppo.learning_rate = 1e-320 passed "0 < value" and became 0 in float.
 Test(config_types, positive_float_keys_stay_normal_floats) {
