@@ -41,10 +41,14 @@ static bool strip_underscores(const char *text, char *out, size_t capacity) {
 // underscores aside) is refused as too long, not misread as "not a number".
 #define NUMBER_TEXT_MAX 128
 
-// Whether `text` without its underscores would not fit a buffer of NUMBER_TEXT_MAX.
+// Whether `text`, written in a number's characters, would not fit a buffer of NUMBER_TEXT_MAX
+// without its underscores (other long text is "not a number").
 static bool number_too_long(const char *text) {
   size_t n = 0;
-  for (const char *p = text; *p; p++) n += *p != '_';
+  for (const char *p = text; *p; p++) {
+    if (!isdigit((unsigned char)*p) && !strchr("+-.eE_", *p)) return false;
+    n += *p != '_';
+  }
   return n >= NUMBER_TEXT_MAX;
 }
 

@@ -267,6 +267,10 @@ Test(config_types, numbers_too_long_are_refused_as_too_long) {
                ": a number of more than 127 characters (digit-group underscores aside) (allowed: 0 <= value <= 1)");
   snprintf(text, sizeof text, "[ppo]\nn_steps = %.124s2_048\n", zeros);
   expect_error(text, ": an integer of more than 127 characters (digit-group underscores aside)");
+  memset(zeros, 'x', 150);  // long text that is no number is not a long number
+  zeros[150] = '\0';
+  snprintf(text, sizeof text, "[ppo]\ngamma = %s\n", zeros);
+  expect_error(text, ": not a number (allowed: 0 <= value <= 1)");
 }
 
 // A positive key the trainer uses as a 32-bit float (or clips a float with) must stay a normal float:
