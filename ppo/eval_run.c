@@ -779,7 +779,7 @@ static const char *const *stale_plot_outputs(bool plot_wanted, int *n_stale) {
 // warning, and no equity.png (the earlier one was removed with the set's publication).
 static void draw_plot(const char *dir, bool plot_wanted) {
   if (plot_wanted && gnuplot_render(dir, "equity.gp", "equity.png") != 0)
-    fprintf(stderr, "ppo-eval: warning: no equity.png: %s\n", error_message());
+    log_warn("ppo-eval: no equity.png: %s", error_message());
 }
 
 static void print_summary(FILE *out, const Evaluation *ev) {
