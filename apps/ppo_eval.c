@@ -98,6 +98,7 @@ int main(int argc, char **argv) {
       usage(stdout);
       return EXIT_OK;
     } else if (strcmp(a, "--version") == 0) {
+      if (argc != 2) return usage_error("%s", "--version goes alone");  // as ppo-data and ppo-bench
       printf("ppo-eval: %s\n", PPO_BUILD_INFO);
       return EXIT_OK;
     } else if (strcmp(a, "--no-plot") == 0) {

@@ -111,6 +111,10 @@ static int train_main(int argc, char **argv) {
       free(overrides);
       return EXIT_OK;
     } else if (strcmp(arg, "--version") == 0) {
+      if (argc != 2) {  // as ppo-data and ppo-bench: what else was asked would not be done
+        status = usage_error("%s", "--version goes alone");
+        break;
+      }
       if (dist_rank() == 0) printf("ppo-train: %s\n", PPO_BUILD_INFO);
       free(overrides);
       return EXIT_OK;

@@ -1142,6 +1142,9 @@ Test(config_train, help_and_help_config_exit_0) {
     cr_expect_eq(run_program(bin, "--version", out, sizeof out), 0, "%s: %s", programs[k], out);
     snprintf(expected, sizeof expected, "%s: ppo-engine ", programs[k]);
     cr_expect(strncmp(out, expected, strlen(expected)) == 0 && strstr(out, "(commit "), "%s", out);
+    // alone (README): with other arguments it is a usage error in every program, which printed the
+    // version and exited 0 in ppo-train and ppo-eval (a docs audit)
+    cr_expect_eq(run_program(bin, "--version configs/default.ini", out, sizeof out), 2, "%s: %s", programs[k], out);
   }
 }
 
