@@ -920,6 +920,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"params/vf/bias1", H5T_NATIVE_FLOAT, NAN, "params/vf/bias1[0] = nan: must be finite"},
       {"optim/step", H5T_NATIVE_INT, -1, "optim/step = -1: allowed 0 .. 2147483647"},
       {"scaler/scale", H5T_NATIVE_FLOAT, -1.0, "scaler/scale = -1: must be finite and > 0"},
+      // a scale of 0 unscales every gradient to inf: each step skipped, the scale backed off to 0 for good
+      {"scaler/scale", H5T_NATIVE_FLOAT, 0.0, "scaler/scale = 0: must be finite and > 0"},
       {"iteration", 0, -4, "iteration = -4: allowed 0"},
       // counters that disagree with each other or with the configuration (1 iteration of 64 steps
       // x 4 envs, 2 epochs of 6 minibatches each)
@@ -927,6 +929,7 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       {"rng/vector_steps", H5T_NATIVE_INT, 65, "rng/vector_steps = 65 with iteration = 1"},
       {"timesteps", 0, 255, "timesteps = 255 with 64 vector steps: must be vector steps x [env] n_envs x ranks"},
       {"n_updates", 0, 3, "n_updates = 3 with iteration = 1: allowed 1 .. 2 (1 to [ppo] n_epochs = 2 epochs"},
+      {"n_updates", 0, 0, "n_updates = 0 with iteration = 1: allowed 1 .. 2 (1 to [ppo] n_epochs = 2 epochs"},
       {"rng/epochs_drawn", H5T_NATIVE_INT, 1, "rng/epochs_drawn = 1: must be n_updates = 2"},
       {"skipped_steps", 0, 1,
        "optim/step = 12 and skipped_steps = 1: together at most n_updates x minibatches per "
@@ -945,6 +948,8 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
       // a count of ranks that is no count: damaged, not "mpirun -np -5"
       {"ranks", 0, 0, "ranks = 0: allowed 1 .. 2147483647 (a damaged checkpoint)"},
       {"ranks", 0, -5, "ranks = -5: allowed 1 .. 2147483647 (a damaged checkpoint)"},
+      // a format version below the first: no build wrote it
+      {"format_version", 0, 0, "checkpoint format_version 0; this build reads version"},
   };
   for (size_t k = 0; k < sizeof damage / sizeof damage[0]; k++) {
     char name[32];
@@ -972,6 +977,18 @@ Test(train, resume_refuses_other_data_and_damaged_checkpoints) {
     cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2, "%s", damage[k].message);
     cr_expect(strstr(error_message(), damage[k].message), "%s: %s", damage[k].message, error_message());
   }
+  // NaN in an episode's length (field 1 of the first row) is damage too: only fields 2 and on have no value.
+  f = damaged_copy(ckpt, "log_length_nan", path, sizeof path);
+  ds = H5Dopen2(f, "envs/episode_logs", H5P_DEFAULT);
+  space = H5Dget_space(ds);
+  float *logs = calloc((size_t)H5Sget_simple_extent_npoints(space), sizeof(float));
+  cr_assert_geq(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logs), 0);
+  logs[1] = NAN;
+  cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logs), 0);
+  free(logs);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  cr_expect_eq(run(NULL, path, NULL, 1, 1, more), 2);
+  cr_expect(strstr(error_message(), "envs/episode_logs[1] = nan: must be finite (a damaged"), "%s", error_message());
   // The episode-log fields by name: another env's (or an edited) list is refused.
   f = damaged_copy(ckpt, "log_names", path, sizeof path);
   cr_assert_geq(H5Adelete_by_name(f, "envs/episode_logs", "log_names", H5P_DEFAULT), 0);
