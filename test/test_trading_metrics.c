@@ -131,6 +131,20 @@ Test(metrics, dsr_is_the_sharpe_derivative) {
   cr_assert_eq(d, 10.0);
 }
 
+// The guard is B - A^2 < DSR_EPS (TRADING_ENV.md: "fall back to R/sigma while B - A^2 < eps"), not
+// a variance of exactly 0: constant returns leave B - A^2 a rounding residue, a few 1e-15 above 0,
+// and the closed form then divides by its 1.5th power (a reward of -10 for a gain). Likewise
+// D3R's DD^2 below DSR_EPS.
+Test(metrics, dsr_and_d3r_fall_back_below_eps_not_only_at_zero) {
+  DsrState s = {0.001, 1e-6 + 5e-15};  // B - A^2 = 5e-15: positive, below DSR_EPS = 1e-14
+  cr_assert(s.b - s.a * s.a > 0 && s.b - s.a * s.a < DSR_EPS);
+  double d = dsr_step(&s, 0.002, 0.01, 0.001);
+  cr_expect_float_eq(d, 2.0, 1e-12, "DSR: R / sigma = 0.002 / 0.001, got %g", d);
+  DsrState t = {0.001, 5e-15};  // DD^2 positive, below DSR_EPS
+  d = d3r_step(&t, 0.002, 0.01, 0.001);
+  cr_expect_float_eq(d, 2.0, 1e-12, "D3R: R / sigma = 0.002 / 0.001, got %g", d);
+}
+
 // D3R known answers (Moody and Saffell 2001, eq. for the downside deviation ratio).
 Test(metrics, d3r_known_answers) {
   DsrState s = {0.001, 0.0004};  // A, DD^2 (DD = 0.02)
