@@ -301,6 +301,16 @@ Test(normalize, load_rejects_other_shapes_and_bad_values) {
   cr_assert_eq(b.obs_rms.var[1], 1.0);
   h5io_close(f);
   unlink(path);
+  // A count of 0: the statistics of no observation (a fresh one counts VECNORM_RMS_EPSILON).
+  a.obs_rms.var[1] = 1.0;
+  a.ret_rms.count = 0.0;
+  save_to(&a, path);
+  f = h5io_open_read(path);
+  cr_assert_eq(vecnorm_load(&b, f, "normalize"), -1);
+  cr_assert(strstr(error_message(), "normalize/ret_count[0] = 0, a finite count > 0 allowed"), "%s", error_message());
+  cr_assert_eq(b.ret_rms.count, VECNORM_RMS_EPSILON);
+  h5io_close(f);
+  unlink(path);
   vecnorm_free(&a);
   vecnorm_free(&b);
 }
