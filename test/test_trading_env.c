@@ -454,6 +454,45 @@ Test(trading_accounting, episode_log_fields) {
   hand_env_close(&h);
 }
 
+// A flip (long to short in one fill) closes the long paying only its share |q_old|/|dq| of the fill's
+// commission. Hand-computed: a long of q = 0.01 bought at 100 (commission 10 bp: 0.001), marked up
+// to 100 + u, flipped to w = -1 there: dq = -(0.01 + E/(100 + u)), E = 1 - 0.001 + 0.01 u, and the
+// long's share of the flip's commission 0.001 |dq| (100 + u) is about 0.001. u = 0.25: the long nets
+// 0.0025 - 0.001 - 0.0010025 > 0 (won; charged the whole flip it would net -0.0005). u = 0.15: it
+// nets 0.0015 - 0.001 - 0.0010015 < 0 (lost; charged nothing it would net +0.0005). The short then
+// loses its own costs on the flat market.
+Test(trading_accounting, a_flip_charges_the_closed_trade_its_share_of_the_cost) {
+  const struct {
+    double up;
+    float hit_rate;
+  } cases[] = {{0.25, 0.5f}, {0.15, 0.0f}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    HandEnv h;
+    TradingParams p = hand_env_flat(&h);
+    MarketData *d = h.d;
+    const int64_t t0 = h.e.t;  // the first step fills at open[t0 + 1]
+    const double top = 100.0 + cases[k].up;
+    bar_set(d, t0 + 1, 100.0, top, 100.0, top, 0.0);
+    for (int64_t i = t0 + 2; i < d->rows; i++) bar_set(d, i, top, top, top, top, 0.0);
+    cr_assert_eq(market_data_validate(d, "step up"), 0, "%s", error_message());
+    p.commission_bps = 10;
+    float *obs = hand_env_restart(&h, &p);
+    TradingEnv *e = &h.e;
+    cr_assert_eq(e->t, t0);
+    step_level(e, 2, obs);  // long: fills at open[t0 + 1] = 100
+    step_level(e, 2, obs);  // hold
+    step_level(e, 0, obs);  // flip to short at 100 + up
+    double equity = 1.0 - 0.001 + 0.01 * cases[k].up;
+    cr_assert_float_eq(e->fill_commission, 0.001 * (0.01 + equity / top) * top, 1e-12);
+    StepOut o;
+    do o = step_level(e, 1, obs);
+    while (!(o.terminated | o.truncated));
+    cr_assert_eq(o.log[6], 2.0f, "two trades");
+    cr_expect_float_eq(o.log[8], cases[k].hit_rate, 1e-7, "up %g: hit rate %g", cases[k].up, o.log[8]);
+    hand_env_close(&h);
+  }
+}
+
 // The last step of an episode: its observation is E_N's state, taken before the forced close that
 // the log books (which resets the bars held: a truncated episode's value bootstrap read 0 bars in
 // a position still open), and the log's drawdown is over E_0..E_{N-1} and the exit equity, E_N
