@@ -1332,6 +1332,43 @@ Test(train, a_resume_from_an_older_checkpoint_moves_last_h5_before_its_first_row
   cr_expect_neq(access(ckpt, F_OK), 0, "%s", ckpt);
 }
 
+// ppo-eval loads a checkpoint with checkpoint_load_policy: the low-precision weight copies, which fp16
+// and bf16 forwards multiply with, must be the checkpoint's weights rounded. Without the refresh
+// there, a backtest of a low-precision checkpoint ran the fresh policy's initial weights, silently
+// (a mutation that no test caught): the values after loading must equal those after a refresh.
+Test(train, a_low_precision_checkpoint_loads_into_the_low_precision_copies) {
+  static const char *const precisions[] = {"run.precision=bf16", "run.precision=fp16"};
+  for (int p = 0; p < 2; p++) {
+    char dir[512], ckpt[700];
+    snprintf(dir, sizeof dir, "%s/lowp_load_%d", tmp_root, p);
+    const char *sets[] = {precisions[p], "eval.every=0"};
+    cr_assert_eq(run(config_file("lowp_load"), NULL, dir, 2, 2, sets), 0, "%s", error_message());
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/last.h5", dir);
+    Trainer *tr = small_trainer(sets, 2);  // fresh: the initial weights, two updates behind the checkpoint
+    Policy *policy = trainer_policy(tr);
+    Backend *be = trainer_backend(tr);
+    cr_assert_eq(checkpoint_load_policy(ckpt, trainer_config(tr), policy, trainer_state(tr).norm, NULL), 0, "%s",
+                 error_message());
+    enum { B = 4 };
+    const int O = policy->spec.obs_dim;
+    float *obs = malloc((size_t)B * O * sizeof(float)), loaded[B], refreshed[B];
+    for (int i = 0; i < B * O; i++) obs[i] = sinf(0.37f * (float)i);
+    float *d_obs = backend_alloc(be, (size_t)B * O * sizeof(float));
+    backend_upload(be, d_obs, obs, (size_t)B * O * sizeof(float));
+    policy_value_forward(policy, d_obs, B);
+    backend_download(be, loaded, policy_values(policy), sizeof loaded);
+    policy_refresh_lowp(policy);
+    policy_value_forward(policy, d_obs, B);
+    backend_download(be, refreshed, policy_values(policy), sizeof refreshed);
+    for (int b = 0; b < B; b++)
+      cr_expect_eq(memcmp(&loaded[b], &refreshed[b], sizeof(float)), 0, "%s: row %d: %.9g after loading, %.9g",
+                   precisions[p], b, loaded[b], refreshed[b]);
+    backend_free(be, d_obs);
+    free(obs);
+    trainer_free(tr);
+  }
+}
+
 // [run] threads = 0 ("all cores") after a run of threads = 1 in the same process gets every core
 // back: ppo-bench all measured configs/seed.ini (threads 0) after configs/default.ini (threads 1)
 // on one thread, at half the speed ppo-train runs it.
