@@ -94,6 +94,22 @@ void evaluator_free(Evaluator *ev) {
   free(ev);
 }
 
+// The [eval] metric's value among the metrics (a switch without a default: -Wswitch names a metric
+// added to the choices and not here, which fell to total_return).
+static double selected_metric(ConfigMetric metric, const Metrics *m) {
+  switch (metric) {
+    case CONFIG_METRIC_SHARPE:
+      return m->sharpe;
+    case CONFIG_METRIC_SORTINO:
+      return m->sortino;
+    case CONFIG_METRIC_TOTAL_RETURN:
+      return m->total_return;
+    case CONFIG_METRIC_CALMAR:
+      return m->calmar;
+  }
+  return NAN;
+}
+
 const char *evaluator_metric_name(const Evaluator *ev) { return config_choice_name("eval", "metric", ev->metric); }
 
 int evaluator_run(Evaluator *ev, Trainer *tr, EvalResult *out) {
@@ -105,10 +121,7 @@ int evaluator_run(Evaluator *ev, Trainer *tr, EvalResult *out) {
   metrics_compute(&out->metrics, pass->equity, pass->ts, pass->n, ev->rf, ev->mar);
   out->steps = pass->n;
   const Metrics *m = &out->metrics;
-  out->metric = ev->metric == CONFIG_METRIC_SHARPE    ? m->sharpe
-                : ev->metric == CONFIG_METRIC_SORTINO ? m->sortino
-                : ev->metric == CONFIG_METRIC_CALMAR  ? m->calmar
-                                                      : m->total_return;
+  out->metric = selected_metric(ev->metric, m);
   if (isnan(out->metric)) out->metric = -INFINITY;
   return 0;
 }

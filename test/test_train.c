@@ -1944,6 +1944,40 @@ Test(train, a_checkpoint_save_allocates_nothing_of_its_own) {
   trainer_free(tr);
 }
 
+// Each [eval] metric choice selects its own value of the pass's metrics (by the choice's name):
+// sortino picking the Sharpe ratio passed every suite (mutation testing), which would rank best.h5
+// and fill the eval/sortino column with Sharpe ratios.
+Test(train, every_eval_metric_selects_its_own_value) {
+  for (int k = 0; strcmp(config_choice_name("eval", "metric", k), "?") != 0; k++) {
+    const char *name = config_choice_name("eval", "metric", k);
+    char set[64];
+    snprintf(set, sizeof set, "eval.metric=%s", name);
+    const char *sets[] = {set};
+    Trainer *tr = small_trainer(sets, 1);
+    TrainStats s;
+    cr_assert_eq(trainer_iteration(tr, &s), TRAINER_OK);
+    Evaluator *ev = evaluator_init(tr);
+    cr_assert_not_null(ev, "%s", error_message());
+    cr_expect_str_eq(evaluator_metric_name(ev), name);
+    EvalResult r;
+    cr_assert_eq(evaluator_run(ev, tr, &r), 0, "%s", error_message());
+    const Metrics *m = &r.metrics;
+    double want = !strcmp(name, "sharpe")         ? m->sharpe
+                  : !strcmp(name, "sortino")      ? m->sortino
+                  : !strcmp(name, "total_return") ? m->total_return
+                  : !strcmp(name, "calmar")       ? m->calmar
+                                                  : NAN;
+    cr_expect(!isnan(want), "[eval] metric %s: no field of that name in this test", name);
+    if (isnan(want)) want = -INFINITY;  // a NaN value ranks last
+    cr_expect_eq(r.metric, want, "[eval] metric %s: %.17g, the field %.17g", name, r.metric, want);
+    // the four differ on this pass, so a mix-up is seen
+    cr_expect(m->sharpe != m->sortino && m->sharpe != m->total_return && m->sortino != m->calmar, "%g %g %g %g",
+              m->sharpe, m->sortino, m->total_return, m->calmar);
+    evaluator_free(ev);
+    trainer_free(tr);
+  }
+}
+
 // The evaluation pass run again in its workspace gives what a pass allocated for the call gives
 // (ppo-eval's backtest_run): the same policy and statistics, the same record.
 Test(train, an_evaluation_run_again_is_a_fresh_pass) {
