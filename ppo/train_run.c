@@ -983,6 +983,7 @@ typedef struct {
   int64_t saved_at;                      // the iteration of the last checkpoint written here (-1: none)
   int64_t eval_pending;                  // the iteration whose [eval] pass a stop abandoned (-1: none)
   bool pending_ran;                      // a resume's abandoned pass ran now
+  bool pending_settled;                  // ... and rewrote the metrics (every rank knows: run_begin_loop)
   bool complete;                         // a resume with nothing to do (resume_is_complete)
   int64_t resume_eval_pending;           // the checkpoint's abandoned [eval] pass's iteration (-1: none)
   bool interrupted;                      // a stop request ended the loop
@@ -1285,6 +1286,8 @@ static double read_cpu_wait(const void *ctx) {
 
 // The loop's starting state; then, for a resume whose checkpoint says a stop abandoned its
 // iteration's [eval] pass, that pass first, as the uninterrupted run ran it after that iteration.
+static int report_pending_pass(Run *r, const EvalResult *er, double best_before);
+
 static int run_begin_loop(Run *r) {
   const TrainRunOptions *opt = &r->opt;
   r->tty = log_is_tty() && !opt->quiet;
@@ -1309,23 +1312,31 @@ static int run_begin_loop(Run *r) {
   if (r->stop_before_eval == r->start_iteration) trainer_request_stop();  // fault injection for the tests
   int evaluated = evaluate_iteration(r->tr, r->ev, r->root, r->run_dir, r->start_iteration, &r->best, &er);
   if (evaluated < 0) r->eval_pending = r->start_iteration;
-  if (evaluated <= 0) return EXIT_OK;
+  int settled = evaluated > 0 && report_pending_pass(r, &er, best_before) == 0;  // rank 0's, for every rank
+  dist_host_bcast(&settled, sizeof settled, 0);
+  r->pending_settled = settled != 0;
+  return evaluated > 0 && !settled ? EXIT_RUNTIME : EXIT_OK;
+}
+
+// The resume's abandoned pass, evaluated now (rank 0): said, and its row's eval/ values written with
+// the metrics, which this rewrites (the new timeline's first commit). 0, or -1 (said).
+static int report_pending_pass(Run *r, const EvalResult *er, double best_before) {
   // its value, as the iteration's progress line would have shown it (that line is in train.log already)
   char line[256], value[32], best_text[32];
   snprintf(line, sizeof line, "iteration %lld evaluated now (its pass was abandoned by the stop): val %s %s (%s %s)",
            (long long)r->start_iteration, evaluator_metric_name(r->ev),
-           eval_value_text(er.metric, "n/a", value, sizeof value), r->best > best_before ? "new best" : "best",
+           eval_value_text(er->metric, "n/a", value, sizeof value), r->best > best_before ? "new best" : "best",
            eval_value_text(r->best, "none", best_text, sizeof best_text));
   log_write(LOG_LEVEL_INFO, "ppo-train: %s", line);
   train_log_line(r, "", line);
   r->pending_ran = true;
   // the row's eval/ values, written now: the run may stop before any other row
-  metrics_log_set_eval(&r->metrics, r->start_iteration, evaluator_metric_name(r->ev), er.metric, &er.metrics);
+  metrics_log_set_eval(&r->metrics, r->start_iteration, evaluator_metric_name(r->ev), er->metric, &er->metrics);
   if (metrics_log_settle(&r->metrics) != 0) {
     fprintf(stderr, "ppo-train: %s\n", error_message());
-    return EXIT_RUNTIME;
+    return -1;
   }
-  return EXIT_OK;
+  return 0;
 }
 
 // Several threads that wait for a CPU 15 % of their time or more over two windows of 2 s or more
@@ -1380,6 +1391,23 @@ static void warn_cpu_wait(Run *r) {
   train_log_line(r, "[warn] ", text);
 }
 
+// A checkpoint of the state at this iteration boundary, during the loop (periodic, or a fork's
+// first): the metrics settled first (metrics_log_settle: a resume from it keeps the rows up to
+// it), last.h5 moved on, the older ones pruned. 0, or -1 (said).
+static int save_checkpoint_now(Run *r, TrainRunResult *result) {
+  const int64_t iterations = trainer_counters(r->tr)->iterations;
+  if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
+      save_checkpoint(r->tr, r->ckpt_dir, r->eval_pending == iterations, result->last_checkpoint,
+                      sizeof result->last_checkpoint) != 0) {
+    fprintf(stderr, "ppo-train: %s\n", error_message());
+    return -1;
+  }
+  if (r->root) prune_checkpoints(r->ckpt_dir, r->cfg.run.checkpoint_keep, iterations);
+  r->saved_at = iterations;
+  r->fork_unsaved = false;
+  return 0;
+}
+
 // What follows an iteration: its [eval] pass, metrics row and progress line, the divergence stop,
 // the periodic checkpoint. EXIT_OK to go on, else the exit status that ends the loop.
 static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *result) {
@@ -1430,17 +1458,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // resumed iteration's rows), so that checkpoints/last.h5 names it. Killed after the row, the run
   // left last.h5 naming the abandoned timeline's newest, and a resume of the directory continued
   // that timeline under this one's rows.
-  if (row && r->fork_unsaved && !diverged && !scale_dead) {
-    if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
-        save_checkpoint(tr, r->ckpt_dir, r->eval_pending == s->iteration, result->last_checkpoint,
-                        sizeof result->last_checkpoint) != 0) {
-      fprintf(stderr, "ppo-train: %s\n", error_message());
-      return EXIT_RUNTIME;
-    }
-    if (r->root) prune_checkpoints(r->ckpt_dir, cfg->run.checkpoint_keep, trainer_counters(tr)->iterations);
-    r->saved_at = trainer_counters(tr)->iterations;
-    r->fork_unsaved = false;
-  }
+  if (row && r->fork_unsaved && !diverged && !scale_dead && save_checkpoint_now(r, result) != 0) return EXIT_RUNTIME;
   if (r->root && row) {
     if (metrics_log_append(&r->metrics, s, &x) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());
@@ -1482,22 +1500,17 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
     return EXIT_RUNTIME;
   }
   if (cfg->run.checkpoint_every > 0 && s->iteration % cfg->run.checkpoint_every == 0 && !last &&
-      r->saved_at != s->iteration) {
-    if ((r->root && metrics_log_settle(&r->metrics) != 0) ||
-        save_checkpoint(tr, r->ckpt_dir, r->eval_pending == s->iteration, result->last_checkpoint,
-                        sizeof result->last_checkpoint) != 0) {
-      fprintf(stderr, "ppo-train: %s\n", error_message());
-      return EXIT_RUNTIME;
-    }
-    if (r->root) prune_checkpoints(r->ckpt_dir, cfg->run.checkpoint_keep, trainer_counters(tr)->iterations);
-    r->saved_at = trainer_counters(tr)->iterations;
-  }
+      r->saved_at != s->iteration && save_checkpoint_now(r, result) != 0)
+    return EXIT_RUNTIME;
   return EXIT_OK;
 }
 
 // Iterations until [run] total_timesteps, --iterations, a stop request or a failure. An exit status.
 static int run_loop(Run *r, TrainRunResult *result) {
   Trainer *tr = r->tr;
+  // The resume's abandoned pass rewrote the metrics (run_begin_loop): a fork commits its timeline
+  // there, with its checkpoint (see run_after_iteration).
+  if (r->fork_unsaved && r->pending_settled && save_checkpoint_now(r, result) != 0) return EXIT_RUNTIME;
   // A stop during start-up or the resume's abandoned [eval] pass (run_begin_loop) stops the run here.
   // The loop's first step would see it too, but a run with every iteration done has no step left:
   // one whose last pass a stop abandoned again ended as "nothing to train: the run is complete".
