@@ -66,10 +66,10 @@ static void usage(FILE *out) {
           "\n"
           "SIGINT, SIGTERM or SIGHUP: the run stops at the next step (or minibatch), writes a checkpoint\n"
           "of the last iteration boundary and exits 0; a second signal before that checkpoint exits at\n"
-          "once (the same signal again within a second is the same request: timeout(1) sends two), one\n"
-          "after it is ignored. With --walk-forward the walk-forward ends\n"
-          "there too: run the same command again to continue. SIGPIPE is ignored (a closed pipe loses the\n"
-          "progress lines, not the run).\n");
+          "once (another within a second of the first is the same request: timeout(1) sends two,\n"
+          "systemd a SIGHUP after its SIGTERM), one after it is ignored. With --walk-forward the\n"
+          "walk-forward ends there too: run the same command again to continue. SIGPIPE is ignored (a\n"
+          "closed pipe loses the progress lines, not the run).\n");
 }
 
 // Under mpirun each rank says it in one write (three writes of two ranks interleaved into

@@ -13,8 +13,9 @@
 // Signals: the first SIGINT, SIGTERM or SIGHUP asks the trainer to stop (ppo/trainer.h: the
 // iteration in progress stops before its next rollout step or minibatch and its starting state is
 // restored; an [eval] pass in progress is abandoned and recorded as pending); the run then writes a
-// checkpoint and returns 0. A second signal ends the process at once (the same signal again within a
-// second is the same request: timeout(1) sends SIGTERM to the process and its group). A SIGHUP that
+// checkpoint and returns 0. A second signal ends the process at once (another stop signal within a
+// second of the first is the same request: timeout(1) sends SIGTERM to the process and its group,
+// systemd a SIGHUP right after its SIGTERM). A SIGHUP that
 // was ignored at start (nohup) stays ignored; SIGPIPE is ignored (a closed pipe loses progress
 // lines, not the run).
 //
