@@ -286,7 +286,9 @@ static int evaluation_check_limit(const Evaluation *ev, const BacktestSetup *pro
 // The features' keys other than the checkpoint's (by --set or --config; a window of another size is
 // refused later, by the networks' input size): the policy then sees observations computed otherwise
 // than in its training (and the MA rule's signal and the slippage's volatility change with them).
-// Warned of, and report.json's "features" says so (as_trained).
+// Warned of, and report.json's "features" says so (as_trained). The keys as written: an auto value
+// resolves by the data evaluated (features_params_resolve), and the training's data is not stored.
+// A feature key added to the schema belongs in this list and in write_report_json's section.
 static void evaluation_check_features(Evaluation *ev) {
   static const char *const keys[] = {"sigma_halflife", "ema_fast", "ema_slow"};
   ev->features_as_trained = true;
