@@ -79,6 +79,12 @@ int main(int argc, char **argv) {
 """
 
 
+# The compiler and the HDF5 link arguments (ctest passes CMake's: --cc, --hdf5); these defaults are
+# Debian x86_64's.
+CC = "gcc"
+HDF5_LINK = ["-L/usr/lib/x86_64-linux-gnu/hdf5/serial", "-lhdf5"]
+
+
 def build_driver(build_dir: str, out_dir: str) -> str:
     src = os.path.join(out_dir, "drv.c")
     exe = os.path.join(out_dir, "drv")
@@ -88,8 +94,8 @@ def build_driver(build_dir: str, out_dir: str) -> str:
     for lib in libs:
         if not os.path.exists(lib):
             raise FileNotFoundError(f"{lib} missing: build the engine first (cmake --build {build_dir})")
-    cmd = ["gcc", "-std=c11", "-O2", "-fopenmp", f"-I{ROOT}", f"-I{ROOT}/common", src, *libs,
-           "-L/usr/lib/x86_64-linux-gnu/hdf5/serial", "-lhdf5", "-lz", "-lm", "-o", exe]
+    cmd = [CC, "-std=c11", "-O2", "-fopenmp", f"-I{ROOT}", f"-I{ROOT}/common", src, *libs,
+           *HDF5_LINK, "-lz", "-lm", "-o", exe]
     subprocess.run(cmd, check=True)
     return exe
 
@@ -214,7 +220,14 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--sigma", type=float, nargs="+", default=[0.001, 0.02],
                     help="synthetic_sigma values to run (0.02: max-loss terminations happen)")
+    ap.add_argument("--cc", default=None, help="the C compiler (default gcc)")
+    ap.add_argument("--hdf5", default=None,
+                    help="HDF5's libraries, ';'-separated (CMake's HDF5_C_LIBRARIES); default Debian's -lhdf5")
     a = ap.parse_args()
+    if a.cc:
+        CC = a.cc
+    if a.hdf5:
+        HDF5_LINK = [lib for lib in a.hdf5.split(";") if lib]
     ok = True
     for sig in a.sigma:
         ok &= _ok(compare(a.seed, a.envs, a.steps, a.bars, sig, a.build))
