@@ -1173,9 +1173,10 @@ static int run_prepare(Run *r, TrainRunResult *result, int *lock_fd) {
   if (opt->resume) {
     int fork = 0;
     if (root) {
-      char latest[PATH_CAP], a[PATH_MAX], b[PATH_MAX];
-      fork = !train_run_latest_checkpoint(r->run_dir, latest, sizeof latest) || !realpath(latest, a) ||
-             !realpath(opt->resume, b) || strcmp(a, b) != 0;
+      char latest[PATH_CAP];  // the same file: last.h5 is a symlink or, without symlinks, a hard link
+      struct stat a, b;
+      fork = !train_run_latest_checkpoint(r->run_dir, latest, sizeof latest) || stat(latest, &a) != 0 ||
+             stat(opt->resume, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino;
     }
     dist_host_bcast(&fork, sizeof fork, 0);
     r->fork_unsaved = fork != 0;
