@@ -28,6 +28,19 @@ static inline void cli_standard_streams(void) {
   }
 }
 
+// The end of a program whose standard output is what was asked for (ppo-data info, ppo-eval's
+// summary): output it could not write (a full disk: `> /dev/full`) fails the program with exit
+// status 1, said on stderr; it exited 0 with the output lost, since stdio reports the error only at
+// the flush. A reader that went away (EPIPE) is no failure. Returns the exit status to return.
+static inline int cli_finish_stdout(const char *prog, int status) {
+  errno = 0;
+  if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
+    fprintf(stderr, "%s: cannot write standard output: %s\n", prog, errno ? strerror(errno) : "write error");
+    return status == EXIT_OK ? EXIT_RUNTIME : status;
+  }
+  return status;
+}
+
 // Is arg the option `name`, alone or as "name=value"?
 static inline bool cli_is_option(const char *arg, const char *name) {
   size_t len = strlen(name);

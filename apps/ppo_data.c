@@ -479,8 +479,8 @@ int main(int argc, char **argv) {
       return EXIT_OK;
     }
   }
-  if (strcmp(argv[1], "import") == 0) return command_import(argc - 2, argv + 2);
-  if (strcmp(argv[1], "info") == 0) return command_info(argc - 2, argv + 2);
-  if (strcmp(argv[1], "features") == 0) return command_features(argc - 2, argv + 2);
+  if (strcmp(argv[1], "import") == 0) return cli_finish_stdout("ppo-data", command_import(argc - 2, argv + 2));
+  if (strcmp(argv[1], "info") == 0) return cli_finish_stdout("ppo-data", command_info(argc - 2, argv + 2));
+  if (strcmp(argv[1], "features") == 0) return cli_finish_stdout("ppo-data", command_features(argc - 2, argv + 2));
   return usage_error("unknown command '%s' (allowed: import, info, features)", argv[1]);
 }

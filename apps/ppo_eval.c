@@ -174,5 +174,5 @@ int main(int argc, char **argv) {
   o.n_overrides = n_overrides;
   o.overrides = overrides;
   if (o.quiet) log_quiet();  // no [info] lines either (device = auto's choice)
-  return eval_run(&o);
+  return cli_finish_stdout("ppo-eval", eval_run(&o));
 }

@@ -1194,6 +1194,13 @@ Test(config_train, a_plan_that_cannot_be_written_exits_1) {
   cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --quiet >/dev/full", out, sizeof out), 1);
   cr_expect_eq(run_train("'" PPO_SOURCE_DIR "/configs/cartpole.ini' --plan --quiet >/dev/null", out, sizeof out), 0,
                "%s", out);
+  // ppo-data's listings alike (they exited 0 with the output lost; found by the preemption helper)
+  const char *data = PPO_BIN_DIR "/ppo-data";
+  cr_expect_eq(run_program(data, "info '" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5' >/dev/full", out, sizeof out), 1);
+  cr_expect_eq(run_program(data, "info '" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5' >/dev/null", out, sizeof out), 0, "%s",
+               out);
+  cr_expect_eq(run_program(data, "info '" PPO_SOURCE_DIR "/data/XAUUSD_1H.h5' | head -1", out, sizeof out), 0,
+               "a reader that went away: %s", out);
 }
 
 // A key given a value this configuration never reads is warned of, naming the key that makes it

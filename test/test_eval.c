@@ -688,6 +688,12 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   cr_expect_eq(json_number_after(third, "\"features\"", "ema_fast"), 5);
   cr_expect(strstr(third, "\"as_trained\": false"), "%s", third);
   free(third);
+  // A summary that cannot be written (a full disk) fails the run, exit 1 (it exited 0)
+  snprintf(args, sizeof args,
+           "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 0 --random-seeds 1 --bootstrap 0 --no-plot "
+           ">/dev/full",
+           run, dir3);
+  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 1, "%s", out);
 
   // The default output directory is the run's eval/<checkpoint>_<split>. --quiet prints no [info]
   // line either (device = auto on the CPU: an empty CUDA_VISIBLE_DEVICES hides any GPU).
