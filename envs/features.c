@@ -113,22 +113,23 @@ Features *features_compute(const MarketData *data, const FeatureParams *params) 
     const double sigma_long = t == 0 ? NAN : sqrt(long_num / long_den);
     f->sigma[t] = sigma;
     const double ms = m * sigma;  // price units of one sigma
-    row[0] = clip_feature(t == 0 ? 0.0 : ratio(r, sigma_prev));
+    row[FEATURE_R1] = clip_feature(t == 0 ? 0.0 : ratio(r, sigma_prev));
     for (int h = 0; h < 3; h++) {
       int k = f->horizons[h];
-      row[1 + h] = clip_feature(t < k ? 0.0 : ratio(log(m / M[t - k]), sigma * sqrt((double)k)));
+      row[FEATURE_R_K1 + h] = clip_feature(t < k ? 0.0 : ratio(log(m / M[t - k]), sigma * sqrt((double)k)));
     }
-    row[4] = clip_feature(sigma > 0 && sigma_long > 0 ? log(sigma / sigma_long) : 0.0);
-    row[5] = clip_feature(ratio(data->high[t] - data->low[t], ms));
-    row[6] = clip_feature(ratio(data->close[t] - data->open[t], ms));
-    row[7] = clip_feature(ratio(ema_fast - m, ms));
-    row[8] = clip_feature(ratio(ema_slow - m, ms));
+    row[FEATURE_VOL_REGIME] = clip_feature(sigma > 0 && sigma_long > 0 ? log(sigma / sigma_long) : 0.0);
+    row[FEATURE_RANGE] = clip_feature(ratio(data->high[t] - data->low[t], ms));
+    row[FEATURE_BODY] = clip_feature(ratio(data->close[t] - data->open[t], ms));
+    row[FEATURE_X_FAST] = clip_feature(ratio(ema_fast - m, ms));
+    row[FEATURE_X_SLOW] = clip_feature(ratio(ema_slow - m, ms));
     row[FEATURE_X_STRATEGY] = (float)((ema_fast > ema_slow) - (ema_fast < ema_slow));
-    row[10] = clip_feature(ratio(ema12 - ema26, ms));
+    row[FEATURE_MACD] = clip_feature(ratio(ema12 - ema26, ms));
     double rsi = gain + loss > 0 ? 100.0 * gain / (gain + loss) : 50.0;  // = 100 - 100/(1 + gain/loss)
-    row[11] = clip_feature((rsi - 50.0) / 50.0);
-    row[12] = clip_feature(data->has_bid_ask ? (data->ask_close[t] - data->bid_close[t]) / m * 1e4 / 10.0 : 0.0);
-    row[13] = clip_feature(t == 0 ? 0.0 : log1p((double)(data->ts[t] - data->ts[t - 1]) / 3600.0));
+    row[FEATURE_RSI] = clip_feature((rsi - 50.0) / 50.0);
+    row[FEATURE_SPREAD] =
+        clip_feature(data->has_bid_ask ? (data->ask_close[t] - data->bid_close[t]) / m * 1e4 / 10.0 : 0.0);
+    row[FEATURE_GAP] = clip_feature(t == 0 ? 0.0 : log1p((double)(data->ts[t] - data->ts[t - 1]) / 3600.0));
     double phase;
     if (daily) {
       phase = 2.0 * PI * utc_weekday(data->ts[t]) / 7.0;
@@ -136,8 +137,8 @@ Features *features_compute(const MarketData *data, const FeatureParams *params) 
       int64_t seconds_of_day = ((data->ts[t] % 86400) + 86400) % 86400;
       phase = 2.0 * PI * (double)(seconds_of_day / 3600) / 24.0;
     }
-    row[14] = (float)sin(phase);
-    row[15] = (float)cos(phase);
+    row[FEATURE_TIME_SIN] = (float)sin(phase);
+    row[FEATURE_TIME_COS] = (float)cos(phase);
     sigma_prev = sigma;
   }
   return f;

@@ -40,8 +40,27 @@
 
 #include "envs/market_data.h"
 
-#define FEATURES_COUNT 16  // F
-#define FEATURE_X_STRATEGY 9  // the column of sign(EMA_fast - EMA_slow): the MA-rule baseline trades on it
+// The columns, in the order of the list above (names_hourly / names_daily in features.c name them).
+// A new feature goes last, before FEATURES_COUNT (docs/ARCHITECTURE.md section 13.7).
+typedef enum {
+  FEATURE_R1,
+  FEATURE_R_K1,  // r4 hourly, r5 daily; then k2, k3
+  FEATURE_R_K2,
+  FEATURE_R_K3,
+  FEATURE_VOL_REGIME,
+  FEATURE_RANGE,
+  FEATURE_BODY,
+  FEATURE_X_FAST,
+  FEATURE_X_SLOW,
+  FEATURE_X_STRATEGY,  // sign(EMA_fast - EMA_slow): the MA-rule baseline trades on it
+  FEATURE_MACD,
+  FEATURE_RSI,
+  FEATURE_SPREAD,
+  FEATURE_GAP,
+  FEATURE_TIME_SIN,
+  FEATURE_TIME_COS,
+  FEATURES_COUNT  // F
+} FeatureColumn;
 #define FEATURES_CLIP 5.0
 
 typedef struct {
