@@ -1285,10 +1285,10 @@ static double read_cpu_wait(const void *ctx) {
   return cpu_wait_seconds(r->cpu_wait_tids, r->cpu_wait_n);
 }
 
-// The loop's starting state; then, for a resume whose checkpoint says a stop abandoned its
-// iteration's [eval] pass, that pass first, as the uninterrupted run ran it after that iteration.
 static int report_pending_pass(Run *r, const EvalResult *er, double best_before);
 
+// The loop's starting state; then, for a resume whose checkpoint says a stop abandoned its
+// iteration's [eval] pass, that pass first, as the uninterrupted run ran it after that iteration.
 static int run_begin_loop(Run *r) {
   const TrainRunOptions *opt = &r->opt;
   r->tty = log_is_tty() && !opt->quiet;
