@@ -688,12 +688,6 @@ Test(eval_cli, backtests_a_checkpoint_into_every_output, .init = setup, .fini = 
   cr_expect_eq(json_number_after(third, "\"features\"", "ema_fast"), 5);
   cr_expect(strstr(third, "\"as_trained\": false"), "%s", third);
   free(third);
-  // A summary that cannot be written (a full disk) fails the run, exit 1 (it exited 0)
-  snprintf(args, sizeof args,
-           "--checkpoint '%s/best.h5' --split val --out '%s' --seeds 0 --random-seeds 1 --bootstrap 0 --no-plot "
-           ">/dev/full",
-           run, dir3);
-  cr_expect_eq(run_program(EVAL_BIN, args, out, sizeof out), 1, "%s", out);
 
   // The default output directory is the run's eval/<checkpoint>_<split>. --quiet prints no [info]
   // line either (device = auto on the CPU: an empty CUDA_VISIBLE_DEVICES hides any GPU).
@@ -1307,6 +1301,90 @@ Test(eval_cli, generic_cost_defaults_are_reported, .init = setup, .fini = teardo
 // Three one-month folds of a synthetic market (as in test_walk_forward.c), then the walk-forward
 // report: one row per fold, the chained curve starts at 1 and ends at the product of the folds'
 // growth, and its report.json.
+// Column `col` (0-based) of every row of a CSV text (the header skipped) into out; the row count.
+static int csv_column(const char *text, int col, double *out, int capacity) {
+  int rows = 0;
+  for (const char *line = strchr(text, '\n'); line && line[1] && rows < capacity; line = strchr(line, '\n')) {
+    const char *f = ++line;
+    for (int c = 0; c < col; c++) f = strchr(f, ',') + 1;
+    out[rows++] = strtod(f, NULL);
+  }
+  return rows;
+}
+
+// The chained out-of-sample files of a walk-forward against its folds' own evaluations, from the
+// definition "a fold starts at the previous fold's final equity": fold k's bar j is at
+// E_k[j] * start_k / E_k[0] (start_k: the chain's equity where fold k begins), and so is every
+// amount of money (costs, notional, a trade's net P&L) fold k booked; the drawdown columns are
+// 1 - E / (running peak of E) of their own equity columns.
+static void expect_chain_of_folds(const char *run, int folds, const char *chain_report) {
+  enum { CAP = 1 << 14 };
+  static double oos[4][CAP], eq[CAP], bh[CAP], pnl[CAP];
+  char path[1024];
+  snprintf(path, sizeof path, "%s/walk_forward/oos_equity.csv", run);
+  char *text = read_text(path, NULL);
+  cr_assert_not_null(text, "%s", path);
+  int n = csv_column(text, 3, oos[0], CAP);
+  csv_column(text, 4, oos[1], CAP);
+  csv_column(text, 5, oos[2], CAP);
+  csv_column(text, 6, oos[3], CAP);
+  free(text);
+  double peak = oos[0][0], bh_peak = oos[2][0];
+  for (int i = 0; i < n; i++) {
+    if (oos[0][i] > peak) peak = oos[0][i];
+    if (oos[2][i] > bh_peak) bh_peak = oos[2][i];
+    cr_expect_float_eq(oos[1][i], 1.0 - oos[0][i] / peak, 1e-9, "row %d: drawdown", i);
+    cr_expect_float_eq(oos[3][i], 1.0 - oos[2][i] / bh_peak, 1e-9, "row %d: buy-and-hold drawdown", i);
+  }
+  const char *cost_keys[4] = {"cost_spread_pct", "cost_slippage_pct", "cost_commission_pct", "cost_financing_pct"};
+  double cost_pct[4] = {0}, notional = 0, equity_sum = 0, wins = 0, losses = 0;
+  double start = oos[0][0], bh_start = oos[2][0];
+  int row = 0, trades = 0;
+  for (int k = 0; k < folds; k++) {
+    snprintf(path, sizeof path, "%s/fold_%02d/eval/test/equity.csv", run, k);
+    text = read_text(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    int m = csv_column(text, 3, eq, CAP);
+    csv_column(text, 10, bh, CAP);
+    free(text);
+    const double scale = start / eq[0], bh_scale = bh_start / bh[0];
+    for (int j = k == 0 ? 0 : 1; j < m; j++, row++) {
+      cr_assert_lt(row, n, "oos_equity.csv has fewer rows than the folds' equity.csv");
+      cr_expect_float_eq(oos[0][row], eq[j] * scale, 1e-9 * scale, "fold %d bar %d: equity", k, j);
+      cr_expect_float_eq(oos[2][row], bh[j] * bh_scale, 1e-9 * bh_scale, "fold %d bar %d: buy-and-hold", k, j);
+    }
+    double fold_equity_sum = 0;
+    for (int j = 0; j < m; j++) fold_equity_sum += eq[j];
+    snprintf(path, sizeof path, "%s/fold_%02d/eval/test/report.json", run, k);
+    text = read_text(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    for (int c = 0; c < 4; c++) cost_pct[c] += json_number_after(text, "\"greedy\"", cost_keys[c]) * start / oos[0][0];
+    // notional_turnover = sum of notional / mean equity (its N + 1 points)
+    notional += json_number_after(text, "\"greedy\"", "notional_turnover") * fold_equity_sum / m * scale;
+    free(text);
+    snprintf(path, sizeof path, "%s/fold_%02d/eval/test/trades.csv", run, k);
+    text = read_text(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    int t = csv_column(text, 9, pnl, CAP);
+    free(text);
+    for (int j = 0; j < t; j++) *(pnl[j] > 0 ? &wins : &losses) += pnl[j] * scale;
+    trades += t;
+    start = eq[m - 1] * scale;
+    bh_start = bh[m - 1] * bh_scale;
+  }
+  cr_expect_eq(row, n, "the chain is the folds' bars");
+  for (int i = 0; i < n; i++) equity_sum += oos[0][i];
+  for (int c = 0; c < 4; c++)
+    cr_expect_float_eq(json_number_after(chain_report, "\"agent_greedy\"", cost_keys[c]), cost_pct[c],
+                       1e-9 * (1 + fabs(cost_pct[c])), "chained %s", cost_keys[c]);
+  cr_expect_float_eq(json_number_after(chain_report, "\"agent_greedy\"", "notional_turnover"),
+                     notional / (equity_sum / n), 1e-9 * (1 + notional), "chained notional_turnover");
+  cr_expect_eq(json_number_after(chain_report, "\"agent_greedy\"", "n_trades"), trades);
+  cr_assert(trades > 0 && wins > 0 && losses < 0, "the agent traded with wins and losses (%d trades)", trades);
+  cr_expect_float_eq(json_number_after(chain_report, "\"agent_greedy\"", "profit_factor"), wins / -losses,
+                     1e-9 * (wins / -losses), "chained profit_factor");
+}
+
 Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini = teardown, .timeout = 300) {
   static char out[1 << 17];
   char cfg[512], run[512], args[4096], path[1024];
@@ -1364,6 +1442,7 @@ Test(eval_cli, walk_forward_chains_the_folds_out_of_sample, .init = setup, .fini
   char *report = read_text(path, NULL);
   cr_assert_not_null(report);
   cr_expect_float_eq(json_number_after(report, "\"agent_greedy\"", "total_return"), growth - 1.0, 1e-8);
+  expect_chain_of_folds(run, 3, report);
   // The chained metrics use [eval]'s risk-free rate, as each fold's do (they used the defaults):
   // Sharpe = mean(r - rf/P) / sd(r) sqrt(P), so the excess return lowers it by rf / (sd(r) sqrt(P)) = rf / vol.
   double sharpe0 = json_number_after(report, "\"buy_and_hold\"", "sharpe");

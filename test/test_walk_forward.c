@@ -130,6 +130,28 @@ Test(walk_forward, months_clamp_to_the_end_of_the_month) {
   market_data_free(d);
 }
 
+// A fold fits when its test window ends on the data's last day (test_end is inclusive): daily bars
+// 2001-01-01 .. 2001-12-31 hold exactly 10 + 1 + 1 months, fold 0 tests December 1 .. 31. One
+// bar fewer and no fold fits, the error's whole months then being 11.
+Test(walk_forward, a_fold_ending_on_the_last_day_fits) {
+  MarketData *d = market_data_new(365);
+  cr_assert_not_null(d);
+  for (int64_t i = 0; i < d->rows; i++) d->ts[i] = day("2001-01-01") + i * 86400;
+  d->bar_seconds = 86400;
+  const char *sets[] = {"walk_forward.train_months=10", "walk_forward.val_months=1", "walk_forward.test_months=1"};
+  Config cfg;
+  load(&cfg, 3, sets);
+  int n = 0;
+  cr_assert_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), 0, "%s", error_message());
+  cr_assert_eq(n, 1);
+  expect_day(folds[0].test_start, "2001-12-01", "fold 0 test_start");
+  expect_day(folds[0].test_end, "2001-12-31", "fold 0 test_end");
+  d->rows = 364;  // the last bar 2001-12-30
+  cr_expect_eq(walk_forward_plan(&cfg, d, true, folds, WALK_FORWARD_FOLDS_MAX, &n), -1);
+  cr_expect(strstr(error_message(), "test_months <= 11"), "%s", error_message());
+  market_data_free(d);
+}
+
 Test(walk_forward, max_folds_keeps_the_earliest) {
   const char *sets[] = {"walk_forward.max_folds=3"};
   Config cfg;
