@@ -294,6 +294,63 @@ Test(backtest, buy_and_hold_holds_its_units_with_continuous_actions) {
   market_close(&m);
 }
 
+// With exec = close the oracle fills at the decision bar's close and is marked at the next close, so
+// at zero cost every step earns L |close[t+1] / close[t] - 1| >= 0: its equity never falls.
+// Continuous long-only actions map a target w to a = 2 w / L - 1 (trading_env.h), so flat (a = -1)
+// holds cash, buy-and-hold (a = 1) holds L.
+Test(backtest, exec_close_oracle_never_loses_and_long_only_continuous_flat_holds_cash) {
+  TradingParams p = trading_params_default();
+  p.exec = TRADING_EXEC_CLOSE;
+  Market m;
+  market_open(&m, "SPY_1D.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec oracle_spec[] = {{BT_ORACLE, 0, 1.0}};
+  BacktestPass oracle;
+  cr_assert_eq(backtest_run(&setup, oracle_spec, 1, &oracle), 0, "%s", error_message());
+  for (int64_t i = 1; i <= oracle.n; i++)
+    cr_assert_geq(oracle.equity[i], oracle.equity[i - 1] * (1 - 1e-12), "step %lld: %.17g after %.17g", (long long)i,
+                  oracle.equity[i], oracle.equity[i - 1]);
+  cr_expect_gt(oracle.equity[oracle.n], 1.5);
+  backtest_pass_free(&oracle);
+  market_close(&m);
+
+  p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS, p.long_only = true, p.max_leverage = 1;
+  market_open(&m, "SPY_1D.h5", p);
+  setup.base = &m.ctx;
+  BacktestPassSpec specs[] = {{BT_FLAT, 0, 1.0}, {BT_BUY_AND_HOLD, 0, 1.0}};
+  BacktestPass passes[2];
+  cr_assert_eq(backtest_run(&setup, specs, 2, passes), 0, "%s", error_message());
+  for (int64_t i = 0; i <= passes[0].n; i++) cr_assert_eq(passes[0].equity[i], 1.0, "flat at step %lld", (long long)i);
+  cr_expect_eq(passes[0].n_fills, 0);
+  cr_expect_float_eq(passes[1].position[1], 1.0, 0.01, "buy-and-hold enters at L = 1");
+  backtest_pass_free(&passes[0]);
+  backtest_pass_free(&passes[1]);
+  market_close(&m);
+}
+
+// report.h: a trade's entry price is the volume-weighted price of its opening legs. Continuous
+// buy-and-hold at L = 2 only sells after its entry (a weight drifted past L is traded back: SPY's
+// test split holds March 2020), so its one trade keeps the first fill's price.
+Test(backtest, reducing_a_position_keeps_the_entry_price) {
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS, p.max_leverage = 2;
+  Market m;
+  market_open(&m, "SPY_1D.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_BUY_AND_HOLD, 0, 1.0}};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, specs, 1, &pass), 0, "%s", error_message());
+  cr_assert_eq(pass.n_trades, 1);
+  cr_assert_gt(pass.n_fills, 2, "some deleveraging fills between the entry and the close");
+  cr_expect_gt(pass.fills[0].units, 0);
+  for (int64_t f = 1; f < pass.n_fills; f++) cr_expect_lt(pass.fills[f].units, 0, "fill %lld sells", (long long)f);
+  cr_expect_eq(pass.trades[0].entry_price, pass.fills[0].price);
+  cr_expect_eq(pass.trades[0].exit_price, pass.fills[pass.n_fills - 1].price);
+  backtest_pass_free(&pass);
+  market_close(&m);
+}
+
 Test(backtest, refuses_an_agent_pass_without_a_policy) {
   Market m;
   market_open(&m, "SPY_1D.h5", trading_params_default());
