@@ -351,6 +351,31 @@ Test(backtest, reducing_a_position_keeps_the_entry_price) {
   market_close(&m);
 }
 
+// TRADING_ENV.md section 9: a bar's turnover is |w post-fill - w pre-fill|, the weights at the
+// decision bar's mark: |units| M / E with M that bar's close (the pass's price[i - 1]) and E the
+// equity marked there (equity[i - 1]).
+Test(backtest, turnover_is_the_weight_traded_at_the_decision_mark) {
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", trading_params_default());
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_RANDOM, 5, 1.0}};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, specs, 1, &pass), 0, "%s", error_message());
+  int64_t f = 0, traded = 0;
+  const int64_t last = pass.terminated ? pass.stop_step : pass.n;  // adds the forced close
+  for (int64_t i = 1; i < last; i++) {
+    double want = 0;
+    for (; f < pass.n_fills && pass.fills[f].step == i; f++)
+      want += fabs(pass.fills[f].units) * pass.price[i - 1] / pass.equity[i - 1];
+    traded += want > 0;
+    cr_assert_float_eq(pass.turnover[i], want, 1e-12 * (1 + want), "step %lld: %.17g, want %.17g", (long long)i,
+                       pass.turnover[i], want);
+  }
+  cr_expect_gt(traded, 100);
+  backtest_pass_free(&pass);
+  market_close(&m);
+}
+
 Test(backtest, refuses_an_agent_pass_without_a_policy) {
   Market m;
   market_open(&m, "SPY_1D.h5", trading_params_default());
