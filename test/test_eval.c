@@ -376,6 +376,23 @@ Test(backtest, turnover_is_the_weight_traded_at_the_decision_mark) {
   market_close(&m);
 }
 
+// The random baseline's continuous actions are uniform in [-1, 1] (w = L a): long and short alike
+// over a split, not long only.
+Test(backtest, random_continuous_actions_go_both_ways) {
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS, p.max_loss = 1;
+  Market m;
+  market_open(&m, "XAUUSD_1H.h5", p);
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_TEST};
+  BacktestPassSpec specs[] = {{BT_RANDOM, 3, 1.0}};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, specs, 1, &pass), 0, "%s", error_message());
+  Report r = report_of(&pass);
+  cr_expect(r.long_share > 0.3 && r.short_share > 0.3, "long %g, short %g of the bars", r.long_share, r.short_share);
+  backtest_pass_free(&pass);
+  market_close(&m);
+}
+
 Test(backtest, refuses_an_agent_pass_without_a_policy) {
   Market m;
   market_open(&m, "SPY_1D.h5", trading_params_default());
