@@ -531,6 +531,71 @@ static void sampled_pass_is_independent_of_its_batch(PolicyHead head, TradingPar
   market_close(&m);
 }
 
+// The greedy agent takes the most probable action: its first step's level is the argmax of the
+// policy's logits for the split's first observation (an env of the same evaluation parameters,
+// reset), here over the discrete3 levels {-L, 0, L}.
+Test(backtest, the_greedy_agent_takes_the_argmax_action) {
+  omp_set_num_threads(1);
+  TradingParams p = trading_params_default();
+  p.max_loss = 1;
+  Market m;
+  market_open(&m, "EURUSD_1H.h5", p);
+  Backend *be = backend_open("cpu");
+  cr_assert_not_null(be, "%s", error_message());
+  int decided[3] = {0};
+  for (uint64_t seed = 1; seed <= 12; seed++) {
+    PolicySpec ps = {.obs_dim = m.ctx.obs_dim,
+                     .action_dim = m.ctx.n_levels,
+                     .head = POLICY_HEAD_CATEGORICAL,
+                     .n_pi = 1,
+                     .pi_layers = {8},
+                     .n_vf = 1,
+                     .vf_layers = {8},
+                     .activation = NN_ACT_TANH,
+                     .dtype = NN_F32,
+                     .max_batch = 1,
+                     .init = POLICY_INIT_TORCH,
+                     .seed = seed};
+    Policy *pol = policy_init(be, &ps);
+    cr_assert_not_null(pol, "%s", error_message());
+    TradingParams ep = m.ctx.params;
+    ep.eval = true, ep.eval_split = TRADING_SPLIT_VAL, ep.eval_offset = 0, ep.cost_mult = 1.0;
+    TradingContext ctx;
+    cr_assert_eq(trading_context_init(&ctx, m.data, m.features, &ep), 0, "%s", error_message());
+    TradingEnv env;
+    Rng rng;
+    rng_seed(&rng, 1);
+    static float obs[1 << 14];
+    float logits[8];
+    cr_assert_leq(ctx.obs_dim, 1 << 14);
+    trading_env_init(&env, &ctx, 0, 1, rng);
+    trading_env_reset(&env, obs);
+    float *obs_dev = backend_alloc(be, (size_t)ctx.obs_dim * sizeof(float));
+    backend_upload(be, obs_dev, obs, (size_t)ctx.obs_dim * sizeof(float));
+    policy_forward(pol, obs_dev, 1);
+    backend_download(be, logits, policy_head_out(pol), 3 * sizeof(float));
+    backend_free(be, obs_dev);
+    int best = 0;
+    for (int a = 1; a < 3; a++)
+      if (logits[a] > logits[best]) best = a;
+    BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL, .policy = pol};
+    BacktestPassSpec spec[1] = {{BT_AGENT_GREEDY, 0, 1.0}};
+    BacktestPass pass;
+    cr_assert_eq(backtest_run(&setup, spec, 1, &pass), 0, "%s", error_message());
+    const double w = pass.position[1];
+    const int level = w < -0.5 ? 0 : w > 0.5 ? 2 : 1;
+    cr_expect_eq(level, best, "seed %llu: logits %g %g %g, first position %g", (unsigned long long)seed, logits[0],
+                 logits[1], logits[2], w);
+    decided[best]++;
+    backtest_pass_free(&pass);
+    policy_free(pol);
+  }
+  cr_expect((decided[0] > 0) + (decided[1] > 0) + (decided[2] > 0) >= 2,
+            "networks preferring different levels: %d %d %d", decided[0], decided[1], decided[2]);
+  backend_close(be);
+  market_close(&m);
+}
+
 Test(backtest, a_sampled_categorical_pass_is_independent_of_its_batch) {
   sampled_pass_is_independent_of_its_batch(POLICY_HEAD_CATEGORICAL, trading_params_default());
 }
