@@ -606,6 +606,66 @@ Test(backtest, a_sampled_gaussian_pass_is_independent_of_its_batch) {
   sampled_pass_is_independent_of_its_batch(POLICY_HEAD_GAUSSIAN, p);
 }
 
+// A sampled Gaussian pass's step k draws its action from words 2k and 2k + 1 of Philox(seed,
+// sample_subsequence) (A = 1: two uniforms per step, nn/backend.h's Box-Muller, cosine branch). An
+// all-zero network (mean 0, log_std 0) samples a = eps_k itself; with no trade band and no costs the
+// position after step k has the sign of eps_k. The expected signs come from common/rng.h's Philox
+// here, not from the backtest; a stream read at offset k instead of 2 k (consecutive steps sharing a
+// uniform) disagrees on about half the steps.
+Test(backtest, a_sampled_gaussian_pass_draws_two_words_per_step) {
+  omp_set_num_threads(1);
+  TradingParams p = trading_params_default();
+  p.action_mode = TRADING_ACTION_CONTINUOUS;
+  p.no_trade_band = 0;
+  p.max_loss = 1;
+  Market m;
+  market_open(&m, "EURUSD_1H.h5", p);
+  Backend *be = backend_open("cpu");
+  cr_assert_not_null(be, "%s", error_message());
+  PolicySpec ps = {.obs_dim = m.ctx.obs_dim,
+                   .action_dim = 1,
+                   .head = POLICY_HEAD_GAUSSIAN,
+                   .n_pi = 1,
+                   .pi_layers = {8},
+                   .n_vf = 1,
+                   .vf_layers = {8},
+                   .activation = NN_ACT_TANH,
+                   .dtype = NN_F32,
+                   .max_batch = 1,
+                   .init = POLICY_INIT_ZERO,
+                   .seed = 3};
+  Policy *pol = policy_init(be, &ps);
+  cr_assert_not_null(pol, "%s", error_message());
+  const uint64_t seed = 11, subsequence = 5;
+  BacktestSetup setup = {.base = &m.ctx, .split = TRADING_SPLIT_VAL, .policy = pol, .sample_subsequence = subsequence};
+  BacktestPassSpec spec[1] = {{BT_AGENT_SAMPLED, seed, 0.0}};
+  BacktestPass pass;
+  cr_assert_eq(backtest_run(&setup, spec, 1, &pass), 0, "%s", error_message());
+  cr_assert(!pass.terminated, "no costs, leverage 1: the pass runs to the split's end");
+  cr_assert_gt(pass.n, 1000);
+  int64_t checked = 0, wrong = 0, first_wrong = -1;
+  for (int64_t k = 0; k < pass.n - 1; k++) {
+    double u1 = rng_uniform_from_u32(philox_u32(seed, subsequence, 2 * (uint64_t)k));
+    double u2 = rng_uniform_from_u32(philox_u32(seed, subsequence, 2 * (uint64_t)k + 1));
+    double c = cos(6.283185307179586 * u2);
+    if (fabs(c) < 1e-4) continue;  // eps too near 0 for its sign to be sure in float
+    double eps = sqrt(-2 * log(u1)) * c, w = pass.position[k + 1];
+    checked++;
+    if ((eps > 0) != (w > 0) || w == 0) {
+      wrong++;
+      if (first_wrong < 0) first_wrong = k;
+    }
+  }
+  cr_expect_eq(wrong, 0, "%lld of %lld steps hold the wrong side; the first at step %lld (position %g)",
+               (long long)wrong, (long long)checked, (long long)first_wrong,
+               first_wrong >= 0 ? pass.position[first_wrong + 1] : 0.0);
+  cr_expect_gt(checked, pass.n - 10);
+  backtest_pass_free(&pass);
+  policy_free(pol);
+  backend_close(be);
+  market_close(&m);
+}
+
 // --- the programs ---------------------------------------------------------------------------------
 
 static char tmp_root[256];
