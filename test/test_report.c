@@ -447,6 +447,30 @@ Test(report, bootstrap_infinite_blocks_rotate_the_series) {
   series_free(&s);
 }
 
+// The resamples' Sharpe ratios are the report's Sharpe (TRADING_ENV.md: mean(r - rf/P) / std(r; ddof
+// 1) sqrt(P)) with the per-bar risk-free rate rf/P. Daily bars (P = 365.25), rf = 5 % a year, blocks
+// that never end: every resample is a rotation of r, so both CI bounds are that Sharpe, computed here
+// from the returns in two passes.
+Test(report, bootstrap_sharpe_takes_the_risk_free_rate_per_bar) {
+  Series s = series_iid(400, 3e-4, 0.01, 41);
+  for (int64_t i = 0; i <= 400; i++) s.ts[i] = 1700006400 + i * DAY;
+  ReportOptions o = report_options_default();
+  o.rf = 0.05;
+  o.bootstrap_samples = 50;
+  o.block_mean = 1e15;
+  o.seed = 3;
+  Report r;
+  cr_assert_eq(report_compute(&r, &s.in, &o), 0, "%s", error_message());
+  const double P = 365.25;
+  double mean = 0, ss = 0;
+  for (int64_t i = 1; i <= 400; i++) mean += (s.equity[i] / s.equity[i - 1] - 1.0) / 400;
+  for (int64_t i = 1; i <= 400; i++) ss += pow(s.equity[i] / s.equity[i - 1] - 1.0 - mean, 2);
+  const double sharpe = (mean - o.rf / P) / sqrt(ss / 399) * sqrt(P);
+  cr_expect(fabs(r.sharpe_ci_lo - sharpe) <= 1e-9 * fabs(sharpe), "Sharpe lo %.17g vs %.17g", r.sharpe_ci_lo, sharpe);
+  cr_expect(fabs(r.sharpe_ci_hi - sharpe) <= 1e-9 * fabs(sharpe), "Sharpe hi %.17g vs %.17g", r.sharpe_ci_hi, sharpe);
+  cr_expect(fabs(r.m.sharpe - sharpe) <= 1e-9 * fabs(sharpe), "point Sharpe %.17g vs %.17g", r.m.sharpe, sharpe);
+  series_free(&s);
+}
 // Replays the documented procedure with common/rng to pin the exact draws and the quantile rule: N = 3
 // returns, block_mean 2 (each later draw starts a new block when uniform < 1/2, else takes the next
 // return, wrapping), B = 5 resamples, then numpy's linear quantile over the 5 sorted values: h = 4 x
