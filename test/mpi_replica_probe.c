@@ -5,6 +5,9 @@
 // normalisation statistics (obs and return mean and var, the counts) to OUT.rank<r>.bin, so the
 // test compares the ranks' replicas itself. Exit status 0, or 2 on a bad configuration.
 //
+// Rank 0 prints the last iteration's logged losses and approx-KL ("losses logged: policy X value Y
+// entropy Z total W kl K").
+//
 // It also checks the logged explained variance against one computed here over every rank's last
 // rollout gathered on rank 0 (one pass of double sums: not the trainer's merge of moments) and
 // prints "explained variance logged X, pooled Y" (rank 0) or exits 1 when they differ.
@@ -75,6 +78,8 @@ int main(int argc, char **argv) {
   double pooled = pooled_explained_variance(tr);
   if (dist_is_root()) {
     printf("explained variance logged %.6f, pooled %.6f\n", s.explained_variance, pooled);
+    printf("losses logged: policy %.9g value %.9g entropy %.9g total %.9g kl %.9g\n", s.policy_gradient_loss,
+           s.value_loss, s.entropy_loss, s.loss, s.approx_kl);
     if (!(fabs(s.explained_variance - pooled) <= 1e-4)) dist_abort(EXIT_RUNTIME, "explained variance differs");
   }
   char path[1024];

@@ -140,6 +140,18 @@ static float *replica_m_slab(const char *out, int64_t *count) {
   return m;
 }
 
+// The last iteration's logged loss `name` ("policy", "value", "entropy", "total", "kl") from the probe's
+// output.
+static double logged_loss(const char *name) {
+  const char *at = strstr(output, "losses logged:");
+  cr_assert_not_null(at, "%s", output);
+  char key[32];
+  snprintf(key, sizeof key, " %s ", name);
+  const char *field = strstr(at, key);
+  cr_assert_not_null(field, "%s", output);
+  return atof(field + strlen(key));
+}
+
 static double logged_explained_variance(void) {
   const char *at = strstr(output, "explained variance logged ");
   cr_assert_not_null(at, "%s", output);
@@ -163,11 +175,22 @@ Test(dist, ranks_step_with_the_gradient_of_one_rank_holding_every_env) {
   snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=4 ppo.batch_size=256", config_path, out2, common);
   cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
   double ev2 = logged_explained_variance();
+  static const char *losses[] = {"policy", "value", "entropy", "total"};
+  double loss2[4], loss1[4];
+  for (int k = 0; k < 4; k++) loss2[k] = logged_loss(losses[k]);
   snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=8 ppo.batch_size=512", config_path, out1, common);
   cr_assert_eq(mpirun(1, 120, PROBE, args), 0, "%s", output);
   double ev1 = logged_explained_variance();
   cr_expect(fabs(ev2 - ev1) <= 1e-5, "explained variance: 2 x 4 envs %.7f, 1 x 8 envs %.7f (the same rollout)", ev2,
             ev1);
+  // The logged losses are the means over the ranks' equal minibatches: one minibatch of the same 512
+  // rows, so those of the one process (policy and total loss are small: an absolute floor).
+  for (int k = 0; k < 4; k++) {
+    loss1[k] = logged_loss(losses[k]);
+    cr_expect(fabs(loss2[k] - loss1[k]) <= 1e-5 * fabs(loss1[k]) + 1e-7,
+              "logged %s loss: 2 x 4 envs %.9g, 1 x 8 envs %.9g (the same minibatch)", losses[k], loss2[k], loss1[k]);
+  }
+  cr_expect(fabs(loss1[1]) > 1e-4, "a value loss to compare: %g", loss1[1]);
   int64_t n2, n1;
   float *m2 = replica_m_slab(out2, &n2), *m1 = replica_m_slab(out1, &n1);
   cr_assert_eq(n2, n1);
@@ -185,6 +208,88 @@ Test(dist, ranks_step_with_the_gradient_of_one_rank_holding_every_env) {
                 (long long)worst, (long long)n1, m2[worst], m1[worst], scale);
   free(m2);
   free(m1);
+}
+
+// The normalisation statistics in a replica file (after the count and the three slabs): obs mean and
+// var (O each), return mean and var, the two counts; *n doubles.
+static double *replica_normalisation(const char *out, size_t *n) {
+  char path[700];
+  snprintf(path, sizeof path, "%s.rank0.bin", out);
+  size_t size;
+  unsigned char *bytes = read_bytes(path, &size);
+  int64_t count;
+  memcpy(&count, bytes, sizeof count);
+  size_t offset = sizeof count + 3 * (size_t)count * sizeof(float);
+  cr_assert(count > 0 && size > offset && (size - offset) % sizeof(double) == 0, "%s: %zu bytes", path, size);
+  *n = (size - offset) / sizeof(double);
+  double *v = malloc(size - offset);
+  cr_assert_not_null(v);
+  memcpy(v, bytes + offset, size - offset);
+  free(bytes);
+  return v;
+}
+
+// The approx-KL early stop compares the mean of the ranks' minibatch KLs with 1.5 target_kl: the KL of
+// the union of their minibatches, as one rank holding every env sees it. With one minibatch per epoch
+// and 2 epochs, the second epoch's KL k (before its step) is what 1 rank x 8 envs logs; 2 ranks x 4
+// envs must then go on at target_kl = k / 1.2 (limit 1.25 k) and stop at k / 1.875 (limit 0.8 k).
+Test(dist, the_kl_early_stop_takes_the_mean_of_the_ranks_kl) {
+  const char *common = "1 ppo.n_epochs=2 ppo.max_grad_norm=1e9";
+  char args[1400], out[600];
+  snprintf(out, sizeof out, "%s/kl", tmp_root);
+  snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=8 ppo.batch_size=512", config_path, out, common);
+  cr_assert_eq(mpirun(1, 120, PROBE, args), 0, "%s", output);
+  const double k = logged_loss("kl");
+  cr_assert_gt(k, 1e-7, "the second epoch's KL: %g", k);
+  const double targets[2] = {k / 1.2, k / 1.875};
+  for (int stop = 0; stop < 2; stop++) {
+    snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=4 ppo.batch_size=256 ppo.target_kl=%.9g", config_path, out,
+             common, targets[stop]);
+    cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
+    cr_expect(strstr(output, stop ? " 1 early stops" : " 0 early stops"),
+              "KL %.9g (1 x 8 envs), target_kl %.9g: %s expected:\n%s", k, targets[stop], stop ? "a stop" : "no stop",
+              output);
+  }
+}
+
+// VecNormalize's running statistics take each step's batch of every rank's envs (Chan's merge of the
+// ranks' batch moments): 2 ranks x 4 envs end the rollout with the statistics of 1 rank x 8 envs, which
+// steps the same envs with the same draws and takes their moments as one batch of 8 (up to the float
+// rounding of the batch means, SB3's float32 for observations: 2e-6 relative; 0.11 when the merge
+// drops the n_a n_b / n weight of the means' difference).
+Test(dist, ranks_normalise_with_the_statistics_of_one_rank_holding_every_env) {
+  const char *common = "1 ppo.n_epochs=1 normalize.obs=true normalize.reward=true";
+  char args[1400], out2[600], out1[600];
+  snprintf(out2, sizeof out2, "%s/norm_2x4", tmp_root);
+  snprintf(out1, sizeof out1, "%s/norm_1x8", tmp_root);
+  snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=4 ppo.batch_size=256", config_path, out2, common);
+  cr_assert_eq(mpirun(2, 120, PROBE, args), 0, "%s", output);
+  snprintf(args, sizeof args, "'%s' '%s' %s env.n_envs=8 ppo.batch_size=512", config_path, out1, common);
+  cr_assert_eq(mpirun(1, 120, PROBE, args), 0, "%s", output);
+  size_t n2, n1;
+  double *a = replica_normalisation(out2, &n2), *b = replica_normalisation(out1, &n1);
+  cr_assert_eq(n2, n1);
+  cr_assert_geq(n1, 6);
+  const size_t O = (n1 - 4) / 2;
+  size_t worst = 0;
+  double worst_diff = -1;
+  for (size_t i = 0; i < n1; i++) {
+    double diff = fabs(a[i] - b[i]) / (1e-3 + fabs(b[i]));
+    if (diff > worst_diff) worst_diff = diff, worst = i;
+  }
+  cr_log_info("normalisation statistics, 2 x 4 envs vs 1 x 8: largest relative difference %.3g at %zu", worst_diff,
+              worst);
+  cr_expect_leq(worst_diff, 1e-4,
+                "%s %zu: 2 x 4 envs %.17g, 1 x 8 envs %.17g (O = %zu: obs mean, var, ret mean, var, counts)",
+                worst < O       ? "obs mean"
+                : worst < 2 * O ? "obs var"
+                                : "ret/count",
+                worst, a[worst], b[worst], O);
+  double spread = 0;  // the obs variance of some component is not ~0 (else the merge checks nothing)
+  for (size_t i = O; i < 2 * O; i++) spread = fmax(spread, b[i]);
+  cr_expect_gt(spread, 1e-2);
+  free(a);
+  free(b);
 }
 
 // The last value of a metrics.csv column.
