@@ -1427,10 +1427,10 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // minibatch took no step: its norm is NaN and its parameters are as they were.
   // In fp16 the scaler skips such steps and backs the scale off; a scale a backoff no longer
   // changes (0, from which growth never returns, or the smallest float denormals, where a
-  // backoff_factor above 0.5 rounds back up: nn_grad_scaler_backoff) after
-  // an iteration that skipped every step can never let a step through: every step's gradients
-  // stayed inf or NaN some 170 steps in a row (from 65536), as when a weight past fp16's 65504
-  // makes every forward non-finite. torch's GradScaler would skip steps forever; the run stops.
+  // backoff_factor above 0.5 rounds back up: nn_grad_scaler_backoff) after an iteration that
+  // skipped every step can never let a step through: every step's gradients stayed inf or NaN
+  // some 170 steps in a row (from 65536), as when a weight past fp16's 65504 makes every forward
+  // non-finite. torch's GradScaler would skip steps forever; the run stops (diverged includes it).
   const bool fp16 = cfg->run.precision == CONFIG_PRECISION_FP16;
   const float scale = (float)s->loss_scale;
   const bool scale_dead =
@@ -1459,7 +1459,7 @@ static int run_after_iteration(Run *r, const TrainStats *s, TrainRunResult *resu
   // resumed iteration's rows), so that checkpoints/last.h5 names it. Killed after the row, the run
   // left last.h5 naming the abandoned timeline's newest, and a resume of the directory continued
   // that timeline under this one's rows.
-  if (row && r->fork_unsaved && !diverged && !scale_dead && save_checkpoint_now(r, result) != 0) return EXIT_RUNTIME;
+  if (row && r->fork_unsaved && !diverged && save_checkpoint_now(r, result) != 0) return EXIT_RUNTIME;
   if (r->root && row) {
     if (metrics_log_append(&r->metrics, s, &x) != 0) {
       fprintf(stderr, "ppo-train: %s\n", error_message());

@@ -15,9 +15,8 @@
 // restored; an [eval] pass in progress is abandoned and recorded as pending); the run then writes a
 // checkpoint and returns 0. A second signal ends the process at once (another stop signal within a
 // second of the first is the same request: timeout(1) sends SIGTERM to the process and its group,
-// systemd a SIGHUP right after its SIGTERM). A SIGHUP that
-// was ignored at start (nohup) stays ignored; SIGPIPE is ignored (a closed pipe loses progress
-// lines, not the run).
+// systemd a SIGHUP right after its SIGTERM). A SIGHUP that was ignored at start (nohup) stays
+// ignored; SIGPIPE is ignored (a closed pipe loses progress lines, not the run).
 //
 // Exit statuses (common/error.h): 0 done or stopped by a signal with a checkpoint, 2 bad input
 // (configuration, data, checkpoint, plan over the memory limit), 1 a failure at run time.
